@@ -1,0 +1,61 @@
+// The registry: the one place where engines are instantiated, one line per scenario.
+// Compiled by nvcc when CUDA is on (engines then run on both backends), else as plain C++.
+#include "scenarios/registry.hpp"
+
+#include <functional>
+
+#include "scenarios/cartpole.hpp"
+#include "sim/error.hpp"
+#include "sim/vec_env.cuh"
+
+namespace surge {
+namespace {
+
+struct Entry {
+  ScenarioSpec spec;
+  std::function<std::unique_ptr<Engine>(Device, std::int64_t, std::uint64_t, const PhysicsConfig&)> make;
+};
+
+template <class S>
+Entry entry() {
+  return {make_spec<S>(), [](Device device, std::int64_t n, std::uint64_t seed, const PhysicsConfig& physics) {
+            return std::unique_ptr<Engine>(new VecEnv<S>(device, n, seed, physics));
+          }};
+}
+
+const std::vector<Entry>& registry() {
+  static const std::vector<Entry> entries = {
+      entry<CartPole>(),
+  };
+  return entries;
+}
+
+const Entry& find(const std::string& name) {
+  for (const Entry& e : registry())
+    if (e.spec.name == name) return e;
+  std::string known;
+  for (const Entry& e : registry()) known += (known.empty() ? "" : ", ") + e.spec.name;
+  throw InputError("unknown scenario '" + name + "': known scenarios are " + known);
+}
+
+}  // namespace
+
+std::vector<std::string> scenario_names() {
+  std::vector<std::string> names;
+  for (const Entry& e : registry()) names.push_back(e.spec.name);
+  return names;
+}
+
+const ScenarioSpec& scenario_spec(const std::string& name) { return find(name).spec; }
+
+std::unique_ptr<Engine> make_engine(const std::string& name, Device device, std::int64_t num_envs, std::uint64_t seed,
+                                    const PhysicsConfig& physics) {
+  return find(name).make(device, num_envs, seed, physics);
+}
+
+std::unique_ptr<Engine> make_engine(const std::string& name, Device device, std::int64_t num_envs, std::uint64_t seed) {
+  const Entry& e = find(name);
+  return e.make(device, num_envs, seed, PhysicsConfig::defaults(e.spec));
+}
+
+}  // namespace surge

@@ -1,0 +1,21 @@
+#pragma once
+// The scenarios Surge knows, by name, each behind the type-erased Engine interface.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sim/engine.hpp"
+
+namespace surge {
+
+// Names of every registered scenario, in registration order.
+std::vector<std::string> scenario_names();
+// The spec of a scenario; throws InputError listing the known names when `name` is unknown.
+const ScenarioSpec& scenario_spec(const std::string& name);
+// Builds N environments of `name` on `device`, seeded with `seed`, reset and ready to step.
+std::unique_ptr<Engine> make_engine(const std::string& name, Device device, std::int64_t num_envs, std::uint64_t seed,
+                                    const PhysicsConfig& physics);
+std::unique_ptr<Engine> make_engine(const std::string& name, Device device, std::int64_t num_envs, std::uint64_t seed);
+
+}  // namespace surge

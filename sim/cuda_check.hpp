@@ -1,0 +1,42 @@
+#pragma once
+// The CUDA error checks. Include only from translation units compiled by nvcc.
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <string>
+
+#include "sim/error.hpp"
+
+namespace surge::detail {
+[[noreturn]] inline void throw_cuda(const char* file, int line, const char* expression, cudaError_t status) {
+  throw_error(file, line, expression, std::string(cudaGetErrorName(status)) + ": " + cudaGetErrorString(status));
+}
+}  // namespace surge::detail
+
+// Throws surge::Error with file, line, the expression and CUDA's own words.
+#define SURGE_CUDA_CHECK(expr)                                                       \
+  do {                                                                               \
+    cudaError_t surge_status_ = (expr);                                              \
+    if (surge_status_ != cudaSuccess) ::surge::detail::throw_cuda(__FILE__, __LINE__, #expr, surge_status_); \
+  } while (0)
+
+// For destructors: reports and carries on.
+#define SURGE_CUDA_CHECK_NOTHROW(expr)                                                   \
+  do {                                                                                   \
+    cudaError_t surge_status_ = (expr);                                                  \
+    if (surge_status_ != cudaSuccess)                                                    \
+      std::fprintf(stderr, "surge: %s:%d: %s failed: %s\n", __FILE__, __LINE__, #expr,   \
+                   cudaGetErrorString(surge_status_));                                   \
+  } while (0)
+
+// Every kernel launch is followed by this. With SURGE_SYNC_LAUNCHES defined (the CMake option
+// SURGE_DEBUG_SYNC) it also waits for the kernel, so a fault is reported at the launch that caused it.
+#if defined(SURGE_SYNC_LAUNCHES)
+#define SURGE_CUDA_CHECK_LAUNCH()                  \
+  do {                                             \
+    SURGE_CUDA_CHECK(cudaGetLastError());          \
+    SURGE_CUDA_CHECK(cudaDeviceSynchronize());     \
+  } while (0)
+#else
+#define SURGE_CUDA_CHECK_LAUNCH() SURGE_CUDA_CHECK(cudaGetLastError())
+#endif

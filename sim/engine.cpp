@@ -1,0 +1,76 @@
+#include "sim/engine.hpp"
+
+#include <cmath>
+#include <sstream>
+
+#include "sim/error.hpp"
+
+namespace surge {
+
+int ScenarioSpec::param_index(const std::string& param_name) const {
+  for (int j = 0; j < param_count(); ++j)
+    if (param_name == params[j].name) return j;
+  return -1;
+}
+
+PhysicsConfig PhysicsConfig::defaults(const ScenarioSpec& spec) {
+  PhysicsConfig config;
+  for (const ParamInfo& param : spec.params) {
+    config.value.push_back(param.default_value);
+    config.low.push_back(param.default_value);
+    config.high.push_back(param.default_value);
+    config.randomized.push_back(0);
+  }
+  return config;
+}
+
+void PhysicsConfig::validate(const ScenarioSpec& spec) const {
+  const std::size_t n = spec.params.size();
+  SURGE_CHECK(value.size() == n && low.size() == n && high.size() == n && randomized.size() == n,
+              "physics config does not match the scenario's parameter table");
+  for (std::size_t j = 0; j < n; ++j) {
+    const ParamInfo& info = spec.params[j];
+    auto number = [](float v) {
+      std::ostringstream out;
+      out << v;
+      return out.str();
+    };
+    if (!std::isfinite(value[j]) || value[j] < info.min_value)
+      throw InputError(spec.name + " parameter " + info.name + " = " + number(value[j]) + " is out of range: it must be >= " +
+                       number(info.min_value));
+    if (randomized[j]) {
+      if (!std::isfinite(low[j]) || !std::isfinite(high[j]) || low[j] > high[j])
+        throw InputError(spec.name + " parameter " + info.name + " has range [" + number(low[j]) + ", " + number(high[j]) +
+                         "]: low must not exceed high");
+      if (low[j] < info.min_value)
+        throw InputError(spec.name + " parameter " + info.name + " range starts at " + number(low[j]) +
+                         ", below the smallest sensible value " + number(info.min_value));
+    }
+  }
+}
+
+bool PhysicsConfig::any_randomized() const {
+  for (auto r : randomized)
+    if (r) return true;
+  return false;
+}
+
+std::string PhysicsConfig::describe(const ScenarioSpec& spec) const {
+  std::ostringstream out;
+  bool first = true;
+  for (std::size_t j = 0; j < randomized.size(); ++j) {
+    if (!randomized[j]) continue;
+    out << (first ? "" : ", ") << spec.params[j].name << " ~ U(" << low[j] << ", " << high[j] << ")";
+    first = false;
+  }
+  return first ? std::string("none") : out.str();
+}
+
+EpisodeStats Engine::episode_stats(const Stream& stream) {
+  DeviceBuffer<double> device_out(device(), kEpisodeStatsWidth);
+  reduce_episode_stats(device_out.span(), stream);
+  const std::vector<double> host = to_host(device_out.cspan(), stream);
+  return {host[0], host[1], host[2]};
+}
+
+}  // namespace surge

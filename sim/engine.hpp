@@ -1,0 +1,138 @@
+#pragma once
+// The type-erased face of VecEnv<Scenario>: what rl/, interop/ and tools/ see. No concrete scenario
+// is named here, and nothing in this header needs nvcc.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sim/device.hpp"
+#include "sim/memory.hpp"
+#include "sim/stream.hpp"
+
+namespace surge {
+
+enum class ActionKind : std::uint8_t { Discrete, Continuous };
+
+// One physics constant of a scenario: its name, default and the smallest value that makes sense.
+struct ParamInfo {
+  const char* name;
+  float default_value;
+  float min_value;  // values below this are rejected as bad input (a negative mass, say)
+};
+
+// Everything about a scenario that can be known without an engine.
+struct ScenarioSpec {
+  std::string name;    // "cartpole"
+  std::string gym_id;  // "CartPole-v1"
+  int obs_dim = 0;
+  int state_dim = 0;
+  ActionKind action_kind = ActionKind::Discrete;
+  int num_actions = 0;  // discrete: actions are 0 .. num_actions-1
+  int action_dim = 0;   // continuous: actions are float[action_dim]
+  std::vector<float> action_low, action_high;  // continuous bounds
+  int max_episode_steps = 0;
+  std::vector<std::string> state_names;
+  std::vector<ParamInfo> params;
+
+  int param_count() const { return static_cast<int>(params.size()); }
+  int param_index(const std::string& name) const;  // -1 if unknown
+};
+
+// Physics for every environment: a base value per parameter, and optionally a uniform range
+// [low, high] drawn afresh by each environment at each reset from its own Philox stream.
+struct PhysicsConfig {
+  std::vector<float> value;
+  std::vector<float> low, high;
+  std::vector<std::uint8_t> randomized;
+
+  static PhysicsConfig defaults(const ScenarioSpec& spec);
+  // Throws InputError naming the parameter when a value or range is out of physical sense.
+  void validate(const ScenarioSpec& spec) const;
+  bool any_randomized() const;
+  std::string describe(const ScenarioSpec& spec) const;  // "masspole ~ U(0.05, 0.2)", or "none"
+};
+
+struct ActionView {
+  Span<const std::int32_t> discrete;  // [N] for discrete scenarios
+  Span<const float> continuous;       // [N][action_dim] for continuous scenarios
+};
+
+// Where step() writes. All on the engine's device; the caller owns them (they are rollout slices).
+struct StepViews {
+  Span<float> obs;                  // [N][obs_dim] next observation; the first of a new episode after an end
+  Span<float> reward;               // [N]
+  Span<std::uint8_t> terminated;    // [N]
+  Span<std::uint8_t> truncated;     // [N]
+  Span<float> final_obs;            // [N][obs_dim] or empty; written only where an episode ended
+};
+
+// Where rollout_random() writes: T consecutive steps laid out as a rollout would be.
+struct RolloutViews {
+  Span<float> obs;                  // [T][N][obs_dim]
+  Span<float> reward;               // [T][N]
+  Span<std::uint8_t> terminated;    // [T][N]
+  Span<std::uint8_t> truncated;     // [T][N]
+};
+
+// Statistics of the episodes that finished since the last clear.
+struct EpisodeStats {
+  double episodes = 0;
+  double return_sum = 0;
+  double length_sum = 0;
+  double mean_return() const { return episodes > 0 ? return_sum / episodes : 0.0; }
+  double mean_length() const { return episodes > 0 ? length_sum / episodes : 0.0; }
+};
+inline constexpr int kEpisodeStatsWidth = 3;
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+
+  virtual const ScenarioSpec& spec() const = 0;
+  virtual Device device() const = 0;
+  virtual std::int64_t num_envs() const = 0;
+  virtual std::uint64_t seed() const = 0;
+  virtual const PhysicsConfig& physics() const = 0;
+
+  // Starts every environment afresh: counters cleared, parameters redrawn where randomised.
+  virtual void reset(const Stream& stream) = 0;
+  // Writes the current observation of every environment, [N][obs_dim].
+  virtual void observe(Span<float> obs, const Stream& stream) const = 0;
+  // One step of every environment with same-step auto-reset (semantics in vec_env.cuh).
+  // Enqueued on `stream`; never waits for the device.
+  virtual void step(const ActionView& actions, const StepViews& out, const Stream& stream) = 0;
+  // `steps` steps of every environment with uniform random actions drawn on the device, fused in
+  // one launch: the inner loop of `surge bench env`.
+  virtual void rollout_random(std::int64_t steps, const RolloutViews& out, const Stream& stream) = 0;
+  // Uniform random actions for every environment, drawn on the device from each env's action stream
+  // (discrete: an index in [0, num_actions); continuous: U(low, high) per dimension).
+  virtual void random_actions(Span<std::int32_t> discrete, Span<float> continuous, const Stream& stream) = 0;
+  // A pure batched transition from given states ([N][state_dim]) under the engine's parameters:
+  // no auto-reset, no counters touched. What `surge step` runs.
+  virtual void transition(Span<const float> states, const ActionView& actions, Span<float> next_states,
+                          Span<float> obs, Span<float> reward, Span<std::uint8_t> terminated,
+                          const Stream& stream) const = 0;
+
+  // Reduces the finished-episode statistics on the device into out[kEpisodeStatsWidth]
+  // (episodes, return sum, length sum), a device view; does not wait.
+  virtual void reduce_episode_stats(Span<double> out, const Stream& stream) = 0;
+  virtual void clear_episode_stats(const Stream& stream) = 0;
+  // Host convenience for tools and tests: reduces, copies back and waits.
+  EpisodeStats episode_stats(const Stream& stream);
+
+  // Raw views of the engine's state, for checkpoints, tests and `surge step`.
+  virtual Span<float> states() = 0;                // [N][state_dim]
+  virtual Span<float> params() = 0;                // [N][param_count]
+  virtual Span<std::int32_t> episode_steps() = 0;  // [N] steps taken in the current episode
+  virtual Span<float> episode_returns() = 0;       // [N] return accumulated in the current episode
+  virtual Span<std::uint64_t> rng_offsets() = 0;   // [N] words consumed from each env's reset stream
+  virtual std::size_t device_bytes() const = 0;    // memory the engine holds on its device
+};
+
+// Bytes one environment writes per step into rollout buffers: obs, reward and the two flags.
+inline std::size_t rollout_bytes_per_env_step(const ScenarioSpec& spec) {
+  return static_cast<std::size_t>(spec.obs_dim) * sizeof(float) + sizeof(float) + 2 * sizeof(std::uint8_t);
+}
+
+}  // namespace surge

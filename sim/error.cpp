@@ -1,0 +1,11 @@
+#include "sim/error.hpp"
+
+namespace surge {
+
+void throw_error(const char* file, int line, const char* expression, const std::string& detail) {
+  std::string message = std::string(file) + ":" + std::to_string(line) + ": check failed: " + expression;
+  if (!detail.empty()) message += " (" + detail + ")";
+  throw Error(message);
+}
+
+}  // namespace surge

@@ -1,0 +1,107 @@
+#pragma once
+// Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC'11), written once
+// for host and device. `Rng` reproduces cuRAND's curandStatePhilox4_32_10_t exactly:
+// Rng(seed, subsequence, offset) yields the same 32-bit words as
+// curand_init(seed, subsequence, offset, &state) followed by curand(&state), and uniform() the same
+// floats as curand_uniform(). Counter-based: a stream is (seed, subsequence), and the position in it
+// is a plain 64-bit counter that callers keep in flat arrays, so no generator state lives on the device.
+#include <cstdint>
+
+#include "sim/hd.hpp"
+
+namespace surge {
+
+struct PhiloxBlock {
+  std::uint32_t v[4];
+};
+
+namespace philox_detail {
+constexpr std::uint32_t kMul0 = 0xD2511F53u;
+constexpr std::uint32_t kMul1 = 0xCD9E8D57u;
+constexpr std::uint32_t kWeyl0 = 0x9E3779B9u;
+constexpr std::uint32_t kWeyl1 = 0xBB67AE85u;
+
+SURGE_HD_INLINE void mulhilo(std::uint32_t a, std::uint32_t b, std::uint32_t& hi, std::uint32_t& lo) {
+  const std::uint64_t product = static_cast<std::uint64_t>(a) * static_cast<std::uint64_t>(b);
+  hi = static_cast<std::uint32_t>(product >> 32);
+  lo = static_cast<std::uint32_t>(product);
+}
+}  // namespace philox_detail
+
+// The bijection: ten rounds over a 128-bit counter under a 64-bit key.
+SURGE_HD_INLINE PhiloxBlock philox4x32_10(PhiloxBlock counter, std::uint32_t key0, std::uint32_t key1) {
+  using namespace philox_detail;
+  std::uint32_t c0 = counter.v[0], c1 = counter.v[1], c2 = counter.v[2], c3 = counter.v[3];
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+  for (int round = 0; round < 10; ++round) {
+    std::uint32_t hi0, lo0, hi1, lo1;
+    mulhilo(kMul0, c0, hi0, lo0);
+    mulhilo(kMul1, c2, hi1, lo1);
+    const std::uint32_t n0 = hi1 ^ c1 ^ key0;
+    const std::uint32_t n2 = hi0 ^ c3 ^ key1;
+    c0 = n0;
+    c1 = lo1;
+    c2 = n2;
+    c3 = lo0;
+    key0 += kWeyl0;
+    key1 += kWeyl1;
+  }
+  return {{c0, c1, c2, c3}};
+}
+
+// Converts 32 random bits to a float in (0, 1], exactly as cuRAND's curand_uniform does.
+SURGE_HD_INLINE float uint_to_uniform(std::uint32_t bits) {
+  constexpr float kTwoPowMinus32 = 2.3283064e-10f;
+  return static_cast<float>(bits) * kTwoPowMinus32 + kTwoPowMinus32 / 2.0f;
+}
+
+// Which subsequences a run uses. One seed serves the whole run; each purpose gets its own range of
+// subsequences so that, say, resetting env 7 never shares numbers with sampling its actions.
+enum class RngPurpose : std::uint64_t { EnvReset = 0, Action = 1, Shuffle = 2, Init = 3 };
+SURGE_HD_INLINE std::uint64_t rng_subsequence(RngPurpose purpose, std::uint64_t index) {
+  return (static_cast<std::uint64_t>(purpose) << 48) | index;
+}
+
+// A cursor into one Philox stream. Cheap to build on every use from (seed, subsequence, offset).
+class Rng {
+ public:
+  SURGE_HD_INLINE Rng(std::uint64_t seed, std::uint64_t subsequence, std::uint64_t offset)
+      : key0_(static_cast<std::uint32_t>(seed)),
+        key1_(static_cast<std::uint32_t>(seed >> 32)),
+        subsequence_(subsequence),
+        offset_(offset) {
+    refill();
+  }
+
+  // The next 32 random bits (cuRAND's curand()).
+  SURGE_HD_INLINE std::uint32_t next_u32() {
+    const std::uint32_t word = block_.v[offset_ & 3u];
+    ++offset_;
+    if ((offset_ & 3u) == 0) refill();
+    return word;
+  }
+  // Uniform in (0, 1] (cuRAND's curand_uniform()).
+  SURGE_HD_INLINE float uniform() { return uint_to_uniform(next_u32()); }
+  // Uniform in [low, high) up to rounding, as low + (high - low) * u.
+  SURGE_HD_INLINE float uniform(float low, float high) { return low + (high - low) * (1.0f - uniform()); }
+
+  // How many 32-bit words of the stream have been consumed: store it, and rebuild the Rng from it.
+  SURGE_HD_INLINE std::uint64_t offset() const { return offset_; }
+
+ private:
+  SURGE_HD_INLINE void refill() {
+    const std::uint64_t block_index = offset_ >> 2;
+    const PhiloxBlock counter = {{static_cast<std::uint32_t>(block_index), static_cast<std::uint32_t>(block_index >> 32),
+                                  static_cast<std::uint32_t>(subsequence_), static_cast<std::uint32_t>(subsequence_ >> 32)}};
+    block_ = philox4x32_10(counter, key0_, key1_);
+  }
+
+  std::uint32_t key0_, key1_;
+  std::uint64_t subsequence_;
+  std::uint64_t offset_;
+  PhiloxBlock block_;
+};
+
+}  // namespace surge

@@ -1,0 +1,294 @@
+// The device runtime: device discovery, streams and memory, for both backends.
+// Compiled by nvcc when the CUDA toolkit is found, otherwise as plain C++ with CUDA left out.
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+
+#include "sim/device.hpp"
+#include "sim/error.hpp"
+#include "sim/memory.hpp"
+#include "sim/runtime_internal.hpp"
+#include "sim/stream.hpp"
+
+#if defined(__CUDACC__)
+#include "sim/cuda_check.hpp"
+#endif
+
+namespace surge {
+
+std::string Device::str() const { return is_cpu() ? "cpu" : "cuda:" + std::to_string(index); }
+
+std::string cuda_version_string(int version) {
+  if (version <= 0) return "none";
+  return std::to_string(version / 1000) + "." + std::to_string((version % 1000) / 10);
+}
+
+const CudaStatus& cuda_status() {
+  static const CudaStatus status = [] {
+    CudaStatus s;
+#if defined(__CUDACC__)
+    s.compiled = true;
+    cudaRuntimeGetVersion(&s.runtime_version);
+    if (cudaDriverGetVersion(&s.driver_version) != cudaSuccess) s.driver_version = 0;
+    const cudaError_t err = cudaGetDeviceCount(&s.device_count);
+    if (err != cudaSuccess || s.device_count == 0) {
+      s.device_count = 0;
+      if (s.driver_version == 0) {
+        s.reason = "no NVIDIA driver is installed (libcuda.so was not found)";
+      } else if (err == cudaErrorInsufficientDriver) {
+        s.reason = "the NVIDIA driver supports CUDA " + cuda_version_string(s.driver_version) + " but this build needs CUDA " +
+                   cuda_version_string(s.runtime_version) + " (update the driver, or rebuild with an older toolkit)";
+      } else if (err == cudaErrorNoDevice || s.device_count == 0) {
+        s.reason = "no CUDA GPU is visible (check nvidia-smi and CUDA_VISIBLE_DEVICES)";
+      } else {
+        s.reason = std::string("CUDA could not start: ") + cudaGetErrorString(err);
+      }
+      cudaGetLastError();  // clear the sticky error so later calls start clean
+    } else {
+      s.usable = true;
+    }
+#else
+    s.reason = "this build of Surge has no CUDA support (rebuild on a machine with the CUDA toolkit)";
+#endif
+    return s;
+  }();
+  return status;
+}
+
+Device parse_device(std::string_view text) {
+  if (text == "cpu") return Device::cpu();
+  if (text == "auto") return cuda_status().usable ? Device::cuda(0) : Device::cpu();
+  int index = 0;
+  if (text == "cuda") {
+    index = 0;
+  } else if (text.rfind("cuda:", 0) == 0 && text.size() > 5) {
+    const std::string digits(text.substr(5));
+    char* end = nullptr;
+    const long value = std::strtol(digits.c_str(), &end, 10);
+    if (*end != '\0' || value < 0) throw InputError("bad device '" + std::string(text) + "': use cpu, cuda, cuda:N or auto");
+    index = static_cast<int>(value);
+  } else {
+    throw InputError("unknown device '" + std::string(text) + "': use cpu, cuda, cuda:N or auto");
+  }
+  const CudaStatus& status = cuda_status();
+  if (!status.usable)
+    throw InputError("--device " + std::string(text) + " needs a usable GPU, but " + status.reason +
+                     "; use --device cpu (or auto), and run 'surge doctor' for details");
+  if (index >= status.device_count)
+    throw InputError("--device " + std::string(text) + ": only " + std::to_string(status.device_count) +
+                     " GPU(s) are visible; use cuda:0 .. cuda:" + std::to_string(status.device_count - 1));
+  return Device::cuda(index);
+}
+
+// ---- streams ---------------------------------------------------------------------------------
+
+Stream::Stream(Device device) : device_(device) {
+  if (device.is_cuda()) {
+#if defined(__CUDACC__)
+    SURGE_CUDA_CHECK(cudaSetDevice(device.index));
+    cudaStream_t stream = nullptr;
+    SURGE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    handle_ = stream;
+#else
+    throw Error("cannot create a CUDA stream: " + cuda_status().reason);
+#endif
+  }
+}
+
+Stream::~Stream() {
+#if defined(__CUDACC__)
+  if (handle_) SURGE_CUDA_CHECK_NOTHROW(cudaStreamDestroy(static_cast<cudaStream_t>(handle_)));
+#endif
+}
+
+Stream::Stream(Stream&& other) noexcept : device_(other.device_), handle_(std::exchange(other.handle_, nullptr)) {}
+
+Stream& Stream::operator=(Stream&& other) noexcept {
+  if (this != &other) {
+#if defined(__CUDACC__)
+    if (handle_) SURGE_CUDA_CHECK_NOTHROW(cudaStreamDestroy(static_cast<cudaStream_t>(handle_)));
+#endif
+    device_ = other.device_;
+    handle_ = std::exchange(other.handle_, nullptr);
+  }
+  return *this;
+}
+
+void Stream::synchronize() const {
+#if defined(__CUDACC__)
+  if (device_.is_cuda()) SURGE_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(handle_)));
+#endif
+}
+
+// ---- memory ----------------------------------------------------------------------------------
+
+namespace {
+constexpr std::size_t kAlignment = 256;
+}
+
+void* device_alloc(Device device, std::size_t bytes) {
+  if (bytes == 0) return nullptr;
+  if (device.is_cpu()) {
+    const std::size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+    void* pointer = std::aligned_alloc(kAlignment, rounded);
+    if (!pointer) throw Error("out of host memory allocating " + std::to_string(bytes) + " bytes");
+    return pointer;
+  }
+#if defined(__CUDACC__)
+  SURGE_CUDA_CHECK(cudaSetDevice(device.index));
+  void* pointer = nullptr;
+  const cudaError_t err = cudaMalloc(&pointer, bytes);
+  if (err != cudaSuccess) {
+    cudaGetLastError();
+    std::size_t free_bytes = 0, total_bytes = 0;
+    cudaMemGetInfo(&free_bytes, &total_bytes);
+    throw Error("out of GPU memory on " + device.str() + ": asked for " + std::to_string(bytes >> 20) +
+                " MiB with " + std::to_string(free_bytes >> 20) + " MiB free (" + cudaGetErrorString(err) + ")");
+  }
+  return pointer;
+#else
+  throw Error("cannot allocate on " + device.str() + ": " + cuda_status().reason);
+#endif
+}
+
+void device_free(Device device, void* pointer) noexcept {
+  if (!pointer) return;
+  if (device.is_cpu()) {
+    std::free(pointer);
+    return;
+  }
+#if defined(__CUDACC__)
+  SURGE_CUDA_CHECK_NOTHROW(cudaFree(pointer));
+#endif
+}
+
+void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, std::size_t bytes,
+                const Stream& stream) {
+  if (bytes == 0) return;
+  if (dst_device.is_cpu() && src_device.is_cpu()) {
+    std::memcpy(dst, src, bytes);
+    return;
+  }
+#if defined(__CUDACC__)
+  SURGE_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, static_cast<cudaStream_t>(stream.native_handle())));
+#else
+  (void)stream;
+  throw Error("cannot copy to or from a GPU: " + cuda_status().reason);
+#endif
+}
+
+void zero_bytes(void* dst, Device device, std::size_t bytes, const Stream& stream) {
+  if (bytes == 0) return;
+  if (device.is_cpu()) {
+    std::memset(dst, 0, bytes);
+    return;
+  }
+#if defined(__CUDACC__)
+  SURGE_CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, static_cast<cudaStream_t>(stream.native_handle())));
+#else
+  (void)stream;
+  throw Error("cannot clear GPU memory: " + cuda_status().reason);
+#endif
+}
+
+int cuda_multiprocessor_count(int device_index) {
+#if defined(__CUDACC__)
+  static std::mutex mutex;
+  static int cached[64] = {};
+  std::lock_guard<std::mutex> lock(mutex);
+  if (device_index < 0 || device_index >= 64) return 1;
+  if (cached[device_index] == 0) {
+    int count = 0;
+    SURGE_CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device_index));
+    cached[device_index] = count > 0 ? count : 1;
+  }
+  return cached[device_index];
+#else
+  (void)device_index;
+  return 1;
+#endif
+}
+
+}  // namespace surge
+
+// ---- timing ----------------------------------------------------------------------------------
+#include <algorithm>
+#include <vector>
+
+#include "sim/timer.hpp"
+
+namespace surge {
+
+StreamTimer::StreamTimer(const Stream& stream) : stream_(stream) {
+#if defined(__CUDACC__)
+  if (stream.device().is_cuda()) {
+    cudaEvent_t a = nullptr, b = nullptr;
+    SURGE_CUDA_CHECK(cudaEventCreate(&a));
+    SURGE_CUDA_CHECK(cudaEventCreate(&b));
+    start_event_ = a;
+    stop_event_ = b;
+  }
+#endif
+}
+
+StreamTimer::~StreamTimer() {
+#if defined(__CUDACC__)
+  if (start_event_) SURGE_CUDA_CHECK_NOTHROW(cudaEventDestroy(static_cast<cudaEvent_t>(start_event_)));
+  if (stop_event_) SURGE_CUDA_CHECK_NOTHROW(cudaEventDestroy(static_cast<cudaEvent_t>(stop_event_)));
+#endif
+}
+
+void StreamTimer::start() {
+#if defined(__CUDACC__)
+  if (start_event_) {
+    SURGE_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(start_event_), static_cast<cudaStream_t>(stream_.native_handle())));
+    return;
+  }
+#endif
+  host_start_ = std::chrono::steady_clock::now();
+}
+
+void StreamTimer::stop() {
+#if defined(__CUDACC__)
+  if (stop_event_) {
+    SURGE_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(stop_event_), static_cast<cudaStream_t>(stream_.native_handle())));
+    return;
+  }
+#endif
+  host_stop_ = std::chrono::steady_clock::now();
+}
+
+double StreamTimer::seconds() const {
+#if defined(__CUDACC__)
+  if (stop_event_) {
+    SURGE_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(stop_event_)));
+    float ms = 0.0f;
+    SURGE_CUDA_CHECK(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(start_event_), static_cast<cudaEvent_t>(stop_event_)));
+    return ms * 1e-3;
+  }
+#endif
+  return std::chrono::duration<double>(host_stop_ - host_start_).count();
+}
+
+double measure_copy_bandwidth(Device device, std::size_t bytes, int repeats) {
+  Stream stream(device);
+  const std::size_t elements = bytes / sizeof(float);
+  DeviceBuffer<float> source(device, static_cast<std::int64_t>(elements));
+  DeviceBuffer<float> target(device, static_cast<std::int64_t>(elements));
+  zero_bytes(source.data(), device, source.bytes(), stream);
+  copy_bytes(target.data(), device, source.data(), device, source.bytes(), stream);  // warm-up, and first touch on the CPU
+  stream.synchronize();
+  std::vector<double> rates;
+  StreamTimer timer(stream);
+  for (int r = 0; r < std::max(repeats, 1); ++r) {
+    timer.start();
+    copy_bytes(target.data(), device, source.data(), device, source.bytes(), stream);
+    timer.stop();
+    rates.push_back(2.0 * static_cast<double>(source.bytes()) / timer.seconds());
+  }
+  std::sort(rates.begin(), rates.end());
+  return rates[rates.size() / 2];
+}
+
+}  // namespace surge

@@ -1,0 +1,406 @@
+#pragma once
+// VecEnv<Scenario>: N environments of one scenario stepped together on one device.
+// Include only from the .cu file that instantiates the engines (scenarios/registry.cu).
+//
+// A Scenario is a plain struct (see scenarios/cartpole.hpp):
+//   State, Params     POD structs of floats; Params has one float per entry of kParams
+//   Action            std::int32_t (discrete) or a struct { float v[kActionDim]; } (continuous)
+//   kName, kGymId, kObsDim, kMaxEpisodeSteps, kActionKind, kNumActions or kActionDim/kActionLow/kActionHigh,
+//   kStateNames, kParams
+//   SURGE_HD static void reset(State&, const Params&, Rng&);
+//   SURGE_HD static StepResult step(State&, const Params&, const Action&);
+//   SURGE_HD static void observe(const State&, float* obs);
+#include <array>
+#include <cstdint>
+#include <type_traits>
+
+#include "sim/engine.hpp"
+#include "sim/error.hpp"
+#include "sim/hd.hpp"
+#include "sim/memory.hpp"
+#include "sim/parallel.cuh"
+#include "sim/philox.hpp"
+#include "sim/scenario.hpp"
+
+namespace surge {
+
+// Physics as the kernels see it: fixed-size, passed by value.
+template <int kCount>
+struct PhysicsTable {
+  float value[kCount];
+  float low[kCount];
+  float high[kCount];
+  std::uint32_t randomized_mask;
+};
+
+// Finished-episode tally of one environment since the last clear.
+struct EpisodeTally {
+  double episodes;
+  double return_sum;
+  double length_sum;
+};
+
+template <class S>
+struct EnvLogic {
+  using State = typename S::State;
+  using Params = typename S::Params;
+  using Action = typename S::Action;
+  static constexpr int kParamCount = static_cast<int>(S::kParams.size());
+  static constexpr int kStateDim = static_cast<int>(S::kStateNames.size());
+  static_assert(kParamCount <= 32, "the randomisation mask holds 32 parameters");
+  static_assert(sizeof(Params) == kParamCount * sizeof(float), "Params must be exactly one float per kParams entry");
+  static_assert(sizeof(State) == kStateDim * sizeof(float), "State must be exactly one float per kStateNames entry");
+  static_assert(std::is_trivially_copyable_v<State> && std::is_trivially_copyable_v<Params>);
+
+  // Draws this reset's parameters (randomised ones only, in table order), then the initial state,
+  // from env i's reset stream; advances the env's stream offset past what was used.
+  SURGE_HD_INLINE static void reset_env(std::uint64_t seed, std::int64_t i, const PhysicsTable<kParamCount>& physics,
+                                        State& state, Params& params, std::uint64_t& rng_offset) {
+    Rng rng(seed, rng_subsequence(RngPurpose::EnvReset, static_cast<std::uint64_t>(i)), rng_offset);
+    float* fields = reinterpret_cast<float*>(&params);
+    for (int j = 0; j < kParamCount; ++j)
+      fields[j] = (physics.randomized_mask >> j & 1u) ? rng.uniform(physics.low[j], physics.high[j]) : physics.value[j];
+    S::reset(state, params, rng);
+    rng_offset = rng.offset();
+  }
+
+  SURGE_HD_INLINE static Action load_action(const std::int32_t* discrete, const float* continuous, std::int64_t i) {
+    if constexpr (S::kActionKind == ActionKind::Discrete) {
+      (void)continuous;
+      return discrete[i];
+    } else {
+      (void)discrete;
+      Action action;
+      for (int k = 0; k < S::kActionDim; ++k) action.v[k] = continuous[i * S::kActionDim + k];
+      return action;
+    }
+  }
+
+  SURGE_HD_INLINE static Action random_action(Rng& rng) {
+    if constexpr (S::kActionKind == ActionKind::Discrete) {
+      return static_cast<std::int32_t>(rng.next_u32() % static_cast<std::uint32_t>(S::kNumActions));
+    } else {
+      Action action;
+      for (int k = 0; k < S::kActionDim; ++k) action.v[k] = rng.uniform(S::kActionLow[k], S::kActionHigh[k]);
+      return action;
+    }
+  }
+
+  // One step of one environment, with same-step auto-reset. This is the only place an episode ends
+  // and a new one begins:
+  //   1. the scenario steps the state under the action, giving a reward and `terminated`;
+  //   2. the step counter advances; `truncated` = counter >= kMaxEpisodeSteps, as Gymnasium's
+  //      TimeLimit sets it (so on the last allowed step both flags can be 1);
+  //   3. if the episode ended (either flag): the final observation goes to `final_obs` when the
+  //      caller gave one, the episode's return and length join the env's tally, the parameters are
+  //      redrawn where randomised, the state is reset from the env's stream and the counters zeroed;
+  //   4. `obs` receives the observation the policy acts on next: the same episode's, or the first
+  //      observation of the new one.
+  // Returns the reward and writes the flags; the caller stores them where its layout wants them.
+  SURGE_HD_INLINE static float step_env(std::uint64_t seed, std::int64_t i, const PhysicsTable<kParamCount>& physics,
+                                        State& state, Params& params, std::int32_t& episode_step, float& episode_return,
+                                        std::uint64_t& rng_offset, EpisodeTally& tally, const Action& action,
+                                        std::uint8_t& terminated_out, std::uint8_t& truncated_out, float* obs_out,
+                                        float* final_obs_out) {
+    const StepResult result = S::step(state, params, action);
+    episode_step += 1;
+    episode_return += result.reward;
+    const bool truncated = episode_step >= S::kMaxEpisodeSteps;
+    terminated_out = result.terminated ? 1 : 0;
+    truncated_out = truncated ? 1 : 0;
+    if (result.terminated || truncated) {
+      if (final_obs_out) S::observe(state, final_obs_out);
+      tally.episodes += 1.0;
+      tally.return_sum += episode_return;
+      tally.length_sum += episode_step;
+      reset_env(seed, i, physics, state, params, rng_offset);
+      episode_step = 0;
+      episode_return = 0.0f;
+    }
+    S::observe(state, obs_out);
+    return result.reward;
+  }
+};
+
+template <class S>
+ScenarioSpec make_spec() {
+  ScenarioSpec spec;
+  spec.name = S::kName;
+  spec.gym_id = S::kGymId;
+  spec.obs_dim = S::kObsDim;
+  spec.state_dim = static_cast<int>(S::kStateNames.size());
+  spec.action_kind = S::kActionKind;
+  if constexpr (S::kActionKind == ActionKind::Discrete) {
+    spec.num_actions = S::kNumActions;
+  } else {
+    spec.action_dim = S::kActionDim;
+    spec.action_low.assign(S::kActionLow.begin(), S::kActionLow.end());
+    spec.action_high.assign(S::kActionHigh.begin(), S::kActionHigh.end());
+  }
+  spec.max_episode_steps = S::kMaxEpisodeSteps;
+  for (const char* name : S::kStateNames) spec.state_names.emplace_back(name);
+  spec.params.assign(S::kParams.begin(), S::kParams.end());
+  return spec;
+}
+
+template <class S>
+class VecEnv final : public Engine {
+ public:
+  using Logic = EnvLogic<S>;
+  using State = typename S::State;
+  using Params = typename S::Params;
+  static constexpr int kParamCount = Logic::kParamCount;
+  static constexpr int kStateDim = Logic::kStateDim;
+
+  VecEnv(Device device, std::int64_t num_envs, std::uint64_t seed, const PhysicsConfig& physics)
+      : spec_(make_spec<S>()),
+        device_(device),
+        num_envs_(num_envs),
+        seed_(seed),
+        physics_config_(physics),
+        states_(device, num_envs),
+        params_(device, num_envs),
+        episode_steps_(device, num_envs),
+        episode_returns_(device, num_envs),
+        rng_offsets_(device, num_envs),
+        action_offsets_(device, num_envs),
+        tallies_(device, num_envs),
+        reduce_scratch_(device, reduce_scratch_size(device, kEpisodeStatsWidth)) {
+    if (num_envs <= 0) throw InputError("the number of environments must be at least 1, got " + std::to_string(num_envs));
+    physics.validate(spec_);
+    for (int j = 0; j < kParamCount; ++j) {
+      table_.value[j] = physics.value[j];
+      table_.low[j] = physics.low[j];
+      table_.high[j] = physics.high[j];
+    }
+    table_.randomized_mask = 0;
+    for (int j = 0; j < kParamCount; ++j)
+      if (physics.randomized[j]) table_.randomized_mask |= 1u << j;
+    Stream stream(device);
+    zero_bytes(rng_offsets_.data(), device, rng_offsets_.bytes(), stream);
+    zero_bytes(action_offsets_.data(), device, action_offsets_.bytes(), stream);
+    reset(stream);
+    stream.synchronize();
+  }
+
+  const ScenarioSpec& spec() const override { return spec_; }
+  Device device() const override { return device_; }
+  std::int64_t num_envs() const override { return num_envs_; }
+  std::uint64_t seed() const override { return seed_; }
+  const PhysicsConfig& physics() const override { return physics_config_; }
+
+  void reset(const Stream& stream) override {
+    check_stream(stream);
+    const auto states = states_.span();
+    const auto params = params_.span();
+    const auto steps = episode_steps_.span();
+    const auto returns = episode_returns_.span();
+    const auto offsets = rng_offsets_.span();
+    const auto table = table_;
+    const auto seed = seed_;
+    parallel_for(stream, num_envs_, [=] SURGE_HD(std::int64_t i) {
+      Logic::reset_env(seed, i, table, states[i], params[i], offsets[i]);
+      steps[i] = 0;
+      returns[i] = 0.0f;
+    });
+    clear_episode_stats(stream);
+  }
+
+  void observe(Span<float> obs, const Stream& stream) const override {
+    check_stream(stream);
+    check_view(obs, num_envs_ * S::kObsDim, "obs");
+    const auto states = states_.cspan();
+    float* out = obs.data;
+    parallel_for(stream, num_envs_, [=] SURGE_HD(std::int64_t i) { S::observe(states[i], out + i * S::kObsDim); });
+  }
+
+  void step(const ActionView& actions, const StepViews& out, const Stream& stream) override {
+    check_stream(stream);
+    check_actions(actions, num_envs_);
+    check_view(out.obs, num_envs_ * S::kObsDim, "obs");
+    check_view(out.reward, num_envs_, "reward");
+    check_view(out.terminated, num_envs_, "terminated");
+    check_view(out.truncated, num_envs_, "truncated");
+    if (!out.final_obs.empty()) check_view(out.final_obs, num_envs_ * S::kObsDim, "final_obs");
+    const auto states = states_.span();
+    const auto params = params_.span();
+    const auto steps = episode_steps_.span();
+    const auto returns = episode_returns_.span();
+    const auto offsets = rng_offsets_.span();
+    const auto tallies = tallies_.span();
+    const auto table = table_;
+    const auto seed = seed_;
+    const std::int32_t* discrete = actions.discrete.data;
+    const float* continuous = actions.continuous.data;
+    float* obs = out.obs.data;
+    float* reward = out.reward.data;
+    std::uint8_t* terminated = out.terminated.data;
+    std::uint8_t* truncated = out.truncated.data;
+    float* final_obs = out.final_obs.data;
+    parallel_for(stream, num_envs_, [=] SURGE_HD(std::int64_t i) {
+      const auto action = Logic::load_action(discrete, continuous, i);
+      reward[i] = Logic::step_env(seed, i, table, states[i], params[i], steps[i], returns[i], offsets[i], tallies[i], action,
+                                  terminated[i], truncated[i], obs + i * S::kObsDim,
+                                  final_obs ? final_obs + i * S::kObsDim : nullptr);
+    });
+  }
+
+  void rollout_random(std::int64_t num_steps, const RolloutViews& out, const Stream& stream) override {
+    check_stream(stream);
+    SURGE_CHECK(num_steps >= 0, "negative step count");
+    const std::int64_t n = num_envs_;
+    check_view(out.obs, num_steps * n * S::kObsDim, "obs");
+    check_view(out.reward, num_steps * n, "reward");
+    check_view(out.terminated, num_steps * n, "terminated");
+    check_view(out.truncated, num_steps * n, "truncated");
+    const auto states = states_.span();
+    const auto params = params_.span();
+    const auto steps = episode_steps_.span();
+    const auto returns = episode_returns_.span();
+    const auto offsets = rng_offsets_.span();
+    const auto action_offsets = action_offsets_.span();
+    const auto tallies = tallies_.span();
+    const auto table = table_;
+    const auto seed = seed_;
+    float* obs = out.obs.data;
+    float* reward = out.reward.data;
+    std::uint8_t* terminated = out.terminated.data;
+    std::uint8_t* truncated = out.truncated.data;
+    // The environment stays in registers for all T steps; only the rollout outputs touch memory.
+    parallel_for(stream, n, [=] SURGE_HD(std::int64_t i) {
+      State state = states[i];
+      Params param = params[i];
+      std::int32_t episode_step = steps[i];
+      float episode_return = returns[i];
+      std::uint64_t rng_offset = offsets[i];
+      EpisodeTally tally = tallies[i];
+      Rng action_rng(seed, rng_subsequence(RngPurpose::Action, static_cast<std::uint64_t>(i)), action_offsets[i]);
+      for (std::int64_t t = 0; t < num_steps; ++t) {
+        const std::int64_t slot = t * n + i;
+        const auto action = Logic::random_action(action_rng);
+        reward[slot] = Logic::step_env(seed, i, table, state, param, episode_step, episode_return, rng_offset, tally,
+                                       action, terminated[slot], truncated[slot], obs + slot * S::kObsDim, nullptr);
+      }
+      states[i] = state;
+      params[i] = param;
+      steps[i] = episode_step;
+      returns[i] = episode_return;
+      offsets[i] = rng_offset;
+      tallies[i] = tally;
+      action_offsets[i] = action_rng.offset();
+    });
+  }
+
+  void random_actions(Span<std::int32_t> discrete, Span<float> continuous, const Stream& stream) override {
+    check_stream(stream);
+    check_actions(ActionView{discrete, continuous}, num_envs_);
+    const auto action_offsets = action_offsets_.span();
+    const auto seed = seed_;
+    std::int32_t* discrete_out = discrete.data;
+    float* continuous_out = continuous.data;
+    parallel_for(stream, num_envs_, [=] SURGE_HD(std::int64_t i) {
+      Rng rng(seed, rng_subsequence(RngPurpose::Action, static_cast<std::uint64_t>(i)), action_offsets[i]);
+      const auto action = Logic::random_action(rng);
+      std::int32_t* const discrete_target = discrete_out;  // captured outside the constexpr branches
+      float* const continuous_target = continuous_out;
+      if constexpr (S::kActionKind == ActionKind::Discrete) {
+        (void)continuous_target;
+        discrete_target[i] = action;
+      } else {
+        (void)discrete_target;
+        for (int k = 0; k < S::kActionDim; ++k) continuous_target[i * S::kActionDim + k] = action.v[k];
+      }
+      action_offsets[i] = rng.offset();
+    });
+  }
+
+  void transition(Span<const float> states_in, const ActionView& actions, Span<float> next_states, Span<float> obs,
+                  Span<float> reward, Span<std::uint8_t> terminated, const Stream& stream) const override {
+    check_stream(stream);
+    check_actions(actions, num_envs_);
+    check_view(states_in, num_envs_ * kStateDim, "states");
+    check_view(next_states, num_envs_ * kStateDim, "next_states");
+    check_view(obs, num_envs_ * S::kObsDim, "obs");
+    check_view(reward, num_envs_, "reward");
+    check_view(terminated, num_envs_, "terminated");
+    const auto params = params_.cspan();
+    const State* in = reinterpret_cast<const State*>(states_in.data);
+    State* next = reinterpret_cast<State*>(next_states.data);
+    const std::int32_t* discrete = actions.discrete.data;
+    const float* continuous = actions.continuous.data;
+    float* obs_out = obs.data;
+    float* reward_out = reward.data;
+    std::uint8_t* terminated_out = terminated.data;
+    parallel_for(stream, num_envs_, [=] SURGE_HD(std::int64_t i) {
+      State state = in[i];
+      const StepResult result = S::step(state, params[i], Logic::load_action(discrete, continuous, i));
+      next[i] = state;
+      S::observe(state, obs_out + i * S::kObsDim);
+      reward_out[i] = result.reward;
+      terminated_out[i] = result.terminated ? 1 : 0;
+    });
+  }
+
+  void reduce_episode_stats(Span<double> out, const Stream& stream) override {
+    check_stream(stream);
+    check_view(out, kEpisodeStatsWidth, "episode stats");
+    const auto tallies = tallies_.cspan();
+    parallel_reduce<kEpisodeStatsWidth>(
+        stream, num_envs_,
+        [=] SURGE_HD(std::int64_t i, double* acc) {
+          acc[0] += tallies[i].episodes;
+          acc[1] += tallies[i].return_sum;
+          acc[2] += tallies[i].length_sum;
+        },
+        reduce_scratch_.data(), out.data);
+  }
+
+  void clear_episode_stats(const Stream& stream) override {
+    check_stream(stream);
+    zero_bytes(tallies_.data(), device_, tallies_.bytes(), stream);
+  }
+
+  Span<float> states() override { return {reinterpret_cast<float*>(states_.data()), num_envs_ * kStateDim, device_}; }
+  Span<float> params() override { return {reinterpret_cast<float*>(params_.data()), num_envs_ * kParamCount, device_}; }
+  Span<std::int32_t> episode_steps() override { return episode_steps_.span(); }
+  Span<float> episode_returns() override { return episode_returns_.span(); }
+  Span<std::uint64_t> rng_offsets() override { return rng_offsets_.span(); }
+  std::size_t device_bytes() const override {
+    return states_.bytes() + params_.bytes() + episode_steps_.bytes() + episode_returns_.bytes() + rng_offsets_.bytes() +
+           action_offsets_.bytes() + tallies_.bytes() + reduce_scratch_.bytes();
+  }
+
+ private:
+  void check_stream(const Stream& stream) const {
+    SURGE_CHECK(stream.device() == device_, "stream on " + stream.device().str() + " used with an engine on " + device_.str());
+  }
+  template <class T>
+  void check_view(Span<T> view, std::int64_t expected, const char* what) const {
+    SURGE_CHECK(view.device == device_, std::string(what) + " view is on " + view.device.str() + ", the engine on " + device_.str());
+    SURGE_CHECK(view.size == expected, std::string(what) + " view holds " + std::to_string(view.size) + " elements, expected " +
+                                           std::to_string(expected));
+  }
+  void check_actions(const ActionView& actions, std::int64_t n) const {
+    if constexpr (S::kActionKind == ActionKind::Discrete)
+      check_view(actions.discrete, n, "discrete actions");
+    else
+      check_view(actions.continuous, n * S::kActionDim, "continuous actions");
+  }
+
+  ScenarioSpec spec_;
+  Device device_;
+  std::int64_t num_envs_;
+  std::uint64_t seed_;
+  PhysicsConfig physics_config_;
+  PhysicsTable<kParamCount> table_{};
+  DeviceBuffer<State> states_;               // [N]
+  DeviceBuffer<Params> params_;              // [N] this episode's physics, per env
+  DeviceBuffer<std::int32_t> episode_steps_; // [N]
+  DeviceBuffer<float> episode_returns_;      // [N]
+  DeviceBuffer<std::uint64_t> rng_offsets_;  // [N] words used of each env's reset stream
+  DeviceBuffer<std::uint64_t> action_offsets_;  // [N] words used of each env's random-action stream
+  DeviceBuffer<EpisodeTally> tallies_;       // [N] finished episodes since the last clear
+  DeviceBuffer<double> reduce_scratch_;      // [reduce_scratch_size]
+};
+
+}  // namespace surge

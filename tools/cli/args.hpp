@@ -1,0 +1,53 @@
+#pragma once
+// A small command-line parser with the error style Surge promises: one line that names the bad
+// value and the way out (thrown as InputError, which main turns into exit code 2).
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace surge::cli {
+
+class Command {
+ public:
+  Command(std::string path, std::string summary);
+
+  // --name VALUE (also --name=VALUE). An empty default means "not given unless passed".
+  Command& option(const std::string& name, const std::string& value_name, const std::string& help,
+                  const std::string& default_value = "", bool required = false);
+  // --name VALUE, may be given several times.
+  Command& repeated(const std::string& name, const std::string& value_name, const std::string& help);
+  // --name, a switch.
+  Command& flag(const std::string& name, const std::string& help);
+  Command& example(const std::string& line);
+  Command& note(const std::string& text);
+
+  // Returns false when --help was asked for (usage then goes to stdout).
+  bool parse(const std::vector<std::string>& args);
+
+  bool has(const std::string& name) const;
+  bool flag_set(const std::string& name) const { return has(name); }
+  std::string get(const std::string& name) const;
+  std::vector<std::string> get_all(const std::string& name) const;
+  std::int64_t get_int(const std::string& name, std::int64_t min_value, std::int64_t max_value) const;
+  std::uint64_t get_u64(const std::string& name) const;
+  double get_double(const std::string& name, double min_value, double max_value) const;
+  std::string usage() const;
+  // An InputError message in the house style: "surge <path>: <what>; see 'surge <path> --help'".
+  std::string complaint(const std::string& what) const;
+
+ private:
+  struct Spec {
+    std::string name, value_name, help, default_value;
+    bool is_flag = false, required = false, is_repeated = false;
+  };
+  const Spec* find(const std::string& name) const;
+
+  std::string path_, summary_;
+  std::vector<Spec> specs_;
+  std::vector<std::string> examples_, notes_;
+  std::map<std::string, std::vector<std::string>> values_;
+};
+
+}  // namespace surge::cli

@@ -1,0 +1,179 @@
+// surge bench: throughput measurements that report medians.
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <unistd.h>
+
+#include "scenarios/registry.hpp"
+#include "sim/error.hpp"
+#include "sim/memory.hpp"
+#include "sim/timer.hpp"
+#include "tools/cli/args.hpp"
+#include "tools/cli/commands.hpp"
+#include "tools/cli/io.hpp"
+#include "tools/cli/json.hpp"
+
+#ifndef SURGE_VERSION
+#define SURGE_VERSION "unknown"
+#endif
+
+namespace surge::cli {
+namespace {
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+std::string human_rate(double per_second) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.3g", per_second);
+  return buffer;
+}
+
+int bench_env(const Args& args) {
+  Command cmd("bench env",
+              "Steps N environments T times with uniform random actions drawn on the device, writing\n"
+              "[T][N] observation, reward and flag buffers as a rollout would, and reports the median\n"
+              "env-steps per second over the repeats and the bytes written per env-step. Also measures the\n"
+              "device's copy bandwidth in the same run and the fraction of it the rollout writes reach.");
+  cmd.option("scenario", "NAME", "scenario to step", "cartpole")
+      .option("num-envs", "N", "number of environments", "65536")
+      .option("steps", "T", "steps per timed rollout", "128")
+      .option("device", "DEV", device_help(), "auto")
+      .option("repeats", "R", "timed rollouts; the median is reported", "5")
+      .option("mode", "MODE", "fused: one launch steps T times with the env in registers; step: one launch per step, "
+                              "actions in a buffer, as training runs it", "fused")
+      .option("seed", "K", "random seed", "1")
+      .option("json", "FILE", "also write the results as JSON")
+      .example("surge bench env --scenario cartpole --num-envs 65536 --steps 128 --device cpu")
+      .example("surge bench env --num-envs 1048576 --device cuda --json bench.json");
+  if (!cmd.parse(args)) {
+    std::cout << cmd.usage();
+    return 0;
+  }
+  const ScenarioSpec& spec = scenario_spec(cmd.get("scenario"));
+  const std::int64_t num_envs = cmd.get_int("num-envs", 1, std::int64_t(1) << 31);
+  const std::int64_t steps = cmd.get_int("steps", 1, 1 << 20);
+  const int repeats = static_cast<int>(cmd.get_int("repeats", 1, 1000));
+  const std::string mode = cmd.get("mode");
+  if (mode != "fused" && mode != "step") throw InputError(cmd.complaint("--mode '" + mode + "' is not one of fused, step"));
+  const std::uint64_t seed = cmd.get_u64("seed");
+  const std::string json_path = cmd.has("json") ? cmd.get("json") : "";
+  if (!json_path.empty()) require_writable(json_path, "JSON report");
+  const Device device = parse_device(cmd.get("device"));
+  if (cmd.get("device") == "auto" && device.is_cpu())
+    std::cerr << "surge: no usable GPU (" << cuda_status().reason << "); running on the CPU\n";
+
+  const std::int64_t slots = steps * num_envs;
+  const std::size_t bytes_per_step = rollout_bytes_per_env_step(spec);
+  Stream stream(device);
+  auto engine = make_engine(spec.name, device, num_envs, seed);
+  DeviceBuffer<float> obs(device, slots * spec.obs_dim), reward(device, slots);
+  DeviceBuffer<std::uint8_t> terminated(device, slots), truncated(device, slots);
+  const bool discrete = spec.action_kind == ActionKind::Discrete;
+  DeviceBuffer<std::int32_t> discrete_actions(device, mode == "step" && discrete ? num_envs : 0);
+  DeviceBuffer<float> continuous_actions(device, mode == "step" && !discrete ? num_envs * spec.action_dim : 0);
+
+  auto rollout = [&] {
+    if (mode == "fused") {
+      engine->rollout_random(steps, {obs.span(), reward.span(), terminated.span(), truncated.span()}, stream);
+      return;
+    }
+    for (std::int64_t t = 0; t < steps; ++t) {
+      engine->random_actions(discrete_actions.span(), continuous_actions.span(), stream);
+      engine->step(ActionView{discrete_actions.cspan(), continuous_actions.cspan()},
+                   StepViews{obs.span().slice(t * num_envs * spec.obs_dim, num_envs * spec.obs_dim),
+                             reward.span().slice(t * num_envs, num_envs), terminated.span().slice(t * num_envs, num_envs),
+                             truncated.span().slice(t * num_envs, num_envs), {}},
+                   stream);
+    }
+  };
+
+  const bool tty = ::isatty(STDERR_FILENO);
+  std::cerr << "surge bench env: " << spec.name << " on " << device.str() << ", " << num_envs << " envs x " << steps
+            << " steps, " << repeats << " repeats (" << mode << ")\n";
+  rollout();  // warm-up: first touch of every buffer, kernel loading
+  stream.synchronize();
+  engine->clear_episode_stats(stream);
+  std::vector<double> rates;
+  StreamTimer timer(stream);
+  for (int r = 0; r < repeats; ++r) {
+    timer.start();
+    rollout();
+    timer.stop();
+    const double seconds = timer.seconds();
+    rates.push_back(static_cast<double>(slots) / seconds);
+    if (tty) std::cerr << "\r  repeat " << (r + 1) << "/" << repeats << ": " << human_rate(rates.back()) << " env-steps/s   " << std::flush;
+  }
+  if (tty) std::cerr << "\n";
+  const EpisodeStats episodes = engine->episode_stats(stream);
+  const double rate = median(rates);
+  const double write_gb_per_s = rate * static_cast<double>(bytes_per_step) * 1e-9;
+  const std::size_t copy_bytes_size =
+      std::clamp<std::size_t>(static_cast<std::size_t>(slots) * bytes_per_step, std::size_t(64) << 20, std::size_t(2) << 30);
+  const double copy_gb_per_s = measure_copy_bandwidth(device, copy_bytes_size, 5) * 1e-9;
+  const double fraction = write_gb_per_s / copy_gb_per_s;
+
+  std::printf("scenario                 %s\n", spec.name.c_str());
+  std::printf("device                   %s\n", device.str().c_str());
+  std::printf("num_envs x steps         %lld x %lld (%s)\n", static_cast<long long>(num_envs), static_cast<long long>(steps), mode.c_str());
+  std::printf("env-steps/s (median)     %s   [min %s, max %s]\n", human_rate(rate).c_str(),
+              human_rate(*std::min_element(rates.begin(), rates.end())).c_str(),
+              human_rate(*std::max_element(rates.begin(), rates.end())).c_str());
+  std::printf("ns per env-step          %.3g\n", 1e9 / rate);
+  std::printf("bytes written per step   %zu\n", bytes_per_step);
+  std::printf("write bandwidth          %.3g GB/s\n", write_gb_per_s);
+  std::printf("copy bandwidth           %.3g GB/s (read + write, %zu MiB copied)\n", copy_gb_per_s, copy_bytes_size >> 20);
+  std::printf("fraction of copy bw      %.3f\n", fraction);
+  std::printf("episodes finished        %.0f (mean return %.2f, mean length %.1f)\n", episodes.episodes,
+              episodes.mean_return(), episodes.mean_length());
+  std::printf("randomised physics       %s\n", engine->physics().describe(spec).c_str());
+
+  if (!json_path.empty()) {
+    JsonObject json;
+    json.add("surge_version", SURGE_VERSION)
+        .add("benchmark", "env")
+        .add("scenario", spec.name)
+        .add("device", device.str())
+        .add("mode", mode)
+        .add("num_envs", num_envs)
+        .add("steps", steps)
+        .add("repeats", repeats)
+        .add("env_steps_per_s", rate)
+        .add("env_steps_per_s_runs", rates)
+        .add("ns_per_env_step", 1e9 / rate)
+        .add("bytes_per_step", static_cast<std::int64_t>(bytes_per_step))
+        .add("write_gb_per_s", write_gb_per_s)
+        .add("copy_gb_per_s", copy_gb_per_s)
+        .add("fraction_of_copy_bandwidth", fraction)
+        .add("engine_device_bytes", static_cast<std::int64_t>(engine->device_bytes()))
+        .add("rollout_device_bytes", static_cast<std::int64_t>(obs.bytes() + reward.bytes() + terminated.bytes() + truncated.bytes()))
+        .add("episodes_finished", episodes.episodes)
+        .add("mean_episode_return", episodes.mean_return());
+    AtomicFile file(json_path);
+    file.stream() << json.str() << "\n";
+    file.commit();
+  }
+  return 0;
+}
+
+}  // namespace
+
+int run_bench(const Args& args) {
+  const char* usage =
+      "Usage: surge bench <what> [options]\n\n"
+      "Benchmarks that report medians over repeated runs.\n\n"
+      "  env     environment stepping throughput (env-steps/s, bytes per step, fraction of copy bandwidth)\n\n"
+      "See 'surge bench <what> --help'.\n";
+  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+    std::cout << usage;
+    return args.empty() ? 2 : 0;
+  }
+  const Args rest(args.begin() + 1, args.end());
+  if (args[0] == "env") return bench_env(rest);
+  throw InputError("surge bench: unknown benchmark '" + args[0] + "': known benchmarks are env; see 'surge bench --help'");
+}
+
+}  // namespace surge::cli

@@ -1,0 +1,123 @@
+// surge step: one batched transition of states given in a CSV file.
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+
+#include "scenarios/registry.hpp"
+#include "sim/error.hpp"
+#include "sim/memory.hpp"
+#include "tools/cli/args.hpp"
+#include "tools/cli/commands.hpp"
+#include "tools/cli/io.hpp"
+
+namespace surge::cli {
+
+std::string device_help() { return "cpu, cuda, cuda:N or auto (CUDA when a usable GPU exists, else the CPU)"; }
+
+namespace {
+
+std::string format_float(double value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.9g", value);
+  return buffer;
+}
+
+}  // namespace
+
+int run_step(const Args& args) {
+  Command cmd("step", "Loads each input row into its own environment, steps them all once together, and writes\n"
+                      "one output row per input row, in input order.");
+  cmd.option("scenario", "NAME", "scenario to step", "", true)
+      .option("input", "IN.csv", "states and actions: columns s_<state> and action (others are ignored)", "", true)
+      .option("output", "OUT.csv", "written with next_<state>, obs_<i>, reward, terminated", "", true)
+      .option("device", "DEV", device_help(), "auto")
+      .note("Continuous scenarios with several action dimensions read action_0, action_1, ...\n"
+            "The output is written whole or not at all.")
+      .example("surge step --scenario cartpole --input ../shared/golden/gymnasium/cartpole.csv --output next.csv");
+  if (!cmd.parse(args)) {
+    std::cout << cmd.usage();
+    return 0;
+  }
+  const ScenarioSpec& spec = scenario_spec(cmd.get("scenario"));
+  const std::string output_path = cmd.get("output");
+  require_writable(output_path, "output");
+  const Device device = parse_device(cmd.get("device"));
+  const CsvTable table = CsvTable::read(cmd.get("input"));
+  if (table.rows.empty()) throw InputError("'" + table.path + "' has a header but no rows to step");
+
+  // Locate the columns we need.
+  std::vector<int> state_columns;
+  std::string needed;
+  for (const std::string& name : spec.state_names) needed += "s_" + name + ", ";
+  std::vector<std::string> action_names;
+  if (spec.action_kind == ActionKind::Discrete || spec.action_dim == 1) {
+    action_names.push_back("action");
+  } else {
+    for (int k = 0; k < spec.action_dim; ++k) action_names.push_back("action_" + std::to_string(k));
+  }
+  for (std::size_t k = 0; k < action_names.size(); ++k) needed += (k ? ", " : "") + action_names[k];
+  for (const std::string& name : spec.state_names) {
+    const int c = table.column("s_" + name);
+    if (c < 0) throw InputError("'" + table.path + "' has no column 's_" + name + "': " + spec.name + " needs " + needed);
+    state_columns.push_back(c);
+  }
+  std::vector<int> action_columns;
+  for (const std::string& name : action_names) {
+    const int c = table.column(name);
+    if (c < 0) throw InputError("'" + table.path + "' has no column '" + name + "': " + spec.name + " needs " + needed);
+    action_columns.push_back(c);
+  }
+
+  const std::int64_t n = static_cast<std::int64_t>(table.rows.size());
+  const int state_dim = spec.state_dim;
+  std::vector<float> states(static_cast<std::size_t>(n * state_dim));
+  std::vector<std::int32_t> discrete;
+  std::vector<float> continuous;
+  for (std::int64_t row = 0; row < n; ++row) {
+    for (int k = 0; k < state_dim; ++k)
+      states[row * state_dim + k] = static_cast<float>(parse_cell(table, row, state_columns[k]));
+    if (spec.action_kind == ActionKind::Discrete) {
+      const double a = parse_cell(table, row, action_columns[0]);
+      if (a != std::floor(a) || a < 0 || a >= spec.num_actions)
+        throw InputError("'" + table.path + "' row " + std::to_string(row + 1) + ", column 'action': '" +
+                         table.rows[row][action_columns[0]] + "' is not a valid " + spec.name + " action (an integer 0.." +
+                         std::to_string(spec.num_actions - 1) + ")");
+      discrete.push_back(static_cast<std::int32_t>(a));
+    } else {
+      for (int column : action_columns) continuous.push_back(static_cast<float>(parse_cell(table, row, column)));
+    }
+  }
+
+  Stream stream(device);
+  auto engine = make_engine(spec.name, device, n, 0);
+  DeviceBuffer<float> states_device(device, n * state_dim), next_states(device, n * state_dim);
+  DeviceBuffer<float> obs(device, n * spec.obs_dim), reward(device, n);
+  DeviceBuffer<std::uint8_t> terminated(device, n);
+  DeviceBuffer<std::int32_t> discrete_device(device, spec.action_kind == ActionKind::Discrete ? n : 0);
+  DeviceBuffer<float> continuous_device(device, spec.action_kind == ActionKind::Continuous ? n * spec.action_dim : 0);
+  from_host(states_device.span(), states, stream);
+  if (!discrete.empty()) from_host(discrete_device.span(), discrete, stream);
+  if (!continuous.empty()) from_host(continuous_device.span(), continuous, stream);
+  engine->transition(states_device.cspan(), ActionView{discrete_device.cspan(), continuous_device.cspan()},
+                     next_states.span(), obs.span(), reward.span(), terminated.span(), stream);
+  const auto next_host = to_host(next_states.cspan(), stream);
+  const auto obs_host = to_host(obs.cspan(), stream);
+  const auto reward_host = to_host(reward.cspan(), stream);
+  const auto terminated_host = to_host(terminated.cspan(), stream);
+
+  AtomicFile file(output_path);
+  auto& out = file.stream();
+  for (const std::string& name : spec.state_names) out << "next_" << name << ",";
+  for (int k = 0; k < spec.obs_dim; ++k) out << "obs_" << k << ",";
+  out << "reward,terminated\n";
+  for (std::int64_t row = 0; row < n; ++row) {
+    for (int k = 0; k < state_dim; ++k) out << format_float(next_host[row * state_dim + k]) << ",";
+    for (int k = 0; k < spec.obs_dim; ++k) out << format_float(obs_host[row * spec.obs_dim + k]) << ",";
+    out << format_float(reward_host[row]) << "," << int(terminated_host[row]) << "\n";
+  }
+  file.commit();
+  std::cerr << "surge step: " << n << " " << spec.name << " transitions on " << device.str() << " -> " << output_path << "\n";
+  return 0;
+}
+
+}  // namespace surge::cli

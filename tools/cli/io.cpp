@@ -1,0 +1,104 @@
+#include "tools/cli/io.hpp"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <sstream>
+
+#include "sim/error.hpp"
+
+namespace surge::cli {
+
+AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
+  temporary_ = path_ + ".partial." + std::to_string(::getpid());
+  out_.open(temporary_, std::ios::out | std::ios::trunc);
+  if (!out_) throw InputError("cannot write '" + path_ + "': check that its folder exists and is writable");
+}
+
+AtomicFile::~AtomicFile() {
+  if (!committed_) {
+    out_.close();
+    std::remove(temporary_.c_str());
+  }
+}
+
+void AtomicFile::commit() {
+  out_.flush();
+  const bool ok = static_cast<bool>(out_);
+  out_.close();
+  if (!ok || std::rename(temporary_.c_str(), path_.c_str()) != 0) {
+    std::remove(temporary_.c_str());
+    throw Error("could not finish writing '" + path_ + "' (disk full?)");
+  }
+  committed_ = true;
+}
+
+void require_writable(const std::string& path, const std::string& what) {
+  namespace fs = std::filesystem;
+  const fs::path p(path);
+  const fs::path folder = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  std::error_code ec;
+  if (!fs::is_directory(folder, ec))
+    throw InputError("cannot write " + what + " '" + path + "': folder '" + folder.string() + "' does not exist");
+  if (fs::is_directory(p, ec)) throw InputError("cannot write " + what + " '" + path + "': it is a folder");
+  if (::access(folder.c_str(), W_OK) != 0)
+    throw InputError("cannot write " + what + " '" + path + "': folder '" + folder.string() + "' is not writable");
+}
+
+namespace {
+std::vector<std::string> split_line(const std::string& line) {
+  std::vector<std::string> cells;
+  std::string cell;
+  std::istringstream in(line);
+  while (std::getline(in, cell, ',')) {
+    // trim spaces and a trailing carriage return
+    const auto first = cell.find_first_not_of(" \t\r");
+    const auto last = cell.find_last_not_of(" \t\r");
+    cells.push_back(first == std::string::npos ? "" : cell.substr(first, last - first + 1));
+  }
+  if (!line.empty() && line.back() == ',') cells.emplace_back();
+  return cells;
+}
+}  // namespace
+
+int CsvTable::column(const std::string& name) const {
+  for (std::size_t c = 0; c < header.size(); ++c)
+    if (header[c] == name) return static_cast<int>(c);
+  return -1;
+}
+
+CsvTable CsvTable::read(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError("cannot read '" + path + "': no such file, or no permission to read it");
+  CsvTable table;
+  table.path = path;
+  std::string line;
+  if (!std::getline(in, line)) throw InputError("'" + path + "' is empty: expected a CSV header row");
+  table.header = split_line(line);
+  std::size_t line_number = 1;
+  while (std::getline(in, line)) {
+    ++line_number;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;  // blank lines
+    auto cells = split_line(line);
+    if (cells.size() != table.header.size())
+      throw InputError("'" + path + "' line " + std::to_string(line_number) + " has " + std::to_string(cells.size()) +
+                       " cells but the header has " + std::to_string(table.header.size()));
+    table.rows.push_back(std::move(cells));
+  }
+  return table;
+}
+
+double parse_cell(const CsvTable& table, std::size_t row, int column) {
+  const std::string& text = table.rows[row][static_cast<std::size_t>(column)];
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !std::isfinite(value))
+    throw InputError("'" + table.path + "' row " + std::to_string(row + 1) + ", column '" + table.header[column] + "': '" +
+                     text + "' is not a finite number");
+  return value;
+}
+
+}  // namespace surge::cli

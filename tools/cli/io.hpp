@@ -1,0 +1,43 @@
+#pragma once
+// Files the command line reads and writes. Outputs are written whole or not at all: into a
+// temporary beside the target, renamed over it only once complete.
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace surge::cli {
+
+class AtomicFile {
+ public:
+  // Throws InputError (naming the path) if the file cannot be created.
+  explicit AtomicFile(std::string path);
+  ~AtomicFile();  // removes the temporary unless commit() succeeded
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+
+  std::ofstream& stream() { return out_; }
+  void commit();  // flush, close and rename into place; throws on failure
+
+ private:
+  std::string path_, temporary_;
+  std::ofstream out_;
+  bool committed_ = false;
+};
+
+// Checks early that `path` can be written, so a long run does not fail at its end.
+void require_writable(const std::string& path, const std::string& what);
+
+// A CSV file with a header row; every cell kept as text.
+struct CsvTable {
+  std::string path;
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;  // rows[k] is line k+2 of the file
+
+  int column(const std::string& name) const;  // -1 if absent
+  static CsvTable read(const std::string& path);  // throws InputError on an unreadable or ragged file
+};
+
+// Parses a whole cell as a finite number; throws InputError naming row and column otherwise.
+double parse_cell(const CsvTable& table, std::size_t row, int column);
+
+}  // namespace surge::cli

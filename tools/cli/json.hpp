@@ -1,0 +1,82 @@
+#pragma once
+// A minimal JSON writer for reports: objects of numbers, strings, booleans and nested values.
+#include <cmath>
+#include <cstdint>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace surge::cli {
+
+inline std::string json_quote(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char buffer[8];
+          std::snprintf(buffer, sizeof buffer, "\\u%04x", c);
+          out += buffer;
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+inline std::string json_number(double value) {
+  if (!std::isfinite(value)) return "null";
+  std::ostringstream out;
+  out.precision(10);
+  out << value;
+  return out.str();
+}
+
+// Builds one JSON object, keys in insertion order.
+class JsonObject {
+ public:
+  JsonObject& add(const std::string& key, const std::string& value) { return raw(key, json_quote(value)); }
+  JsonObject& add(const std::string& key, const char* value) { return raw(key, json_quote(value)); }
+  JsonObject& add(const std::string& key, double value) { return raw(key, json_number(value)); }
+  JsonObject& add(const std::string& key, std::int64_t value) { return raw(key, std::to_string(value)); }
+  JsonObject& add(const std::string& key, std::uint64_t value) { return raw(key, std::to_string(value)); }
+  JsonObject& add(const std::string& key, int value) { return raw(key, std::to_string(value)); }
+  JsonObject& add(const std::string& key, bool value) { return raw(key, value ? "true" : "false"); }
+  JsonObject& add(const std::string& key, const JsonObject& value) { return raw(key, value.str()); }
+  JsonObject& add(const std::string& key, const std::vector<double>& values) {
+    std::string text = "[";
+    for (std::size_t k = 0; k < values.size(); ++k) text += (k ? ", " : "") + json_number(values[k]);
+    return raw(key, text + "]");
+  }
+  JsonObject& add(const std::string& key, const std::vector<std::string>& values) {
+    std::string text = "[";
+    for (std::size_t k = 0; k < values.size(); ++k) text += (k ? ", " : "") + json_quote(values[k]);
+    return raw(key, text + "]");
+  }
+  JsonObject& add_objects(const std::string& key, const std::vector<JsonObject>& values) {
+    std::string text = "[";
+    for (std::size_t k = 0; k < values.size(); ++k) text += (k ? ",\n  " : "\n  ") + values[k].str();
+    return raw(key, text + (values.empty() ? "]" : "\n]"));
+  }
+  JsonObject& raw(const std::string& key, const std::string& json) {
+    entries_.emplace_back(key, json);
+    return *this;
+  }
+  std::string str() const {
+    std::string out = "{";
+    for (std::size_t k = 0; k < entries_.size(); ++k)
+      out += (k ? ", " : "") + json_quote(entries_[k].first) + ": " + entries_[k].second;
+    return out + "}";
+  }
+
+ private:
+  std::vector<std::pair<std::string, std::string>> entries_;
+};
+
+}  // namespace surge::cli

@@ -1,0 +1,83 @@
+// surge: the command line.
+#include <cstdio>
+#include <exception>
+#include <iostream>
+#include <string>
+
+#include "scenarios/registry.hpp"
+#include "sim/device.hpp"
+#include "sim/error.hpp"
+#include "tools/cli/commands.hpp"
+
+#ifndef SURGE_VERSION
+#define SURGE_VERSION "unknown"
+#endif
+#ifndef SURGE_CUDA_ARCHS
+#define SURGE_CUDA_ARCHS "none"
+#endif
+
+namespace {
+
+const char* kUsage = R"(Usage: surge <command> [options]
+
+Surge steps thousands to millions of reinforcement-learning environments in parallel, on a GPU
+or on the CPU, and writes their observations straight into rollout buffers.
+
+Commands:
+  step        one batched transition of given states (CSV in, CSV out)
+  bench env   environment throughput: env-steps per second and bytes written per step
+
+Options:
+  --help      show this help (every command takes --help too)
+  --version   show the version and how this build was made
+
+Scenarios: )";
+
+void print_usage() {
+  std::cout << kUsage;
+  const auto names = surge::scenario_names();
+  for (std::size_t k = 0; k < names.size(); ++k) std::cout << (k ? ", " : "") << names[k];
+  std::cout << "\n";
+}
+
+void print_version() {
+  const surge::CudaStatus& cuda = surge::cuda_status();
+  std::cout << "surge " << SURGE_VERSION << "\n";
+#if defined(SURGE_WITH_CUDA)
+  std::cout << "CUDA backend: built with CUDA " << surge::cuda_version_string(cuda.runtime_version)
+            << ", architectures " << SURGE_CUDA_ARCHS << "\n";
+  std::cout << "GPU: " << (cuda.usable ? std::to_string(cuda.device_count) + " usable" : "none usable (" + cuda.reason + ")")
+            << "\n";
+#else
+  (void)cuda;
+  std::cout << "CUDA backend: not built (CPU backend only)\n";
+#endif
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  try {
+    if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+      print_usage();
+      return args.empty() ? 2 : 0;
+    }
+    if (args[0] == "--version" || args[0] == "version") {
+      print_version();
+      return 0;
+    }
+    const std::string command = args[0];
+    const surge::cli::Args rest(args.begin() + 1, args.end());
+    if (command == "step") return surge::cli::run_step(rest);
+    if (command == "bench") return surge::cli::run_bench(rest);
+    std::cerr << "surge: unknown command '" << command << "'; see 'surge --help'\n";
+    return 2;
+  } catch (const surge::InputError& e) {
+    std::cerr << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "surge: error: " << e.what() << "\n";
+    return 1;
+  }
+}

@@ -67,6 +67,7 @@ SURGE_HD_INLINE std::uint64_t rng_subsequence(RngPurpose purpose, std::uint64_t 
 // A cursor into one Philox stream. Cheap to build on every use from (seed, subsequence, offset).
 class Rng {
  public:
+  Rng() = default;  // unset; assign a constructed Rng before use
   SURGE_HD_INLINE Rng(std::uint64_t seed, std::uint64_t subsequence, std::uint64_t offset)
       : key0_(static_cast<std::uint32_t>(seed)),
         key1_(static_cast<std::uint32_t>(seed >> 32)),

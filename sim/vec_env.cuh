@@ -122,6 +122,75 @@ struct EnvLogic {
   }
 };
 
+// The fused random-action rollout over a tile of up to kLanes consecutive environments.
+template <class S>
+struct RolloutTile {
+  using Logic = EnvLogic<S>;
+  using State = typename S::State;
+  using Params = typename S::Params;
+  State* states;
+  Params* params;
+  std::int32_t* episode_steps;
+  float* episode_returns;
+  std::uint64_t* rng_offsets;
+  std::uint64_t* action_offsets;
+  EpisodeTally* tallies;
+  float* obs;                  // [T][N][obs_dim]
+  float* reward;               // [T][N]
+  std::uint8_t* terminated;    // [T][N]
+  std::uint8_t* truncated;     // [T][N]
+  std::int64_t num_envs, num_steps;
+  std::uint64_t seed;
+  PhysicsTable<EnvLogic<S>::kParamCount> physics;
+};
+
+template <int kLanes, class S>
+SURGE_HD_INLINE void rollout_tile(const RolloutTile<S>& tile, std::int64_t first) {
+  using Logic = EnvLogic<S>;
+  using State = typename S::State;
+  using Params = typename S::Params;
+  const auto& [states, params, episode_steps, episode_returns, rng_offsets, action_offsets, tallies, obs, reward, terminated,
+               truncated, num_envs, num_steps, seed, physics] = tile;
+  const int lanes = static_cast<int>(num_envs - first < kLanes ? num_envs - first : kLanes);
+  State state[kLanes] = {};
+  Params param[kLanes] = {};
+  std::int32_t episode_step[kLanes] = {};
+  float episode_return[kLanes] = {};
+  std::uint64_t rng_offset[kLanes] = {};
+  Rng action_rng[kLanes];
+  EpisodeTally tally[kLanes] = {};
+  for (int l = 0; l < lanes; ++l) {
+    const std::int64_t i = first + l;
+    state[l] = states[i];
+    param[l] = params[i];
+    episode_step[l] = episode_steps[i];
+    episode_return[l] = episode_returns[i];
+    rng_offset[l] = rng_offsets[i];
+    action_rng[l] = Rng(seed, rng_subsequence(RngPurpose::Action, static_cast<std::uint64_t>(i)), action_offsets[i]);
+    tally[l] = tallies[i];
+  }
+  for (std::int64_t t = 0; t < num_steps; ++t) {
+    for (int l = 0; l < lanes; ++l) {
+      const std::int64_t i = first + l;
+      const std::int64_t slot = t * num_envs + i;
+      const auto action = Logic::random_action(action_rng[l]);
+      reward[slot] = Logic::step_env(seed, i, physics, state[l], param[l], episode_step[l], episode_return[l],
+                                     rng_offset[l], tally[l], action, terminated[slot], truncated[slot],
+                                     obs + slot * S::kObsDim, nullptr);
+    }
+  }
+  for (int l = 0; l < lanes; ++l) {
+    const std::int64_t i = first + l;
+    states[i] = state[l];
+    params[i] = param[l];
+    episode_steps[i] = episode_step[l];
+    episode_returns[i] = episode_return[l];
+    rng_offsets[i] = rng_offset[l];
+    action_offsets[i] = action_rng[l].offset();
+    tallies[i] = tally[l];
+  }
+}
+
 template <class S>
 ScenarioSpec make_spec() {
   ScenarioSpec spec;
@@ -260,35 +329,17 @@ class VecEnv final : public Engine {
     const auto offsets = rng_offsets_.span();
     const auto action_offsets = action_offsets_.span();
     const auto tallies = tallies_.span();
-    const auto table = table_;
-    const auto seed = seed_;
-    float* obs = out.obs.data;
-    float* reward = out.reward.data;
-    std::uint8_t* terminated = out.terminated.data;
-    std::uint8_t* truncated = out.truncated.data;
-    // The environment stays in registers for all T steps; only the rollout outputs touch memory.
-    parallel_for(stream, n, [=] SURGE_HD(std::int64_t i) {
-      State state = states[i];
-      Params param = params[i];
-      std::int32_t episode_step = steps[i];
-      float episode_return = returns[i];
-      std::uint64_t rng_offset = offsets[i];
-      EpisodeTally tally = tallies[i];
-      Rng action_rng(seed, rng_subsequence(RngPurpose::Action, static_cast<std::uint64_t>(i)), action_offsets[i]);
-      for (std::int64_t t = 0; t < num_steps; ++t) {
-        const std::int64_t slot = t * n + i;
-        const auto action = Logic::random_action(action_rng);
-        reward[slot] = Logic::step_env(seed, i, table, state, param, episode_step, episode_return, rng_offset, tally,
-                                       action, terminated[slot], truncated[slot], obs + slot * S::kObsDim, nullptr);
-      }
-      states[i] = state;
-      params[i] = param;
-      steps[i] = episode_step;
-      returns[i] = episode_return;
-      offsets[i] = rng_offset;
-      tallies[i] = tally;
-      action_offsets[i] = action_rng.offset();
-    });
+    RolloutTile<S> tile{states.data, params.data, steps.data, returns.data, offsets.data, action_offsets.data, tallies.data,
+                     out.obs.data, out.reward.data, out.terminated.data, out.truncated.data, n, num_steps, seed_, table_};
+    // Environments stay in registers (GPU) or in a small tile on the stack (CPU) for all T steps; only the
+    // rollout outputs touch memory. On the CPU a tile of envs advances in lockstep, so consecutive envs'
+    // independent steps overlap in the pipeline and each step's writes are contiguous.
+    if (device_.is_cpu()) {
+      constexpr int kLanes = 64;
+      parallel_for(stream, (n + kLanes - 1) / kLanes, [=] SURGE_HD(std::int64_t k) { rollout_tile<kLanes>(tile, k * kLanes); });
+    } else {
+      parallel_for(stream, n, [=] SURGE_HD(std::int64_t i) { rollout_tile<1>(tile, i); });
+    }
   }
 
   void random_actions(Span<std::int32_t> discrete, Span<float> continuous, const Stream& stream) override {

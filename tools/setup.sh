@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Surge set-up in one command, for a fresh Debian 12 / Ubuntu machine with the CUDA toolkit, as root.
+#
+#   tools/setup.sh            install what is missing, build, run the main job
+#   tools/setup.sh test       install what is missing, build, run the whole test suite
+#   tools/setup.sh --deps-only | --build-only    one half only (the Dockerfile uses these)
+#
+# Environment: BUILD_DIR (default build), SURGE_CUDA_ARCHITECTURES (narrow the CUDA targets, e.g. 90-real),
+# JOBS (parallel build jobs, default: all cores).
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+build_dir=${BUILD_DIR:-build}
+jobs=${JOBS:-$(nproc)}
+action=main
+case "${1:-}" in
+  "" | main) action=main ;;
+  test) action=test ;;
+  --deps-only) action=deps ;;
+  --build-only) action=build ;;
+  -h | --help)
+    sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
+    exit 0 ;;
+  *)
+    echo "tools/setup.sh: unknown action '$1'; use 'main', 'test', '--deps-only' or '--build-only'" >&2
+    exit 2 ;;
+esac
+
+say() { echo "setup: $*"; }
+
+debian_packages=(cmake g++ make pkg-config python3 python3-pip catch2 libopenblas-dev libhdf5-dev
+                 libtomlplusplus-dev nlohmann-json3-dev libdlpack-dev)
+python_packages=(numpy gymnasium h5py)
+
+install_deps() {
+  local missing=()
+  for package in "${debian_packages[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
+      missing+=("$package")
+    fi
+  done
+  if ((${#missing[@]})); then
+    say "installing Debian packages: ${missing[*]}"
+    if [[ $(id -u) -ne 0 ]]; then
+      echo "setup: these packages are missing and installing them needs root: ${missing[*]}" >&2
+      exit 2
+    fi
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  else
+    say "Debian packages: all present"
+  fi
+  # Independent checkers for the tests: Gymnasium itself and h5py.
+  local missing_py=()
+  for module in "${python_packages[@]}"; do
+    python3 -c "import $module" 2>/dev/null || missing_py+=("$module")
+  done
+  if ((${#missing_py[@]})); then
+    say "installing Python packages: ${missing_py[*]}"
+    python3 -m pip install --quiet "${missing_py[@]}" 2>/dev/null ||
+      python3 -m pip install --quiet --break-system-packages "${missing_py[@]}"
+  else
+    say "Python packages: all present"
+  fi
+  if ! command -v nvcc >/dev/null && [[ ! -x /usr/local/cuda/bin/nvcc ]]; then
+    say "nvcc not found: building the CPU backend only (install the CUDA toolkit for the GPU backend)"
+  fi
+}
+
+build() {
+  local cmake_args=(-S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release)
+  if [[ -n "${SURGE_CUDA_ARCHITECTURES:-}" ]]; then
+    cmake_args+=("-DSURGE_CUDA_ARCHITECTURES=${SURGE_CUDA_ARCHITECTURES}")
+  fi
+  say "configuring in $build_dir"
+  mkdir -p "$build_dir"
+  cmake "${cmake_args[@]}" >"$build_dir/configure.log" 2>&1 || { cat "$build_dir/configure.log"; exit 1; }
+  grep -E "^-- Surge" "$build_dir/configure.log" || true
+  say "building with $jobs jobs"
+  cmake --build "$build_dir" -j "$jobs"
+}
+
+case "$action" in
+  deps) install_deps ;;
+  build) build ;;
+  main)
+    install_deps
+    build
+    say "running the main job: surge bench env"
+    "$build_dir/bin/surge" bench env --scenario cartpole --device auto ;;
+  test)
+    install_deps
+    build
+    say "running the test suite"
+    ctest --test-dir "$build_dir" --output-on-failure ;;
+esac

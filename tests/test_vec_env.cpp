@@ -1,0 +1,374 @@
+// VecEnv on the CPU backend: same-step auto-reset (truncation at 500 against termination),
+// final_obs, the per-env accumulators and episode statistics, determinism, and the fused
+// rollout_random() path against random_actions() + step().
+#include <catch2/catch.hpp>
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <tuple>
+#include <vector>
+
+#include "scenarios/cartpole.hpp"
+#include "scenarios/registry.hpp"
+#include "sim/memory.hpp"
+#include "sim/philox.hpp"
+
+using surge::ActionView;
+using surge::CartPole;
+using surge::Device;
+using surge::DeviceBuffer;
+using surge::Engine;
+using surge::Stream;
+
+namespace {
+
+constexpr int kObsDim = CartPole::kObsDim;
+constexpr float kFinalObsSentinel = -777.0f;  // what final_obs holds where no episode has ended
+
+// Physics under which nothing moves far enough to terminate within an episode.
+surge::PhysicsConfig frozen_physics() {
+  const surge::ScenarioSpec& spec = surge::scenario_spec("cartpole");
+  surge::PhysicsConfig physics = surge::PhysicsConfig::defaults(spec);
+  physics.value[spec.param_index("tau")] = 1e-6f;
+  return physics;
+}
+
+// Default physics with the pole's mass redrawn at every reset, so params travel through resets.
+surge::PhysicsConfig randomized_physics() {
+  const surge::ScenarioSpec& spec = surge::scenario_spec("cartpole");
+  surge::PhysicsConfig physics = surge::PhysicsConfig::defaults(spec);
+  const int masspole = spec.param_index("masspole");
+  physics.randomized[masspole] = 1;
+  physics.low[masspole] = 0.05f;
+  physics.high[masspole] = 0.2f;
+  return physics;
+}
+
+// The buffers one step() writes, on the CPU, plus the action buffer.
+struct StepBuffers {
+  std::int64_t n;
+  DeviceBuffer<std::int32_t> actions;  // [N]
+  DeviceBuffer<float> obs;             // [N][obs_dim]
+  DeviceBuffer<float> reward;          // [N]
+  DeviceBuffer<std::uint8_t> terminated, truncated;  // [N]
+  DeviceBuffer<float> final_obs;       // [N][obs_dim]
+
+  explicit StepBuffers(std::int64_t num_envs)
+      : n(num_envs),
+        actions(Device::cpu(), n),
+        obs(Device::cpu(), n * kObsDim),
+        reward(Device::cpu(), n),
+        terminated(Device::cpu(), n),
+        truncated(Device::cpu(), n),
+        final_obs(Device::cpu(), n * kObsDim) {
+    std::fill(final_obs.data(), final_obs.data() + n * kObsDim, kFinalObsSentinel);
+  }
+  surge::StepViews views() { return {obs.span(), reward.span(), terminated.span(), truncated.span(), final_obs.span()}; }
+  void step_random(Engine& engine, const Stream& stream) {
+    engine.random_actions(actions.span(), {}, stream);
+    engine.step(ActionView{actions.cspan(), {}}, views(), stream);
+  }
+  void step_with(Engine& engine, std::int32_t action, const Stream& stream) {
+    std::fill(actions.data(), actions.data() + n, action);
+    engine.step(ActionView{actions.cspan(), {}}, views(), stream);
+  }
+};
+
+// The state a fresh reset number `reset_count` (0 = the one at construction) gives env i under
+// default (not randomised) physics: four uniform draws from the env's reset stream.
+CartPole::State expected_reset_state(std::uint64_t seed, std::int64_t i, std::uint64_t reset_count) {
+  surge::Rng rng(seed, surge::rng_subsequence(surge::RngPurpose::EnvReset, static_cast<std::uint64_t>(i)), 4 * reset_count);
+  CartPole::State state;
+  CartPole::Params unused{};
+  CartPole::reset(state, unused, rng);
+  return state;
+}
+
+bool inside_reset_bounds(const float* obs) {
+  for (int k = 0; k < kObsDim; ++k)
+    if (!(obs[k] >= -0.05f && obs[k] < 0.05f)) return false;
+  return true;
+}
+
+template <class T>
+bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+}
+
+template <class T>
+std::vector<T> host(surge::Span<T> view, const Stream& stream) {
+  return surge::to_host(view, stream);
+}
+
+}  // namespace
+
+TEST_CASE("episodes that nothing ends are truncated at exactly step 500", "[vec_env][auto_reset]") {
+  const std::int64_t n = 64;
+  const std::uint64_t seed = 5;
+  const Device cpu = Device::cpu();
+  Stream stream(cpu);
+  auto engine = surge::make_engine("cartpole", cpu, n, seed, frozen_physics());
+  StepBuffers buffers(n);
+
+  std::vector<float> last_obs;
+  for (int t = 1; t < CartPole::kMaxEpisodeSteps; ++t) {
+    buffers.step_random(*engine, stream);
+    for (std::int64_t i = 0; i < n; ++i) {
+      REQUIRE(buffers.terminated.data()[i] == 0);
+      REQUIRE(buffers.truncated.data()[i] == 0);
+      REQUIRE(buffers.reward.data()[i] == 1.0f);
+    }
+    if (t == CartPole::kMaxEpisodeSteps - 1) last_obs.assign(buffers.obs.data(), buffers.obs.data() + n * kObsDim);
+  }
+  // No episode ended: final_obs untouched, accumulators at 499, nothing tallied.
+  for (std::int64_t k = 0; k < n * kObsDim; ++k) REQUIRE(buffers.final_obs.data()[k] == kFinalObsSentinel);
+  for (std::int32_t steps : host(engine->episode_steps(), stream)) REQUIRE(steps == 499);
+  for (float episode_return : host(engine->episode_returns(), stream)) REQUIRE(episode_return == 499.0f);
+  CHECK(engine->episode_stats(stream).episodes == 0);
+
+  // Step 500: every episode is truncated, none terminated.
+  const std::vector<float> params = host(engine->params(), stream);
+  buffers.step_random(*engine, stream);
+  for (std::int64_t i = 0; i < n; ++i) {
+    INFO("env " << i);
+    CHECK(buffers.truncated.data()[i] == 1);
+    CHECK(buffers.terminated.data()[i] == 0);
+    CHECK(buffers.reward.data()[i] == 1.0f);
+    // final_obs is the state after the 500th step, from the last observation of the episode.
+    CartPole::State state{last_obs[i * 4], last_obs[i * 4 + 1], last_obs[i * 4 + 2], last_obs[i * 4 + 3]};
+    CartPole::Params p;
+    std::memcpy(&p, &params[i * CartPole::kParams.size()], sizeof p);
+    CartPole::step(state, p, buffers.actions.data()[i]);
+    float expected_final[kObsDim];
+    CartPole::observe(state, expected_final);
+    const float* final_obs = buffers.final_obs.data() + i * kObsDim;
+    const float* obs = buffers.obs.data() + i * kObsDim;
+    for (int k = 0; k < kObsDim; ++k) CHECK(final_obs[k] == expected_final[k]);
+    // obs is the first observation of the next episode: the env's second reset draw.
+    CHECK(inside_reset_bounds(obs));
+    const CartPole::State reset_state = expected_reset_state(seed, i, 1);
+    CHECK(obs[0] == reset_state.x);
+    CHECK(obs[1] == reset_state.x_dot);
+    CHECK(obs[2] == reset_state.theta);
+    CHECK(obs[3] == reset_state.theta_dot);
+    CHECK(std::memcmp(obs, final_obs, sizeof expected_final) != 0);
+  }
+  CHECK(same_bits(host(engine->states(), stream), std::vector<float>(buffers.obs.data(), buffers.obs.data() + n * kObsDim)));
+  for (std::int32_t steps : host(engine->episode_steps(), stream)) CHECK(steps == 0);
+  for (float episode_return : host(engine->episode_returns(), stream)) CHECK(episode_return == 0.0f);
+  for (std::uint64_t offset : host(engine->rng_offsets(), stream)) CHECK(offset == 8);
+  surge::EpisodeStats stats = engine->episode_stats(stream);
+  CHECK(stats.episodes == n);
+  CHECK(stats.return_sum == 500.0 * n);
+  CHECK(stats.length_sum == 500.0 * n);
+  CHECK(stats.mean_return() == 500.0);
+  CHECK(stats.mean_length() == 500.0);
+
+  // The new episodes count from zero; the finished ones stay tallied until cleared.
+  std::fill(buffers.final_obs.data(), buffers.final_obs.data() + n * kObsDim, kFinalObsSentinel);
+  for (int t = 1; t <= 3; ++t) buffers.step_random(*engine, stream);
+  for (std::int32_t steps : host(engine->episode_steps(), stream)) CHECK(steps == 3);
+  for (float episode_return : host(engine->episode_returns(), stream)) CHECK(episode_return == 3.0f);
+  for (std::int64_t k = 0; k < n * kObsDim; ++k) REQUIRE(buffers.final_obs.data()[k] == kFinalObsSentinel);
+  CHECK(engine->episode_stats(stream).episodes == n);
+  engine->clear_episode_stats(stream);
+  stats = engine->episode_stats(stream);
+  CHECK(stats.episodes == 0);
+  CHECK(stats.return_sum == 0);
+  CHECK(stats.length_sum == 0);
+}
+
+TEST_CASE("a pole past its threshold terminates, earns 1 and resets in the same step", "[vec_env][auto_reset]") {
+  const std::int64_t n = 8, ending = 3;
+  const std::uint64_t seed = 11;
+  const Device cpu = Device::cpu();
+  Stream stream(cpu);
+  auto engine = surge::make_engine("cartpole", cpu, n, seed);
+  StepBuffers buffers(n);
+  const int steps_before = 5;
+  for (int t = 0; t < steps_before; ++t) buffers.step_with(*engine, t % 2, stream);
+  for (std::int64_t k = 0; k < n * kObsDim; ++k) REQUIRE(buffers.final_obs.data()[k] == kFinalObsSentinel);
+  REQUIRE(engine->episode_stats(stream).episodes == 0);
+
+  // Put env 3 at x = 2.39 moving right at 1 m/s: the next Euler step takes x to 2.41 > 2.4.
+  std::vector<float> states = host(engine->states(), stream);
+  states[ending * 4 + 0] = 2.39f;
+  states[ending * 4 + 1] = 1.0f;
+  surge::from_host(engine->states(), states, stream);
+  buffers.step_with(*engine, 1, stream);
+
+  for (std::int64_t i = 0; i < n; ++i) {
+    INFO("env " << i);
+    CHECK(buffers.reward.data()[i] == 1.0f);
+    CHECK(buffers.truncated.data()[i] == 0);
+    const float* final_obs = buffers.final_obs.data() + i * kObsDim;
+    const float* obs = buffers.obs.data() + i * kObsDim;
+    if (i == ending) {
+      CHECK(buffers.terminated.data()[i] == 1);
+      CHECK(final_obs[0] == 2.39f + 0.02f * 1.0f);
+      CHECK(final_obs[0] > CartPole::kXThreshold);
+      CHECK(inside_reset_bounds(obs));
+      const CartPole::State reset_state = expected_reset_state(seed, i, 1);
+      CHECK(obs[0] == reset_state.x);
+      CHECK(obs[3] == reset_state.theta_dot);
+    } else {
+      CHECK(buffers.terminated.data()[i] == 0);
+      for (int k = 0; k < kObsDim; ++k) CHECK(final_obs[k] == kFinalObsSentinel);
+    }
+  }
+  const std::vector<std::int32_t> steps = host(engine->episode_steps(), stream);
+  const std::vector<float> returns = host(engine->episode_returns(), stream);
+  for (std::int64_t i = 0; i < n; ++i) {
+    CHECK(steps[i] == (i == ending ? 0 : steps_before + 1));
+    CHECK(returns[i] == (i == ending ? 0.0f : steps_before + 1.0f));
+  }
+  const surge::EpisodeStats stats = engine->episode_stats(stream);
+  CHECK(stats.episodes == 1);
+  CHECK(stats.return_sum == steps_before + 1);
+  CHECK(stats.length_sum == steps_before + 1);
+}
+
+TEST_CASE("the same seed gives the same trajectory, bit for bit", "[vec_env][determinism]") {
+  const std::int64_t n = 300;
+  const int steps = 300;
+  const Device cpu = Device::cpu();
+  Stream stream(cpu);
+  auto run = [&](std::uint64_t seed) {
+    auto engine = surge::make_engine("cartpole", cpu, n, seed, randomized_physics());
+    StepBuffers buffers(n);
+    std::vector<float> obs, rewards, final_obs;
+    std::vector<std::uint8_t> flags;
+    std::vector<std::int32_t> actions;
+    for (int t = 0; t < steps; ++t) {
+      buffers.step_random(*engine, stream);
+      obs.insert(obs.end(), buffers.obs.data(), buffers.obs.data() + n * kObsDim);
+      rewards.insert(rewards.end(), buffers.reward.data(), buffers.reward.data() + n);
+      flags.insert(flags.end(), buffers.terminated.data(), buffers.terminated.data() + n);
+      flags.insert(flags.end(), buffers.truncated.data(), buffers.truncated.data() + n);
+      actions.insert(actions.end(), buffers.actions.data(), buffers.actions.data() + n);
+    }
+    final_obs.assign(buffers.final_obs.data(), buffers.final_obs.data() + n * kObsDim);
+    const surge::EpisodeStats stats = engine->episode_stats(stream);
+    return std::make_tuple(obs, rewards, flags, actions, final_obs, stats.episodes, stats.return_sum);
+  };
+  const auto a = run(1234), b = run(1234), c = run(1235);
+  CHECK(same_bits(std::get<0>(a), std::get<0>(b)));
+  CHECK(same_bits(std::get<1>(a), std::get<1>(b)));
+  CHECK(same_bits(std::get<2>(a), std::get<2>(b)));
+  CHECK(same_bits(std::get<3>(a), std::get<3>(b)));
+  CHECK(same_bits(std::get<4>(a), std::get<4>(b)));
+  CHECK(std::get<5>(a) == std::get<5>(b));
+  CHECK(std::get<6>(a) == std::get<6>(b));
+  // Episodes ended along the way, so the comparison went through resets.
+  CHECK(std::get<5>(a) > n);
+
+  // Another seed: other initial states, other actions, other trajectories almost everywhere.
+  const auto& obs_a = std::get<0>(a);
+  const auto& obs_c = std::get<0>(c);
+  std::size_t differing = 0;
+  for (std::size_t k = 0; k < obs_a.size(); ++k) differing += obs_a[k] != obs_c[k];
+  CHECK(differing > obs_a.size() * 9 / 10);
+  const auto& actions_a = std::get<3>(a);
+  const auto& actions_c = std::get<3>(c);
+  std::size_t differing_actions = 0;
+  for (std::size_t k = 0; k < actions_a.size(); ++k) differing_actions += actions_a[k] != actions_c[k];
+  CHECK(differing_actions > actions_a.size() / 3);
+  CHECK(differing_actions < actions_a.size() * 2 / 3);
+}
+
+TEST_CASE("rollout_random() equals random_actions() + step() bit for bit", "[vec_env][rollout]") {
+  struct Case {
+    const char* name;
+    surge::PhysicsConfig physics;
+    std::int64_t first_steps, second_steps;  // rollout_random is called twice, to check it resumes exactly
+  };
+  const std::int64_t n = 257;
+  const Case cases[] = {
+      {"randomised pole mass: many terminations", randomized_physics(), 150, 250},
+      {"frozen physics: truncation at 500", frozen_physics(), 300, 220},
+  };
+  const Device cpu = Device::cpu();
+  Stream stream(cpu);
+  for (const Case& c : cases) {
+    INFO(c.name);
+    const std::int64_t steps = c.first_steps + c.second_steps;
+    auto fused = surge::make_engine("cartpole", cpu, n, 77, c.physics);
+    auto stepped = surge::make_engine("cartpole", cpu, n, 77, c.physics);
+
+    DeviceBuffer<float> obs(cpu, steps * n * kObsDim), reward(cpu, steps * n);  // [T][N][obs_dim], [T][N]
+    DeviceBuffer<std::uint8_t> terminated(cpu, steps * n), truncated(cpu, steps * n);  // [T][N]
+    auto rollout_slice = [&](std::int64_t t0, std::int64_t count) {
+      return surge::RolloutViews{obs.span().slice(t0 * n * kObsDim, count * n * kObsDim), reward.span().slice(t0 * n, count * n),
+                                 terminated.span().slice(t0 * n, count * n), truncated.span().slice(t0 * n, count * n)};
+    };
+    fused->rollout_random(c.first_steps, rollout_slice(0, c.first_steps), stream);
+    fused->rollout_random(c.second_steps, rollout_slice(c.first_steps, c.second_steps), stream);
+
+    StepBuffers buffers(n);
+    std::vector<float> step_obs, step_reward;
+    std::vector<std::uint8_t> step_terminated, step_truncated;
+    for (std::int64_t t = 0; t < steps; ++t) {
+      buffers.step_random(*stepped, stream);
+      step_obs.insert(step_obs.end(), buffers.obs.data(), buffers.obs.data() + n * kObsDim);
+      step_reward.insert(step_reward.end(), buffers.reward.data(), buffers.reward.data() + n);
+      step_terminated.insert(step_terminated.end(), buffers.terminated.data(), buffers.terminated.data() + n);
+      step_truncated.insert(step_truncated.end(), buffers.truncated.data(), buffers.truncated.data() + n);
+    }
+    CHECK(same_bits(host(obs.span(), stream), step_obs));
+    CHECK(same_bits(host(reward.span(), stream), step_reward));
+    CHECK(same_bits(host(terminated.span(), stream), step_terminated));
+    CHECK(same_bits(host(truncated.span(), stream), step_truncated));
+    // Both leave the engines in the same state.
+    CHECK(same_bits(host(fused->states(), stream), host(stepped->states(), stream)));
+    CHECK(same_bits(host(fused->params(), stream), host(stepped->params(), stream)));
+    CHECK(same_bits(host(fused->episode_steps(), stream), host(stepped->episode_steps(), stream)));
+    CHECK(same_bits(host(fused->episode_returns(), stream), host(stepped->episode_returns(), stream)));
+    CHECK(same_bits(host(fused->rng_offsets(), stream), host(stepped->rng_offsets(), stream)));
+    const surge::EpisodeStats fused_stats = fused->episode_stats(stream), stepped_stats = stepped->episode_stats(stream);
+    CHECK(fused_stats.episodes == stepped_stats.episodes);
+    CHECK(fused_stats.return_sum == stepped_stats.return_sum);
+    CHECK(fused_stats.length_sum == stepped_stats.length_sum);
+    // Each case went through the ending it is named for.
+    std::int64_t terminations = 0, truncations = 0;
+    for (auto f : step_terminated) terminations += f;
+    for (auto f : step_truncated) truncations += f;
+    CHECK(terminations + truncations == static_cast<std::int64_t>(stepped_stats.episodes));
+    if (c.physics.any_randomized()) {
+      CHECK(terminations > n);
+    } else {
+      CHECK(terminations == 0);
+      CHECK(truncations == n);
+    }
+  }
+}
+
+TEST_CASE("stepping and episode statistics do not depend on the OpenMP thread count", "[vec_env][threads]") {
+  // Large enough that parallel_for and parallel_reduce take their OpenMP paths.
+  const std::int64_t n = 6000;
+  const Device cpu = Device::cpu();
+  Stream stream(cpu);
+  const int threads_before = omp_get_max_threads();
+  auto run = [&](int threads) {
+    omp_set_num_threads(threads);
+    auto engine = surge::make_engine("cartpole", cpu, n, 3, randomized_physics());
+    StepBuffers buffers(n);
+    for (int t = 0; t < 40; ++t) buffers.step_random(*engine, stream);
+    const surge::EpisodeStats stats = engine->episode_stats(stream);
+    return std::make_tuple(host(engine->states(), stream), stats.episodes, stats.return_sum, stats.length_sum);
+  };
+  const auto one = run(1), two = run(2), three = run(3);
+  omp_set_num_threads(threads_before);
+  CHECK(same_bits(std::get<0>(one), std::get<0>(two)));
+  CHECK(same_bits(std::get<0>(one), std::get<0>(three)));
+  CHECK(std::get<1>(one) > 0);
+  CHECK(std::get<1>(one) == std::get<1>(two));
+  CHECK(std::get<2>(one) == std::get<2>(two));
+  CHECK(std::get<3>(one) == std::get<3>(two));
+  CHECK(std::get<1>(one) == std::get<1>(three));
+  CHECK(std::get<2>(one) == std::get<2>(three));
+  CHECK(std::get<3>(one) == std::get<3>(three));
+}

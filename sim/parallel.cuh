@@ -63,11 +63,14 @@ __global__ void reduce_final_kernel(int num_partials, const double* partials, do
 
 // Runs f(i) for every i in [0, n) on the stream's device: an OpenMP loop on the CPU, a grid-stride
 // kernel on CUDA. f must be a SURGE_HD callable that captures only views and plain values.
+// `work_per_item` tells the CPU backend roughly how many elementary operations one f(i) does, so that
+// small loops stay on the calling thread (an OpenMP fork costs microseconds) and few heavy items still
+// spread over the cores.
 template <class F>
-void parallel_for(const Stream& stream, std::int64_t n, F f) {
+void parallel_for(const Stream& stream, std::int64_t n, F f, std::int64_t work_per_item = 1) {
   if (n <= 0) return;
   if (stream.device().is_cpu()) {
-#pragma omp parallel for schedule(static) if (n >= 2048)
+#pragma omp parallel for schedule(static) if (n > 1 && n * work_per_item >= 4096)
     for (std::int64_t i = 0; i < n; ++i) f(i);
     return;
   }

@@ -2,7 +2,7 @@
 
 #include <array>
 
-namespace surge {
+namespace surge::rl {
 namespace {
 
 // Byte-at-a-time table of the reflected Castagnoli polynomial 0x1EDC6F41.
@@ -27,4 +27,4 @@ std::uint32_t crc32c(const void* bytes, std::size_t count, std::uint32_t crc) {
   return ~crc;
 }
 
-}  // namespace surge
+}  // namespace surge::rl

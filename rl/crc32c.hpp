@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string_view>
 
-namespace surge {
+namespace surge::rl {
 
 // Extends `crc` (the CRC of the bytes before) over `bytes`; crc32c(x) of "123456789" is 0xE3069283.
 std::uint32_t crc32c(const void* bytes, std::size_t count, std::uint32_t crc = 0);
@@ -17,4 +17,4 @@ inline std::uint32_t unmask_crc32c(std::uint32_t masked) {
   return (rotated >> 17) | (rotated << 15);
 }
 
-}  // namespace surge
+}  // namespace surge::rl

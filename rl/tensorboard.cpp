@@ -11,7 +11,7 @@
 #include "rl/crc32c.hpp"
 #include "sim/error.hpp"
 
-namespace surge {
+namespace surge::rl {
 namespace {
 
 // ---- protobuf wire format (little-endian fixed widths, base-128 varints) ----------------------
@@ -263,4 +263,4 @@ void TensorBoardWriter::close() {
   file_ = nullptr;
 }
 
-}  // namespace surge
+}  // namespace surge::rl

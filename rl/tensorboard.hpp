@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-namespace surge {
+namespace surge::rl {
 
 using ScalarValues = std::vector<std::pair<std::string, float>>;  // (tag, value)
 
@@ -60,4 +60,4 @@ class TensorBoardWriter {
   std::FILE* file_ = nullptr;
 };
 
-}  // namespace surge
+}  // namespace surge::rl

@@ -11,11 +11,11 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    surge::TensorBoardWriter writer(argv[1]);
+    surge::rl::TensorBoardWriter writer(argv[1]);
     const char* tags[] = {"episode_return", "loss/value", "approx_kl"};
     for (int k = 0; k < 50; ++k) {
       const long long step = 1000LL * k;
-      surge::ScalarValues scalars;
+      surge::rl::ScalarValues scalars;
       for (int t = 0; t < 3; ++t) scalars.emplace_back(tags[t], static_cast<float>((t + 1) * 0.125 * k - 2.0 + t * 1e-3));
       writer.add_scalars(step, scalars, 1.7e9 + k);
     }

@@ -17,6 +17,7 @@
 
 namespace fs = std::filesystem;
 using namespace surge;
+using namespace surge::rl;
 
 namespace {
 

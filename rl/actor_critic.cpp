@@ -1,0 +1,101 @@
+#include "rl/actor_critic.hpp"
+
+#include <algorithm>
+
+#include "rl/device_util.hpp"
+#include "sim/error.hpp"
+#include "sim/philox.hpp"
+
+namespace surge::rl {
+
+ActorCritic::ActorCritic(int obs_dim, int num_actions, const NetworkConfig& config)
+    : config_(config),
+      obs_dim_(obs_dim),
+      num_actions_(num_actions),
+      actor_(table_, "actor", obs_dim, config.hidden, num_actions, config.activation, kActorHeadGain),
+      critic_(table_, "critic", obs_dim, config.hidden, 1, config.activation, kCriticHeadGain) {
+  SURGE_CHECK(num_actions >= 2, "a categorical policy needs at least two actions");
+}
+
+std::vector<double> ActorCritic::initial_parameters(std::uint64_t seed) const {
+  std::vector<double> params(static_cast<std::size_t>(table_.total()), 0.0);
+  Rng rng(seed, rng_subsequence(RngPurpose::Init, 0), 0);
+  actor_.initialize(params, rng);
+  critic_.initialize(params, rng);
+  return params;
+}
+
+template <class Scalar>
+PpoGradient<Scalar>::PpoGradient(Device device, const ActorCritic& net, std::int64_t max_batch)
+    : net_(&net),
+      max_batch_(max_batch),
+      actor_activations_(device, net.actor().activation_size(max_batch)),
+      critic_activations_(device, net.critic().activation_size(max_batch)),
+      logits_(device, max_batch * net.num_actions()),
+      values_(device, max_batch),
+      d_logits_(device, max_batch * net.num_actions()),
+      d_values_(device, max_batch),
+      scratch_(device, std::max(net.actor().scratch_size(max_batch), net.critic().scratch_size(max_batch))),
+      ones_(device, max_batch),
+      reduce_scratch_(device, reduce_scratch_doubles(device, kLossTermCount)),
+      advantage_stats_(device, 2) {
+  SURGE_CHECK(max_batch >= 1, "empty workspace");
+  Stream stream(device);
+  fill<Scalar>(stream, ones_.data(), max_batch, Scalar(1));
+  stream.synchronize();
+}
+
+template <class Scalar>
+void PpoGradient<Scalar>::forward_actor(const Stream& stream, const Scalar* params, const Scalar* obs, std::int64_t batch,
+                                        Scalar* logits) {
+  SURGE_CHECK(batch <= max_batch_, "batch larger than the workspace");
+  mlp_forward<Scalar>(stream, net_->actor(), params, obs, batch, actor_activations_.data(), logits);
+}
+
+template <class Scalar>
+void PpoGradient<Scalar>::forward_critic(const Stream& stream, const Scalar* params, const Scalar* obs,
+                                         std::int64_t batch, Scalar* values) {
+  SURGE_CHECK(batch <= max_batch_, "batch larger than the workspace");
+  mlp_forward<Scalar>(stream, net_->critic(), params, obs, batch, critic_activations_.data(), values);
+}
+
+template <class Scalar>
+void PpoGradient<Scalar>::forward(const Stream& stream, const Scalar* params, const Scalar* obs, std::int64_t batch,
+                                  Scalar* logits, Scalar* values) {
+  forward_actor(stream, params, obs, batch, logits);
+  forward_critic(stream, params, obs, batch, values);
+}
+
+template <class Scalar>
+void PpoGradient<Scalar>::compute(const Stream& stream, const PpoLossConfig& config, const MinibatchView<Scalar>& minibatch,
+                                  const Scalar* params, Scalar* grads, double* terms) {
+  const std::int64_t batch = minibatch.size;
+  forward(stream, params, minibatch.obs, batch, logits_.data(), values_.data());
+  ppo_loss<Scalar>(stream, config, minibatch, net_->num_actions(), logits_.data(), values_.data(), advantage_stats_.data(),
+                   reduce_scratch_.data(), d_logits_.data(), d_values_.data(), terms);
+  mlp_backward<Scalar>(stream, net_->actor(), params, minibatch.obs, batch, actor_activations_.data(), d_logits_.data(),
+                       ones_.data(), grads, scratch_.data());
+  mlp_backward<Scalar>(stream, net_->critic(), params, minibatch.obs, batch, critic_activations_.data(), d_values_.data(),
+                       ones_.data(), grads, scratch_.data());
+}
+
+template <class Scalar>
+std::size_t PpoGradient<Scalar>::device_bytes() const {
+  return actor_activations_.bytes() + critic_activations_.bytes() + logits_.bytes() + values_.bytes() + d_logits_.bytes() +
+         d_values_.bytes() + scratch_.bytes() + ones_.bytes() + reduce_scratch_.bytes() + advantage_stats_.bytes();
+}
+
+template <class Scalar>
+std::size_t PpoGradient<Scalar>::planned_bytes(Device device, const ActorCritic& net, std::int64_t max_batch) {
+  const std::int64_t scalars = net.actor().activation_size(max_batch) + net.critic().activation_size(max_batch) +
+                               2 * max_batch * net.num_actions() + 2 * max_batch +
+                               std::max(net.actor().scratch_size(max_batch), net.critic().scratch_size(max_batch)) +
+                               max_batch;
+  return static_cast<std::size_t>(scalars) * sizeof(Scalar) +
+         static_cast<std::size_t>(reduce_scratch_doubles(device, kLossTermCount) + 2) * sizeof(double);
+}
+
+template class PpoGradient<float>;
+template class PpoGradient<double>;
+
+}  // namespace surge::rl

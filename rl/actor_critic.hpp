@@ -1,0 +1,88 @@
+#pragma once
+// The actor (observation -> action logits) and the critic (observation -> value): two separate MLPs
+// whose parameters share one ParamTable, and the pass that turns a minibatch into the PPO gradient of
+// both.
+#include <cstdint>
+#include <vector>
+
+#include "rl/mlp.hpp"
+#include "rl/param_table.hpp"
+#include "rl/ppo_loss.hpp"
+#include "sim/memory.hpp"
+
+namespace surge::rl {
+
+struct NetworkConfig {
+  std::vector<int> hidden = {64, 64};
+  Activation activation = Activation::Tanh;
+};
+
+class ActorCritic {
+ public:
+  // Gains as CleanRL's layer_init: sqrt(2) for hidden layers, 0.01 for the actor's head, 1 for the critic's.
+  static constexpr double kActorHeadGain = 0.01;
+  static constexpr double kCriticHeadGain = 1.0;
+
+  ActorCritic(int obs_dim, int num_actions, const NetworkConfig& config);
+  ActorCritic(const ActorCritic&) = delete;  // the MLPs hold offsets into table_
+  ActorCritic& operator=(const ActorCritic&) = delete;
+
+  const ParamTable& table() const { return table_; }
+  const Mlp& actor() const { return actor_; }
+  const Mlp& critic() const { return critic_; }
+  const NetworkConfig& config() const { return config_; }
+  int obs_dim() const { return obs_dim_; }
+  int num_actions() const { return num_actions_; }
+
+  // Initial parameters [table().total()]: orthogonal weights drawn from the Philox stream
+  // (seed, rng_subsequence(Init, 0)), actor's layers first, zero biases and padding.
+  std::vector<double> initial_parameters(std::uint64_t seed) const;
+
+ private:
+  NetworkConfig config_;
+  int obs_dim_, num_actions_;
+  ParamTable table_;
+  Mlp actor_, critic_;
+};
+
+// Device workspace for running both networks on up to `max_batch` rows, and the PPO gradient.
+template <class Scalar>
+class PpoGradient {
+ public:
+  PpoGradient(Device device, const ActorCritic& net, std::int64_t max_batch);
+
+  // logits [batch][num_actions] and values [batch] of obs [batch][obs_dim]. The hidden activations stay
+  // in the workspace, where compute() needs them.
+  void forward(const Stream& stream, const Scalar* params, const Scalar* obs, std::int64_t batch, Scalar* logits,
+               Scalar* values);
+  // Only the actor, or only the critic (values [batch]).
+  void forward_actor(const Stream& stream, const Scalar* params, const Scalar* obs, std::int64_t batch, Scalar* logits);
+  void forward_critic(const Stream& stream, const Scalar* params, const Scalar* obs, std::int64_t batch, Scalar* values);
+
+  // Forward, PPO loss and backward through both networks for one minibatch: writes the gradient of the
+  // loss with respect to every parameter into grads [table().total()] and the loss term sums into
+  // terms [kLossTermCount] (device).
+  void compute(const Stream& stream, const PpoLossConfig& config, const MinibatchView<Scalar>& minibatch,
+               const Scalar* params, Scalar* grads, double* terms);
+
+  std::int64_t max_batch() const { return max_batch_; }
+  std::size_t device_bytes() const;
+  // Bytes the workspace of `max_batch` rows needs, without allocating it.
+  static std::size_t planned_bytes(Device device, const ActorCritic& net, std::int64_t max_batch);
+
+ private:
+  const ActorCritic* net_;
+  std::int64_t max_batch_;
+  DeviceBuffer<Scalar> actor_activations_;   // [actor.activation_size(max_batch)]
+  DeviceBuffer<Scalar> critic_activations_;  // [critic.activation_size(max_batch)]
+  DeviceBuffer<Scalar> logits_;              // [max_batch][num_actions]
+  DeviceBuffer<Scalar> values_;              // [max_batch]
+  DeviceBuffer<Scalar> d_logits_;            // [max_batch][num_actions]
+  DeviceBuffer<Scalar> d_values_;            // [max_batch]
+  DeviceBuffer<Scalar> scratch_;             // [max(actor, critic).scratch_size(max_batch)]
+  DeviceBuffer<Scalar> ones_;                // [max_batch], all 1: bias gradients as GEMMs
+  DeviceBuffer<double> reduce_scratch_;      // [reduce_scratch_size(device, kLossTermCount)]
+  DeviceBuffer<double> advantage_stats_;     // [2] sum and sum of squares of the minibatch's advantages
+};
+
+}  // namespace surge::rl

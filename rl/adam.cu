@@ -1,0 +1,53 @@
+// Gradient-norm clipping and Adam, single-source.
+#include "rl/adam.hpp"
+
+#include <cmath>
+
+#include "sim/error.hpp"
+#include "sim/parallel.cuh"
+
+namespace surge::rl {
+
+void adam_step(const Stream& stream, const AdamConfig& config, Span<float> params, Span<const float> grads, Span<float> m,
+               Span<float> v, OptimizerScalars* scalars, double* scratch) {
+  const std::int64_t count = params.size;
+  SURGE_CHECK(grads.size == count && m.size == count && v.size == count, "Adam buffers differ in size");
+  const float* g = grads.data;
+  parallel_reduce<1>(
+      stream, count,
+      [=] SURGE_HD(std::int64_t i, double* acc) {
+        const double x = static_cast<double>(g[i]);
+        acc[0] += x * x;
+      },
+      scratch, &scalars->grad_norm_sq);
+
+  const double beta1 = config.beta1, beta2 = config.beta2, max_norm = config.max_grad_norm;
+  OptimizerScalars* s = scalars;
+  parallel_for(stream, 1, [=] SURGE_HD(std::int64_t) {
+    if (s->frozen) return;
+    s->step += 1.0;
+    const double norm = sqrt(s->grad_norm_sq);
+    const double coef = max_norm / (norm + 1e-6);
+    s->grad_scale = (max_norm > 0.0 && coef < 1.0) ? coef : 1.0;
+    s->step_size = s->learning_rate / (1.0 - pow(beta1, s->step));
+    s->bias_correction2_sqrt = sqrt(1.0 - pow(beta2, s->step));
+  });
+
+  float* p = params.data;
+  float* first = m.data;
+  float* second = v.data;
+  const float b1 = static_cast<float>(beta1), b2 = static_cast<float>(beta2), eps = static_cast<float>(config.eps);
+  const OptimizerScalars* read = scalars;
+  parallel_for(stream, count, [=] SURGE_HD(std::int64_t i) {
+    if (read->frozen) return;
+    const float grad = g[i] * static_cast<float>(read->grad_scale);
+    const float m_i = b1 * first[i] + (1.0f - b1) * grad;
+    const float v_i = b2 * second[i] + (1.0f - b2) * grad * grad;
+    first[i] = m_i;
+    second[i] = v_i;
+    const float denominator = sqrtf(v_i) / static_cast<float>(read->bias_correction2_sqrt) + eps;
+    p[i] -= static_cast<float>(read->step_size) * m_i / denominator;
+  });
+}
+
+}  // namespace surge::rl

@@ -1,0 +1,39 @@
+#pragma once
+// Adam with global gradient-norm clipping, entirely on the device: the norm is reduced there, the
+// clipping scale and the bias corrections are computed there, and the learning rate is read from
+// device memory, so a whole training iteration can be enqueued (or captured in a CUDA graph) without
+// the host waiting for anything.
+#include <cstdint>
+
+#include "sim/memory.hpp"
+#include "sim/stream.hpp"
+
+namespace surge::rl {
+
+struct AdamConfig {
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-5;           // CleanRL's choice (PyTorch's default is 1e-8)
+  double max_grad_norm = 0.5;  // <= 0: no clipping
+};
+
+// The optimiser's scalars, one struct in device memory.
+struct OptimizerScalars {
+  double learning_rate;   // read by every update; whoever schedules it writes it on the device
+  double step;            // updates taken so far (Adam's t)
+  double grad_norm_sq;    // sum of squared gradients of the latest update, before clipping
+  double grad_scale;      // clipping factor applied to the latest update (1 when not clipped)
+  double step_size;       // learning_rate / (1 - beta1^t) of the latest update
+  double bias_correction2_sqrt;  // sqrt(1 - beta2^t) of the latest update
+  std::int32_t frozen;    // nonzero: updates are skipped (target-KL early stop); the step does not advance
+  std::int32_t padding;
+};
+
+// One Adam step over the flat buffers (all [count], the same ParamTable layout). Enqueues: the gradient
+// norm reduction, a one-thread kernel that turns it and the step count into this update's scalars, and
+// the element-wise update. Like PyTorch's clip_grad_norm_, gradients are scaled by
+// min(1, max_grad_norm / (norm + 1e-6)). `scratch` holds reduce_scratch_size(device, 1) doubles.
+void adam_step(const Stream& stream, const AdamConfig& config, Span<float> params, Span<const float> grads, Span<float> m,
+               Span<float> v, OptimizerScalars* scalars, double* scratch);
+
+}  // namespace surge::rl

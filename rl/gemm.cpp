@@ -1,0 +1,116 @@
+// The backend-neutral GEMM launcher and its CPU half (CBLAS).
+#include "rl/gemm.hpp"
+
+#include <algorithm>
+
+#include "sim/error.hpp"
+
+#if defined(SURGE_HAVE_CBLAS)
+#include <cblas.h>
+#endif
+#if defined(SURGE_WITH_CUDA)
+#include "rl/gemm_cuda.hpp"
+#endif
+
+namespace surge::rl {
+namespace {
+
+void check_shape(Transpose trans_a, Transpose trans_b, std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t lda,
+                 std::int64_t ldb, std::int64_t ldc) {
+  SURGE_CHECK(m >= 0 && n >= 0 && k >= 0, "negative GEMM dimension");
+  SURGE_CHECK(lda >= std::max<std::int64_t>(1, trans_a == Transpose::No ? k : m), "GEMM lda too small");
+  SURGE_CHECK(ldb >= std::max<std::int64_t>(1, trans_b == Transpose::No ? n : k), "GEMM ldb too small");
+  SURGE_CHECK(ldc >= std::max<std::int64_t>(1, n), "GEMM ldc too small");
+}
+
+#if defined(SURGE_HAVE_CBLAS)
+CBLAS_TRANSPOSE cblas_op(Transpose t) { return t == Transpose::No ? CblasNoTrans : CblasTrans; }
+
+void cpu_gemm(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a,
+              std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc) {
+  cblas_sgemm(CblasRowMajor, cblas_op(ta), cblas_op(tb), static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha,
+              a, static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
+}
+void cpu_gemm(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k, double alpha, const double* a,
+              std::int64_t lda, const double* b, std::int64_t ldb, double beta, double* c, std::int64_t ldc) {
+  cblas_dgemm(CblasRowMajor, cblas_op(ta), cblas_op(tb), static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha,
+              a, static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
+}
+#else
+// Without CBLAS (a CUDA machine lacking Debian's packages): the plain triple loop, i-k-j ordered so
+// that the inner loop runs along rows of B and C.
+template <class Scalar>
+void cpu_gemm(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k, Scalar alpha, const Scalar* a,
+              std::int64_t lda, const Scalar* b, std::int64_t ldb, Scalar beta, Scalar* c, std::int64_t ldc) {
+  for (std::int64_t i = 0; i < m; ++i) {
+    Scalar* c_row = c + i * ldc;
+    for (std::int64_t j = 0; j < n; ++j) c_row[j] = beta == Scalar(0) ? Scalar(0) : beta * c_row[j];
+    for (std::int64_t p = 0; p < k; ++p) {
+      const Scalar a_ip = alpha * (ta == Transpose::No ? a[i * lda + p] : a[p * lda + i]);
+      if (tb == Transpose::No) {
+        const Scalar* b_row = b + p * ldb;
+        for (std::int64_t j = 0; j < n; ++j) c_row[j] += a_ip * b_row[j];
+      } else {
+        for (std::int64_t j = 0; j < n; ++j) c_row[j] += a_ip * b[j * ldb + p];
+      }
+    }
+  }
+}
+#endif
+
+}  // namespace
+
+template <class Scalar>
+void gemm(const Stream& stream, Transpose trans_a, Transpose trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
+          Scalar alpha, const Scalar* a, std::int64_t lda, const Scalar* b, std::int64_t ldb, Scalar beta, Scalar* c,
+          std::int64_t ldc, const Scalar* bias) {
+  check_shape(trans_a, trans_b, m, n, k, lda, ldb, ldc);
+  if (m == 0 || n == 0) return;
+  if (stream.device().is_cuda()) {
+#if defined(SURGE_WITH_CUDA)
+    detail::gemm_cublaslt(stream, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, bias);
+    return;
+#else
+    throw Error("GEMM on " + stream.device().str() + ": this build has no CUDA support");
+#endif
+  }
+  if (bias) {
+    // The bias enters as the C operand: rows of C become beta*C + bias, and the product adds to them.
+    for (std::int64_t i = 0; i < m; ++i) {
+      Scalar* row = c + i * ldc;
+      for (std::int64_t j = 0; j < n; ++j) row[j] = (beta == Scalar(0) ? Scalar(0) : beta * row[j]) + bias[j];
+    }
+    beta = Scalar(1);
+  }
+  if (k == 0) {
+    if (!bias)
+      for (std::int64_t i = 0; i < m; ++i)
+        for (std::int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == Scalar(0) ? Scalar(0) : beta * c[i * ldc + j];
+    return;
+  }
+  cpu_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+template void gemm<float>(const Stream&, Transpose, Transpose, std::int64_t, std::int64_t, std::int64_t, float, const float*,
+                          std::int64_t, const float*, std::int64_t, float, float*, std::int64_t, const float*);
+template void gemm<double>(const Stream&, Transpose, Transpose, std::int64_t, std::int64_t, std::int64_t, double,
+                           const double*, std::int64_t, const double*, std::int64_t, double, double*, std::int64_t,
+                           const double*);
+
+std::string cpu_gemm_library() {
+#if defined(SURGE_HAVE_CBLAS)
+  return SURGE_CBLAS_DESCRIPTION;
+#else
+  return "plain loops (built without CBLAS)";
+#endif
+}
+
+void set_cuda_gemm_tf32(bool allowed) {
+#if defined(SURGE_WITH_CUDA)
+  detail::set_cublaslt_tf32(allowed);
+#else
+  (void)allowed;
+#endif
+}
+
+}  // namespace surge::rl

@@ -1,0 +1,29 @@
+#pragma once
+// The one GEMM launcher of the learner, the same on every backend: CBLAS (OpenBLAS) on the CPU,
+// cuBLASLt on CUDA with the bias add fused into the epilogue and the algorithm chosen by cuBLASLt's
+// heuristic once per shape. Matrices are row-major, as every buffer in rl/ is.
+#include <cstdint>
+#include <string>
+
+#include "sim/stream.hpp"
+
+namespace surge::rl {
+
+enum class Transpose : std::uint8_t { No, Yes };
+
+// C[m][n] = alpha * op(A)[m][k] * op(B)[k][n] + beta * C (+ bias[n] added to every row when bias is not
+// null). op(A) is A ([m][k], leading dimension lda) or A^T (A stored [k][m]); likewise op(B).
+// Enqueued on `stream`; the pointers live on the stream's device. Scalar is float or double.
+template <class Scalar>
+void gemm(const Stream& stream, Transpose trans_a, Transpose trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
+          Scalar alpha, const Scalar* a, std::int64_t lda, const Scalar* b, std::int64_t ldb, Scalar beta, Scalar* c,
+          std::int64_t ldc, const Scalar* bias = nullptr);
+
+// Which library serves the CPU backend's GEMMs, in words ("OpenBLAS 0.3.21"), for reports.
+std::string cpu_gemm_library();
+
+// Whether GEMMs on CUDA may round their inputs to TF32 (faster on tensor cores, about 10 bits of
+// mantissa). Off by default; applies to shapes first seen after the call.
+void set_cuda_gemm_tf32(bool allowed);
+
+}  // namespace surge::rl

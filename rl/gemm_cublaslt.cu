@@ -1,0 +1,176 @@
+// The CUDA half of the GEMM launcher: cuBLASLt, with the bias add fused into the epilogue and one
+// heuristic algorithm choice cached per shape. Compiled only when CUDA is on.
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <tuple>
+
+#include "rl/gemm_cuda.hpp"
+#include "sim/cublas_check.hpp"
+#include "sim/cuda_check.hpp"
+
+namespace surge::rl::detail {
+namespace {
+
+constexpr std::size_t kWorkspaceBytes = std::size_t(32) << 20;
+
+bool g_allow_tf32 = false;
+
+// The largest power of two (up to 256) that divides the address: cuBLASLt's heuristic may only pick
+// algorithms whose alignment needs the actual pointers meet.
+std::uint32_t alignment_of(const void* pointer) {
+  const auto address = reinterpret_cast<std::uintptr_t>(pointer);
+  std::uint32_t alignment = 256;
+  while (alignment > 1 && address % alignment != 0) alignment /= 2;
+  return alignment;
+}
+
+struct ShapeKey {
+  int device, dtype, op_a, op_b;
+  std::int64_t rows_d, cols_d, inner, ld_a, ld_b, ld_d;
+  bool bias, tf32;
+  std::uint32_t align_a, align_b, align_d;
+  auto tie() const {
+    return std::tie(device, dtype, op_a, op_b, rows_d, cols_d, inner, ld_a, ld_b, ld_d, bias, tf32, align_a, align_b, align_d);
+  }
+  bool operator<(const ShapeKey& other) const { return tie() < other.tie(); }
+};
+
+// Everything cuBLASLt needs for one shape, built and tuned once.
+struct Plan {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t layout_a = nullptr, layout_b = nullptr, layout_d = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+};
+
+struct DeviceContext {
+  cublasLtHandle_t handle = nullptr;
+  void* workspace = nullptr;
+};
+
+std::mutex g_mutex;
+std::map<int, DeviceContext> g_contexts;
+std::map<ShapeKey, Plan> g_plans;
+
+DeviceContext& context_for(int device) {
+  DeviceContext& context = g_contexts[device];
+  if (!context.handle) {
+    SURGE_CUDA_CHECK(cudaSetDevice(device));
+    SURGE_CUBLAS_CHECK(cublasLtCreate(&context.handle));
+    SURGE_CUDA_CHECK(cudaMalloc(&context.workspace, kWorkspaceBytes));
+  }
+  return context;
+}
+
+template <class Scalar>
+constexpr cudaDataType_t data_type() {
+  return sizeof(Scalar) == 4 ? CUDA_R_32F : CUDA_R_64F;
+}
+
+cublasOperation_t op_of(Transpose t) { return t == Transpose::No ? CUBLAS_OP_N : CUBLAS_OP_T; }
+
+}  // namespace
+
+void set_cublaslt_tf32(bool allowed) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_allow_tf32 = allowed;
+}
+
+// Row-major C[m][n] is column-major C^T[n][m] = op(B)^T op(A)^T, so cuBLASLt is called with the
+// operands swapped: its A is our B and its B is our A, and the bias (one per column of row-major C)
+// becomes the per-row bias of the column-major result that the BIAS epilogue adds.
+template <class Scalar>
+void gemm_cublaslt(const Stream& stream, Transpose trans_a, Transpose trans_b, std::int64_t m, std::int64_t n,
+                   std::int64_t k, Scalar alpha, const Scalar* a, std::int64_t lda, const Scalar* b, std::int64_t ldb,
+                   Scalar beta, Scalar* c, std::int64_t ldc, const Scalar* bias) {
+  const int device = stream.device().index;
+  const bool is_float = sizeof(Scalar) == 4;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  DeviceContext& context = context_for(device);
+  const ShapeKey key{device,
+                     is_float ? 0 : 1,
+                     static_cast<int>(trans_b),
+                     static_cast<int>(trans_a),
+                     n,
+                     m,
+                     k,
+                     ldb,
+                     lda,
+                     ldc,
+                     bias != nullptr,
+                     is_float && g_allow_tf32,
+                     alignment_of(b),
+                     alignment_of(a),
+                     alignment_of(c)};
+  auto found = g_plans.find(key);
+  if (found == g_plans.end()) {
+    Plan plan;
+    const cudaDataType_t type = data_type<Scalar>();
+    const cublasComputeType_t compute =
+        is_float ? (key.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F) : CUBLAS_COMPUTE_64F;
+    SURGE_CUBLAS_CHECK(cublasLtMatmulDescCreate(&plan.desc, compute, type));
+    const cublasOperation_t op_a = op_of(trans_b), op_b = op_of(trans_a);
+    SURGE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof op_a));
+    SURGE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof op_b));
+    const cublasLtEpilogue_t epilogue = bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+    SURGE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue));
+    if (bias) {
+      const void* bias_pointer = bias;
+      SURGE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_pointer,
+                                                        sizeof bias_pointer));
+    }
+    // Column-major shapes: cuBLASLt's A is our B, its B our A, its D our C transposed ([n][m]).
+    const std::uint64_t a_rows = trans_b == Transpose::No ? n : k, a_cols = trans_b == Transpose::No ? k : n;
+    const std::uint64_t b_rows = trans_a == Transpose::No ? k : m, b_cols = trans_a == Transpose::No ? m : k;
+    SURGE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.layout_a, type, a_rows, a_cols, ldb));
+    SURGE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.layout_b, type, b_rows, b_cols, lda));
+    SURGE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.layout_d, type, n, m, ldc));
+
+    cublasLtMatmulPreference_t preference = nullptr;
+    SURGE_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference));
+    const std::uint64_t workspace_bytes = kWorkspaceBytes;
+    SURGE_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                            &workspace_bytes, sizeof workspace_bytes));
+    const std::uint32_t align_a = key.align_a, align_b = key.align_b, align_d = key.align_d;
+    SURGE_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+                                                            &align_a, sizeof align_a));
+    SURGE_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                                                            &align_b, sizeof align_b));
+    SURGE_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+                                                            &align_d, sizeof align_d));
+    SURGE_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
+                                                            &align_d, sizeof align_d));
+    cublasLtMatmulHeuristicResult_t result{};
+    int returned = 0;
+    const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(context.handle, plan.desc, plan.layout_a, plan.layout_b,
+                                                                 plan.layout_d, plan.layout_d, preference, 1, &result, &returned);
+    cublasLtMatmulPreferenceDestroy(preference);
+    SURGE_CUBLAS_CHECK(status);
+    SURGE_CHECK(returned > 0, "cuBLASLt has no algorithm for a " + std::to_string(m) + "x" + std::to_string(n) + "x" +
+                                  std::to_string(k) + " GEMM");
+    plan.algo = result.algo;
+    found = g_plans.emplace(key, plan).first;
+  }
+  const Plan& plan = found->second;
+  if (bias) {
+    // The descriptor is shared by every call of this shape; the bias pointer is this call's.
+    const void* bias_pointer = bias;
+    SURGE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_pointer,
+                                                      sizeof bias_pointer));
+  }
+  SURGE_CUBLAS_CHECK(cublasLtMatmul(context.handle, plan.desc, &alpha, b, plan.layout_a, a, plan.layout_b, &beta, c,
+                                    plan.layout_d, c, plan.layout_d, &plan.algo, context.workspace, kWorkspaceBytes,
+                                    static_cast<cudaStream_t>(stream.native_handle())));
+}
+
+template void gemm_cublaslt<float>(const Stream&, Transpose, Transpose, std::int64_t, std::int64_t, std::int64_t, float,
+                                   const float*, std::int64_t, const float*, std::int64_t, float, float*, std::int64_t,
+                                   const float*);
+template void gemm_cublaslt<double>(const Stream&, Transpose, Transpose, std::int64_t, std::int64_t, std::int64_t, double,
+                                    const double*, std::int64_t, const double*, std::int64_t, double, double*,
+                                    std::int64_t, const double*);
+
+}  // namespace surge::rl::detail

@@ -1,0 +1,17 @@
+#pragma once
+// The cuBLASLt half of the GEMM launcher (gemm_cublaslt.cu), compiled only when CUDA is on. Same
+// row-major contract as rl::gemm.
+#include <cstdint>
+
+#include "rl/gemm.hpp"
+
+namespace surge::rl::detail {
+
+template <class Scalar>
+void gemm_cublaslt(const Stream& stream, Transpose trans_a, Transpose trans_b, std::int64_t m, std::int64_t n,
+                   std::int64_t k, Scalar alpha, const Scalar* a, std::int64_t lda, const Scalar* b, std::int64_t ldb,
+                   Scalar beta, Scalar* c, std::int64_t ldc, const Scalar* bias);
+
+void set_cublaslt_tf32(bool allowed);
+
+}  // namespace surge::rl::detail

@@ -1,0 +1,74 @@
+#pragma once
+// A multilayer perceptron whose weights live in slices of a ParamTable, with its forward and analytic
+// backward passes: GEMMs through rl::gemm, activations through single-source kernels (mlp.cu).
+// Row-major throughout: inputs [batch][in], weights [out][in] (y = x W^T + b), biases [out].
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "rl/param_table.hpp"
+#include "sim/philox.hpp"
+#include "sim/stream.hpp"
+
+namespace surge::rl {
+
+enum class Activation : std::uint8_t { Tanh, Relu };
+// "tanh" or "relu"; throws InputError otherwise.
+Activation parse_activation(const std::string& name);
+const char* activation_name(Activation activation);
+
+class Mlp {
+ public:
+  // Registers "<prefix>.<l>.weight" [out][in] and "<prefix>.<l>.bias" [out][1] for every layer.
+  // Hidden layers are initialised orthogonally with gain sqrt(2), the output layer with `head_gain`;
+  // biases start at zero.
+  Mlp(ParamTable& table, const std::string& prefix, int input_dim, const std::vector<int>& hidden, int output_dim,
+      Activation activation, double head_gain);
+
+  int num_layers() const { return static_cast<int>(dims_.size()) - 1; }
+  int input_dim() const { return dims_.front(); }
+  int output_dim() const { return dims_.back(); }
+  int layer_in(int layer) const { return dims_[static_cast<std::size_t>(layer)]; }
+  int layer_out(int layer) const { return dims_[static_cast<std::size_t>(layer) + 1]; }
+  std::int64_t weight_offset(int layer) const { return weight_offsets_[static_cast<std::size_t>(layer)]; }
+  std::int64_t bias_offset(int layer) const { return bias_offsets_[static_cast<std::size_t>(layer)]; }
+  Activation activation() const { return activation_; }
+  double head_gain() const { return head_gain_; }
+
+  // Elements of the activation workspace for `batch` rows: [batch][hidden_l] for each hidden layer, kept
+  // by forward() for backward().
+  std::int64_t activation_size(std::int64_t batch) const;
+  // Offset of hidden layer l's activations in that workspace.
+  std::int64_t activation_offset(int layer, std::int64_t batch) const;
+  // Elements of backward()'s scratch: two [batch][widest hidden] buffers used in turn.
+  std::int64_t scratch_size(std::int64_t batch) const;
+
+  // Writes this network's initial weights into `params` ([table.total()], host), drawing the orthogonal
+  // matrices from `rng` layer by layer.
+  void initialize(std::vector<double>& params, Rng& rng) const;
+
+ private:
+  std::vector<int> dims_;  // input, hidden..., output
+  std::vector<std::int64_t> weight_offsets_, bias_offsets_;
+  Activation activation_;
+  double head_gain_;
+};
+
+// output[batch][out] = the network applied to input[batch][in]; hidden activations go to `activations`
+// ([activation_size(batch)]). All pointers on the stream's device. Scalar is float or double.
+template <class Scalar>
+void mlp_forward(const Stream& stream, const Mlp& mlp, const Scalar* params, const Scalar* input, std::int64_t batch,
+                 Scalar* activations, Scalar* output);
+
+// Given d_output[batch][out] = dLoss/d(output), writes dLoss/d(parameter) for every slice of this network
+// into `grads` (same table layout as params; other slices untouched). Needs the activations forward()
+// left, a vector of `batch` ones (for bias gradients as GEMMs) and scratch of scratch_size(batch).
+template <class Scalar>
+void mlp_backward(const Stream& stream, const Mlp& mlp, const Scalar* params, const Scalar* input, std::int64_t batch,
+                  const Scalar* activations, const Scalar* d_output, const Scalar* ones, Scalar* grads, Scalar* scratch);
+
+// Writes an orthogonal matrix times `gain` into out[rows][cols] (row-major), as torch.nn.init.orthogonal_
+// does: QR of a standard normal matrix (the tall way round), with R's diagonal made positive.
+void orthogonal_matrix(std::int64_t rows, std::int64_t cols, double gain, Rng& rng, double* out);
+
+}  // namespace surge::rl

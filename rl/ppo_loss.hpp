@@ -1,0 +1,50 @@
+#pragma once
+// The PPO loss of one minibatch and its gradient with respect to the networks' outputs (logits and
+// values), as CleanRL's ppo.py defines it: clipped surrogate, clipped value loss, entropy bonus, and
+// advantages normalised within the minibatch.
+#include <cstdint>
+
+#include "sim/stream.hpp"
+
+namespace surge::rl {
+
+struct PpoLossConfig {
+  double clip_coef = 0.2;
+  double ent_coef = 0.01;
+  double vf_coef = 0.5;
+  bool clip_vloss = true;
+  bool norm_adv = true;
+};
+
+// One minibatch, gathered into contiguous rows on the device.
+template <class Scalar>
+struct MinibatchView {
+  std::int64_t size = 0;
+  const Scalar* obs = nullptr;           // [B][obs_dim]
+  const std::int32_t* actions = nullptr; // [B]
+  const Scalar* old_logprob = nullptr;   // [B] log pi_old(a|s) from the rollout
+  const Scalar* old_value = nullptr;     // [B] V_old(s) from the rollout
+  const Scalar* advantage = nullptr;     // [B]
+  const Scalar* returns = nullptr;       // [B]
+};
+
+// Sums over the minibatch that ppo_loss() leaves in terms[kLossTermCount] (divide by B for means).
+enum LossTerm : int { kPolicyLoss = 0, kValueLoss, kEntropy, kApproxKl, kClipFraction, kLossTermCount };
+
+// Per sample (advantage a normalised as (a - mean) / (std + 1e-8) when norm_adv, std unbiased):
+//   ratio = exp(logp - old_logp)
+//   policy = max(-a ratio, -a clip(ratio, 1-c, 1+c))
+//   value  = 0.5 max((v - R)^2, (old_v + clip(v - old_v, -c, c) - R)^2)   (0.5 (v - R)^2 without clip_vloss)
+//   loss   = mean(policy) - ent_coef mean(entropy) + vf_coef mean(value)
+// Writes dloss/dlogits [B][num_actions] and dloss/dvalues [B], and the sums of policy, value, entropy,
+// approx_kl ((ratio - 1) - log ratio) and clip fraction (|ratio - 1| > c) into terms. All device pointers;
+// scratch holds reduce_scratch_size(device, 2 and kLossTermCount) doubles, advantage_stats 2 doubles.
+template <class Scalar>
+void ppo_loss(const Stream& stream, const PpoLossConfig& config, const MinibatchView<Scalar>& minibatch, int num_actions,
+              const Scalar* logits, const Scalar* values, double* advantage_stats, double* scratch, Scalar* d_logits,
+              Scalar* d_values, double* terms);
+
+// The scalar loss from the term sums of a minibatch of `batch` samples (host).
+double total_loss(const PpoLossConfig& config, const double* term_sums, std::int64_t batch);
+
+}  // namespace surge::rl

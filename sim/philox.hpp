@@ -85,8 +85,16 @@ class Rng {
   }
   // Uniform in (0, 1] (cuRAND's curand_uniform()).
   SURGE_HD_INLINE float uniform() { return uint_to_uniform(next_u32()); }
-  // Uniform in [low, high) up to rounding, as low + (high - low) * u.
-  SURGE_HD_INLINE float uniform(float low, float high) { return low + (high - low) * (1.0f - uniform()); }
+  // Uniform in [low, high) up to rounding, as low + (high - low) * u. On the device the multiply and
+  // the add are rounded separately, as on the host: nvcc would otherwise fuse them into one FMA and
+  // resets and randomised physics would differ from the CPU's in their last bit.
+  SURGE_HD_INLINE float uniform(float low, float high) {
+#if defined(__CUDA_ARCH__)
+    return __fadd_rn(low, __fmul_rn(high - low, 1.0f - uniform()));
+#else
+    return low + (high - low) * (1.0f - uniform());
+#endif
+  }
 
   // How many 32-bit words of the stream have been consumed: store it, and rebuild the Rng from it.
   SURGE_HD_INLINE std::uint64_t offset() const { return offset_; }

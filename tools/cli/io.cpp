@@ -71,6 +71,9 @@ int CsvTable::column(const std::string& name) const {
 }
 
 CsvTable CsvTable::read(const std::string& path) {
+  std::error_code ec;
+  // A folder opens as an empty stream on Linux; say what it is instead of calling it empty.
+  if (std::filesystem::is_directory(path, ec)) throw InputError("cannot read '" + path + "': it is a folder, not a CSV file");
   std::ifstream in(path);
   if (!in) throw InputError("cannot read '" + path + "': no such file, or no permission to read it");
   CsvTable table;

@@ -1,0 +1,311 @@
+// The `surge` program as a user meets it: help and version, exit codes, one-line errors that name
+// the bad value, outputs written whole or not at all, `surge step` on the golden data, and the
+// JSON of `surge bench env`.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "sim/device.hpp"
+#include "tests/golden.hpp"
+#include "tools/cli/io.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Result {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void write_text(const fs::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+}
+
+std::string quoted(const std::string& text) {
+  std::string q = "'";
+  for (char c : text) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// A scratch folder for one test case, removed when the case ends.
+class Scratch {
+ public:
+  Scratch() {
+    static int counter = 0;
+    path_ = fs::temp_directory_path() / ("surge_test_cli_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~Scratch() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  fs::path operator/(const std::string& name) const { return path_ / name; }
+  const fs::path& path() const { return path_; }
+  // Runs surge with `arguments` (already quoted where needed), capturing both streams and the exit code.
+  Result surge(const std::string& arguments) const {
+    const fs::path out = path_ / "stdout.txt", err = path_ / "stderr.txt";
+    const std::string command =
+        quoted(SURGE_BINARY) + " " + arguments + " >" + quoted(out.string()) + " 2>" + quoted(err.string()) + " </dev/null";
+    const int status = std::system(command.c_str());
+    Result result;
+    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    result.out = read_text(out);
+    result.err = read_text(err);
+    fs::remove(out);
+    fs::remove(err);
+    return result;
+  }
+
+ private:
+  fs::path path_;
+};
+
+std::size_t line_count(const std::string& text) { return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')); }
+
+// One line, ending in a newline, with something on it.
+bool is_one_line(const std::string& text) { return line_count(text) == 1 && text.size() > 1 && text.back() == '\n'; }
+
+bool any_partial_file(const fs::path& folder) {
+  for (const auto& entry : fs::recursive_directory_iterator(folder))
+    if (entry.path().filename().string().find(".partial.") != std::string::npos) return true;
+  return false;
+}
+
+const char* kHeader = "s_x,s_x_dot,s_theta,s_theta_dot,action\n";
+const char* kGoodRow = "0.01,0.02,0.03,0.04,1\n";
+
+}  // namespace
+
+TEST_CASE("help and version exit 0 and print to stdout", "[cli]") {
+  Scratch scratch;
+  for (const char* arguments : {"--help", "-h", "help", "step --help", "bench --help", "bench env --help", "bench env -h"}) {
+    INFO("surge " << arguments);
+    const Result r = scratch.surge(arguments);
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.find("Usage: surge") != std::string::npos);
+    CHECK(r.err.empty());
+  }
+  const Result version = scratch.surge("--version");
+  CHECK(version.exit_code == 0);
+  CHECK(version.out.rfind("surge ", 0) == 0);
+  CHECK(version.out.find("CUDA backend") != std::string::npos);
+  // The top-level help lists the commands and the scenarios.
+  const Result help = scratch.surge("--help");
+  CHECK(help.out.find("step") != std::string::npos);
+  CHECK(help.out.find("bench env") != std::string::npos);
+  CHECK(help.out.find("cartpole") != std::string::npos);
+}
+
+TEST_CASE("unknown commands and options exit 2 with one line", "[cli]") {
+  Scratch scratch;
+  struct Case {
+    const char* arguments;
+    const char* named;  // what the line must mention
+  };
+  const Case cases[] = {
+      {"frobnicate", "frobnicate"},
+      {"step --frobnicate 1", "--frobnicate"},
+      {"bench env --frobnicate", "--frobnicate"},
+      {"bench frobnicate", "frobnicate"},
+      {"bench env --num-envs many --device cpu", "many"},
+      {"bench env --num-envs 0 --device cpu", "--num-envs"},
+      {"bench env --device tpu", "tpu"},
+      {"step --scenario nosuch --input in.csv --output out.csv", "nosuch"},
+      {"step --scenario cartpole --input in.csv", "--output"},
+  };
+  for (const Case& c : cases) {
+    const Result r = scratch.surge(c.arguments);
+    INFO("surge " << c.arguments << "\nstderr: " << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(is_one_line(r.err));
+    CHECK(r.err.find(c.named) != std::string::npos);
+  }
+  // No arguments at all: usage, and the exit code of a usage error.
+  const Result bare = scratch.surge("");
+  CHECK(bare.exit_code == 2);
+  CHECK(bare.out.find("Usage: surge") != std::string::npos);
+}
+
+TEST_CASE("surge step rejects bad input with one line, exit 2 and no output", "[cli][step]") {
+  struct Case {
+    const char* name;
+    std::string csv;                    // the input file's text
+    std::vector<std::string> named;     // what the error line must mention
+  };
+  const std::string h = kHeader, g = kGoodRow;
+  const Case cases[] = {
+      {"a missing column", "s_x,s_x_dot,s_theta_dot,action\n0.01,0.02,0.04,1\n", {"s_theta"}},
+      {"a missing action column", "s_x,s_x_dot,s_theta,s_theta_dot\n0.01,0.02,0.03,0.04\n", {"action"}},
+      {"a cell that is not a number", h + g + "0.01,abc,0.03,0.04,0\n", {"row 2", "s_x_dot", "abc"}},
+      {"an empty cell", h + g + g + "0.01,0.02,,0.04,0\n", {"row 3", "s_theta"}},
+      {"a cell that is not finite", h + "nan,0.02,0.03,0.04,0\n", {"row 1", "s_x", "nan"}},
+      {"action 2", h + g + g + "0.01,0.02,0.03,0.04,2\n", {"row 3", "action", "2"}},
+      {"action -1", h + g + "0.01,0.02,0.03,0.04,-1\n", {"row 2", "action", "-1"}},
+      {"action 0.5", h + "0.01,0.02,0.03,0.04,0.5\n", {"row 1", "action", "0.5"}},
+      {"a ragged row", h + g + "0.01,0.02,0.03\n", {"line 3"}},
+      {"a header and no rows", h, {"no rows"}},
+  };
+  for (const Case& c : cases) {
+    INFO(c.name);
+    Scratch scratch;
+    const fs::path input = scratch / "in.csv", output = scratch / "out.csv";
+    write_text(input, c.csv);
+    const Result r = scratch.surge("step --scenario cartpole --device cpu --input " + quoted(input.string()) + " --output " +
+                                   quoted(output.string()));
+    INFO("stderr: " << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(is_one_line(r.err));
+    for (const std::string& word : c.named) CHECK(r.err.find(word) != std::string::npos);
+    CHECK_FALSE(fs::exists(output));
+    CHECK_FALSE(any_partial_file(scratch.path()));
+    CHECK(r.out.empty());
+  }
+}
+
+TEST_CASE("surge step reports unreadable input and unwritable output without leaving files", "[cli][step]") {
+  Scratch scratch;
+  const fs::path input = scratch / "in.csv", output = scratch / "out.csv";
+  write_text(input, std::string(kHeader) + kGoodRow);
+  const auto step = [&](const fs::path& in, const fs::path& out) {
+    return scratch.surge("step --scenario cartpole --device cpu --input " + quoted(in.string()) + " --output " + quoted(out.string()));
+  };
+
+  SECTION("an input file that does not exist") {
+    const Result r = step(scratch / "missing.csv", output);
+    CHECK(r.exit_code == 2);
+    CHECK(is_one_line(r.err));
+    CHECK(r.err.find("missing.csv") != std::string::npos);
+    CHECK_FALSE(fs::exists(output));
+  }
+  SECTION("an input that is a folder") {
+    fs::create_directories(scratch / "folder.csv");
+    const Result r = step(scratch / "folder.csv", output);
+    INFO("stderr: " << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(is_one_line(r.err));
+    CHECK(r.err.find("folder.csv") != std::string::npos);
+    CHECK(r.err.find("is a folder") != std::string::npos);
+    CHECK_FALSE(fs::exists(output));
+  }
+  SECTION("an output in a folder that does not exist") {
+    const fs::path nowhere = scratch / "no_such_folder" / "out.csv";
+    const Result r = step(input, nowhere);
+    CHECK(r.exit_code == 2);
+    CHECK(is_one_line(r.err));
+    CHECK(r.err.find("no_such_folder") != std::string::npos);
+    CHECK_FALSE(fs::exists(scratch / "no_such_folder"));
+  }
+  SECTION("bad input leaves an existing output as it was") {
+    write_text(output, "previous contents\n");
+    write_text(input, std::string(kHeader) + "0.01,0.02,0.03,0.04,7\n");
+    const Result r = step(input, output);
+    CHECK(r.exit_code == 2);
+    CHECK(read_text(output) == "previous contents\n");
+  }
+  CHECK_FALSE(any_partial_file(scratch.path()));
+}
+
+TEST_CASE("surge step on the golden CSV reproduces Gymnasium's transitions", "[cli][step][golden]") {
+  Scratch scratch;
+  const std::string golden_csv = surge::test::golden_path("cartpole.csv");
+  const fs::path output = scratch / "next.csv";
+  const Result r = scratch.surge("step --scenario cartpole --device cpu --input " + quoted(golden_csv) + " --output " +
+                                 quoted(output.string()));
+  INFO("stderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_FALSE(any_partial_file(scratch.path()));
+
+  const std::vector<std::string> state_names = {"x", "x_dot", "theta", "theta_dot"};
+  const surge::test::GoldenTransitions golden = surge::test::load_golden("cartpole.csv", state_names, 4);
+  const surge::cli::CsvTable table = surge::cli::CsvTable::read(output.string());
+  const std::vector<std::string> expected_header = {"next_x", "next_x_dot", "next_theta", "next_theta_dot", "obs_0",
+                                                    "obs_1",  "obs_2",      "obs_3",      "reward",         "terminated"};
+  REQUIRE(table.header == expected_header);
+  REQUIRE(static_cast<std::int64_t>(table.rows.size()) == golden.rows);
+  std::int64_t mismatches = 0;
+  for (std::int64_t row = 0; row < golden.rows; ++row) {
+    bool ok = true;
+    for (int k = 0; k < 4; ++k) {
+      ok &= surge::test::within_golden_tolerance(surge::cli::parse_cell(table, row, k), golden.next_state[row * 4 + k]);
+      ok &= surge::test::within_golden_tolerance(surge::cli::parse_cell(table, row, 4 + k), golden.obs[row * 4 + k]);
+    }
+    ok &= surge::cli::parse_cell(table, row, 8) == golden.reward[row];
+    ok &= surge::cli::parse_cell(table, row, 9) == golden.terminated[row];
+    if (!ok && mismatches++ < 5) UNSCOPED_INFO("row " << row + 1 << " differs from Gymnasium");
+  }
+  CHECK(mismatches == 0);
+}
+
+TEST_CASE("surge bench env writes the promised JSON", "[cli][bench]") {
+  Scratch scratch;
+  const fs::path json_path = scratch / "bench.json";
+  const Result r = scratch.surge("bench env --device cpu --num-envs 256 --steps 8 --repeats 2 --json " + quoted(json_path.string()));
+  INFO("stderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(fs::exists(json_path));
+  CHECK_FALSE(any_partial_file(scratch.path()));
+  const nlohmann::json json = nlohmann::json::parse(read_text(json_path));
+  for (const char* key : {"scenario", "device", "num_envs", "steps", "env_steps_per_s", "bytes_per_step", "copy_gb_per_s",
+                          "fraction_of_copy_bandwidth"})
+    CHECK(json.contains(key));
+  CHECK(json.value("scenario", "") == "cartpole");
+  CHECK(json.value("device", "") == "cpu");
+  CHECK(json.value("num_envs", 0) == 256);
+  CHECK(json.value("steps", 0) == 8);
+  // Four float32 observations, a float32 reward and two one-byte flags.
+  CHECK(json.value("bytes_per_step", 0) == 22);
+  CHECK(json.value("env_steps_per_s", 0.0) > 0.0);
+  CHECK(json.value("copy_gb_per_s", 0.0) > 0.0);
+  const double fraction = json.value("fraction_of_copy_bandwidth", 0.0);
+  CHECK(fraction == Approx(json.value("env_steps_per_s", 0.0) * 22e-9 / json.value("copy_gb_per_s", 1.0)).epsilon(1e-9));
+  // The human-readable report goes to stdout.
+  CHECK(r.out.find("env-steps/s") != std::string::npos);
+
+  SECTION("a JSON path in a missing folder is refused before anything runs") {
+    const Result bad =
+        scratch.surge("bench env --device cpu --num-envs 16 --steps 2 --repeats 1 --json " + quoted((scratch / "nope" / "b.json").string()));
+    CHECK(bad.exit_code == 2);
+    CHECK(is_one_line(bad.err));
+    CHECK(bad.err.find("nope") != std::string::npos);
+  }
+}
+
+TEST_CASE("--device cuda without a usable GPU is bad input", "[cli][device]") {
+  Scratch scratch;
+  const surge::CudaStatus& cuda = surge::cuda_status();
+  const Result r = scratch.surge("bench env --device cuda --num-envs 256 --steps 8 --repeats 1");
+  if (cuda.usable) {
+    // This machine has a GPU: the same command must simply work.
+    CHECK(r.exit_code == 0);
+    return;
+  }
+  INFO("stderr: " << r.err);
+  CHECK(r.exit_code == 2);
+  CHECK(is_one_line(r.err));
+  CHECK(r.err.find("--device cuda") != std::string::npos);
+  CHECK(r.err.find("--device cpu") != std::string::npos);  // the way out
+  const Result step = scratch.surge("step --scenario cartpole --device cuda --input x.csv --output " +
+                                    quoted((scratch / "out.csv").string()));
+  CHECK(step.exit_code == 2);
+  CHECK(is_one_line(step.err));
+  CHECK_FALSE(fs::exists(scratch / "out.csv"));
+}

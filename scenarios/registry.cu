@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "scenarios/cartpole.hpp"
+#include "scenarios/mountain_car.hpp"
 #include "sim/error.hpp"
 #include "sim/vec_env.cuh"
 
@@ -26,6 +27,7 @@ Entry entry() {
 const std::vector<Entry>& registry() {
   static const std::vector<Entry> entries = {
       entry<CartPole>(),
+      entry<MountainCar>(),
   };
   return entries;
 }

@@ -1,0 +1,67 @@
+#pragma once
+// MountainCar-v0, exactly as Gymnasium defines it (gymnasium/envs/classic_control/mountain_car.py):
+// velocity += (action - 1) * force - gravity * cos(3 * position), clipped to +-0.07; position += velocity,
+// clipped to [-1.2, 0.6]; at the left wall a car still moving left stops dead. The episode terminates
+// when position >= 0.5 and velocity >= 0. Every step, the last included, rewards -1. The initial
+// position is drawn from U(-0.6, -0.4) with zero velocity; the time limit is 200 steps. Float32.
+#include <array>
+#include <cmath>
+#include <cstdint>
+
+#include "sim/scenario.hpp"
+
+namespace surge {
+
+struct MountainCar {
+  static constexpr const char* kName = "mountain_car";
+  static constexpr const char* kGymId = "MountainCar-v0";
+  static constexpr int kObsDim = 2;
+  static constexpr int kMaxEpisodeSteps = 200;
+  static constexpr ActionKind kActionKind = ActionKind::Discrete;
+  static constexpr int kNumActions = 3;  // 0 accelerates left, 1 does nothing, 2 accelerates right
+
+  static constexpr float kMinPosition = -1.2f;
+  static constexpr float kMaxPosition = 0.6f;
+  static constexpr float kMaxSpeed = 0.07f;
+  static constexpr float kGoalPosition = 0.5f;
+  static constexpr float kGoalVelocity = 0.0f;
+
+  struct State {
+    float position, velocity;
+  };
+  static constexpr std::array<const char*, 2> kStateNames = {"position", "velocity"};
+
+  struct Params {
+    float force, gravity;
+  };
+  static constexpr std::array<ParamInfo, 2> kParams = {{
+      {"force", 0.001f, 0.0f},     // acceleration the engine gives per step
+      {"gravity", 0.0025f, 0.0f},  // scale of the slope's pull, -gravity * cos(3 * position)
+  }};
+
+  using Action = std::int32_t;
+
+  SURGE_HD_INLINE static void reset(State& s, const Params&, Rng& rng) {
+    s.position = rng.uniform(-0.6f, -0.4f);
+    s.velocity = 0.0f;
+  }
+
+  SURGE_HD_INLINE static StepResult step(State& s, const Params& p, Action action) {
+    float velocity = s.velocity + static_cast<float>(action - 1) * p.force + cosf(3.0f * s.position) * -p.gravity;
+    velocity = fminf(fmaxf(velocity, -kMaxSpeed), kMaxSpeed);
+    float position = s.position + velocity;
+    position = fminf(fmaxf(position, kMinPosition), kMaxPosition);
+    if (position == kMinPosition && velocity < 0.0f) velocity = 0.0f;
+    s.position = position;
+    s.velocity = velocity;
+    const bool terminated = position >= kGoalPosition && velocity >= kGoalVelocity;
+    return {-1.0f, terminated};
+  }
+
+  SURGE_HD_INLINE static void observe(const State& s, float* obs) {
+    obs[0] = s.position;
+    obs[1] = s.velocity;
+  }
+};
+
+}  // namespace surge

@@ -66,15 +66,18 @@ PhaseWork fused_env_step_work(const ScenarioSpec& spec, std::int64_t steps_per_l
   return work;
 }
 
+std::size_t env_step_kernel_bytes(const ScenarioSpec& spec) {
+  const std::size_t state = sizeof(float) * static_cast<std::size_t>(spec.state_dim);
+  const std::size_t params = sizeof(float) * static_cast<std::size_t>(spec.param_count());
+  return action_bytes(spec) + 2 * state + params + 2 * kStepCounterBytes + 2 * kReturnBytes + output_bytes(spec);
+}
+
 PhaseWork stepwise_env_step_work(const ScenarioSpec& spec) {
   PhaseWork work;
   work.name = "env step";
   work.flops = scenario_step_flops(spec.name) + random_action_flops(spec);
-  const std::size_t state = sizeof(float) * static_cast<std::size_t>(spec.state_dim);
-  const std::size_t params = sizeof(float) * static_cast<std::size_t>(spec.param_count());
   const std::size_t random_actions = 2 * kRngOffsetBytes + action_bytes(spec);  // offset read and written, action written
-  const std::size_t step = action_bytes(spec) + 2 * state + params + 2 * kStepCounterBytes + 2 * kReturnBytes + output_bytes(spec);
-  work.bytes = static_cast<double>(random_actions + step);
+  work.bytes = static_cast<double>(random_actions + env_step_kernel_bytes(spec));
   return work;
 }
 

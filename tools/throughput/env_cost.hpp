@@ -28,6 +28,10 @@ double random_action_flops(const ScenarioSpec& spec);
 // offsets and the finished-episode tally.
 std::size_t engine_bytes_per_env(const ScenarioSpec& spec);
 
+// Bytes of the step kernel alone for one env: its action read, state read and written, parameters
+// read, step counter and return read and written, the outputs written.
+std::size_t env_step_kernel_bytes(const ScenarioSpec& spec);
+
 // One env-step of `surge bench env --mode fused`: one launch runs T steps with the env held in
 // registers, so only the rollout writes are paid per step, plus the env's load and store once per
 // launch, shared among its T steps.

@@ -5,6 +5,7 @@
 // curand_init(seed, subsequence, offset, &state) followed by curand(&state), and uniform() the same
 // floats as curand_uniform(). Counter-based: a stream is (seed, subsequence), and the position in it
 // is a plain 64-bit counter that callers keep in flat arrays, so no generator state lives on the device.
+#include <cmath>
 #include <cstdint>
 
 #include "sim/hd.hpp"
@@ -67,7 +68,7 @@ SURGE_HD_INLINE std::uint64_t rng_subsequence(RngPurpose purpose, std::uint64_t 
 // A cursor into one Philox stream. Cheap to build on every use from (seed, subsequence, offset).
 class Rng {
  public:
-  Rng() = default;  // unset; assign a constructed Rng before use
+  SURGE_HD_INLINE Rng() : key0_(0), key1_(0), subsequence_(0), offset_(0), block_{} {}  // assign a real one before use
   SURGE_HD_INLINE Rng(std::uint64_t seed, std::uint64_t subsequence, std::uint64_t offset)
       : key0_(static_cast<std::uint32_t>(seed)),
         key1_(static_cast<std::uint32_t>(seed >> 32)),
@@ -85,15 +86,18 @@ class Rng {
   }
   // Uniform in (0, 1] (cuRAND's curand_uniform()).
   SURGE_HD_INLINE float uniform() { return uint_to_uniform(next_u32()); }
-  // Uniform in [low, high) up to rounding, as low + (high - low) * u. On the device the multiply and
-  // the add are rounded separately, as on the host: nvcc would otherwise fuse them into one FMA and
-  // resets and randomised physics would differ from the CPU's in their last bit.
+  // Uniform in [low, high): the top 24 bits of one word scaled exactly into [0, 1), then
+  // low + (high - low) * v. On the device the multiply and the add are rounded separately, as on the
+  // host: nvcc would otherwise fuse them into one FMA and resets and randomised physics would differ
+  // from the CPU's in their last bit. A result that rounds up onto `high` is moved just below it.
   SURGE_HD_INLINE float uniform(float low, float high) {
+    const float unit = static_cast<float>(next_u32() >> 8) * 5.9604644775390625e-8f;  // 2^-24
 #if defined(__CUDA_ARCH__)
-    return __fadd_rn(low, __fmul_rn(high - low, 1.0f - uniform()));
+    const float value = __fadd_rn(low, __fmul_rn(high - low, unit));
 #else
-    return low + (high - low) * (1.0f - uniform());
+    const float value = low + (high - low) * unit;
 #endif
+    return value < high || !(low < high) ? value : nextafterf(high, low);
   }
 
   // How many 32-bit words of the stream have been consumed: store it, and rebuild the Rng from it.

@@ -15,13 +15,15 @@ namespace {
 struct Entry {
   ScenarioSpec spec;
   std::function<std::unique_ptr<Engine>(Device, std::int64_t, std::uint64_t, const PhysicsConfig&)> make;
+  std::function<MemoryPlan(Device, std::int64_t)> memory_plan;
 };
 
 template <class S>
 Entry entry() {
   return {make_spec<S>(), [](Device device, std::int64_t n, std::uint64_t seed, const PhysicsConfig& physics) {
             return std::unique_ptr<Engine>(new VecEnv<S>(device, n, seed, physics));
-          }};
+          },
+          &VecEnv<S>::memory_plan};
 }
 
 const std::vector<Entry>& registry() {
@@ -58,6 +60,10 @@ std::unique_ptr<Engine> make_engine(const std::string& name, Device device, std:
 std::unique_ptr<Engine> make_engine(const std::string& name, Device device, std::int64_t num_envs, std::uint64_t seed) {
   const Entry& e = find(name);
   return e.make(device, num_envs, seed, PhysicsConfig::defaults(e.spec));
+}
+
+MemoryPlan engine_memory_plan(const std::string& name, Device device, std::int64_t num_envs) {
+  return find(name).memory_plan(device, num_envs);
 }
 
 }  // namespace surge

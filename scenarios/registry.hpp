@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "sim/engine.hpp"
+#include "sim/memory_plan.hpp"
 
 namespace surge {
 
@@ -17,5 +18,7 @@ const ScenarioSpec& scenario_spec(const std::string& name);
 std::unique_ptr<Engine> make_engine(const std::string& name, Device device, std::int64_t num_envs, std::uint64_t seed,
                                     const PhysicsConfig& physics);
 std::unique_ptr<Engine> make_engine(const std::string& name, Device device, std::int64_t num_envs, std::uint64_t seed);
+// The device memory make_engine would allocate for N environments of `name`, buffer by buffer.
+MemoryPlan engine_memory_plan(const std::string& name, Device device, std::int64_t num_envs);
 
 }  // namespace surge

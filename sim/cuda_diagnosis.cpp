@@ -138,7 +138,7 @@ Diagnosis diagnose(const MachineDescription& m) {
   auto block = [&](std::string what, std::string step) { problems.push_back({Severity::Problem, -1, std::move(what), std::move(step)}); };
   const std::string driver_name = "the NVIDIA driver" + (m.driver_release.empty() ? "" : " " + m.driver_release);
   if (!m.cuda_built) {
-    block("this build of Surge has no CUDA backend (nvcc was not found when it was built)" +
+    block("this build of Surge has no CUDA backend (it was configured without nvcc, or with SURGE_ENABLE_CUDA=OFF)" +
               (m.driver_found ? ", although " + driver_name + " is installed" : std::string()),
           "to use a GPU, install the CUDA toolkit and rebuild (tools/setup.sh), or run the container image built from the Dockerfile");
   } else if (!m.driver_found) {
@@ -241,6 +241,10 @@ Diagnosis diagnose(const MachineDescription& m) {
     }
   }
 
+  for (const LibraryFact& library : m.libraries)
+    if (!library.found && !library.needed_for.empty())
+      advice.push_back({Severity::Advice, -1, library.name + " was not found; " + library.needed_for + " needs it", library.install});
+
   int usable = 0, jit = 0;
   for (const GpuVerdict& v : d.gpus) {
     usable += v.support != GpuSupport::None;
@@ -252,7 +256,7 @@ Diagnosis diagnose(const MachineDescription& m) {
                  (jit ? " (" + std::to_string(jit) + " through PTX JIT)" : "") + "; --device auto uses cuda:" +
                  std::to_string(d.first_usable_gpu());
   } else {
-    d.headline = "CUDA is not usable here (" + problems.front().what + "); Surge will use the CPU backend";
+    d.headline = "CUDA is not usable here: " + problems.front().what + ". Surge will use the CPU backend";
   }
   d.findings = std::move(problems);
   d.findings.insert(d.findings.end(), advice.begin(), advice.end());
@@ -266,17 +270,17 @@ int Diagnosis::first_usable_gpu() const {
   return -1;
 }
 
-std::string Diagnosis::refusal(int gpu) const {
+Finding Diagnosis::refusal(int gpu) const {
   for (const Finding& f : findings)
-    if (f.severity == Severity::Problem && f.gpu == -1) return f.what + "; " + f.next_step;
+    if (f.severity == Severity::Problem && f.gpu == -1) return f;
   const auto it = std::find_if(gpus.begin(), gpus.end(), [gpu](const GpuVerdict& v) { return v.index == gpu; });
   if (it == gpus.end())
-    return "there is no GPU " + std::to_string(gpu) + ": " + std::to_string(gpus.size()) + " GPU(s) are visible" +
-           (gpus.empty() ? "" : "; use cuda:0 .. cuda:" + std::to_string(gpus.size() - 1));
-  if (it->support != GpuSupport::None) return "";
+    return {Severity::Problem, gpu, "there is no GPU " + std::to_string(gpu) + " (" + std::to_string(gpus.size()) + " visible)",
+            "use cuda:0 .. cuda:" + std::to_string(gpus.size() - 1)};
+  if (it->support != GpuSupport::None) return {};
   for (const Finding& f : findings)
-    if (f.severity == Severity::Problem && f.gpu == gpu) return f.what + "; " + f.next_step;
-  return "GPU " + std::to_string(gpu) + " cannot run this build";
+    if (f.severity == Severity::Problem && f.gpu == gpu) return f;
+  return {Severity::Problem, gpu, "GPU " + std::to_string(gpu) + " cannot run this build", "run 'surge doctor'"};
 }
 
 }  // namespace surge

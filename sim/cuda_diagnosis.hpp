@@ -60,6 +60,16 @@ struct GpuDescription {
   int arch() const { return cc_major * 10 + cc_minor; }
 };
 
+// A shared library Surge uses, as this machine has it at run time.
+struct LibraryFact {
+  std::string name;        // "cuBLASLt"
+  bool found = false;
+  std::string version;     // "13.1.0"; empty when not found
+  std::string path;        // the file it was loaded from
+  std::string needed_for;  // what in Surge needs it ("the CUDA learner"); empty when nothing does yet
+  std::string install;     // how to install it, for the next step
+};
+
 // Everything the verdict looks at. Versions are CUDA's integers: 13000 is CUDA 13.0.
 struct MachineDescription {
   bool cuda_built = false;       // this build contains the CUDA backend
@@ -72,6 +82,7 @@ struct MachineDescription {
   std::string visible_devices;       // ... to this
   std::vector<GpuDescription> gpus;
   EmbeddedArchs archs;
+  std::vector<LibraryFact> libraries;  // left empty by the quick probe
 };
 
 enum class GpuSupport { Native, PtxJit, None };
@@ -102,8 +113,8 @@ struct Diagnosis {
   std::string headline;            // one line: the verdict as a whole
   std::string build_for_this_machine;  // the SURGE_CUDA_ARCHITECTURES value for exactly these GPUs
 
-  // Empty when `gpu` can run this build; otherwise why not and what to do, as one line.
-  std::string refusal(int gpu) const;
+  // Why `gpu` cannot run this build and what to do (a Problem); `what` is empty when it can.
+  Finding refusal(int gpu) const;
   int first_usable_gpu() const;  // -1 when none
 };
 

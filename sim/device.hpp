@@ -20,19 +20,28 @@ struct Device {
   std::string str() const;  // "cpu" or "cuda:0"
 };
 
-// What this process can do with CUDA, found once and cached.
+// What this process can do with CUDA, found once and cached. It is the verdict of
+// sim/cuda_diagnosis.hpp (what `surge doctor` prints in full), in brief.
 struct CudaStatus {
   bool compiled = false;       // this build contains CUDA kernels
-  bool usable = false;         // at least one GPU answered
-  int device_count = 0;
+  bool usable = false;         // at least one GPU can run this build
+  int device_count = 0;        // GPUs visible, usable or not
   int driver_version = 0;      // CUDA version the driver supports, e.g. 13000; 0 if no driver
   int runtime_version = 0;     // CUDA runtime this build links, e.g. 13000
   std::string reason;          // why CUDA is not usable, in plain words; empty if usable
 };
 const CudaStatus& cuda_status();
 
-// Parses "cpu", "cuda", "cuda:N" or "auto". "auto" means cuda:0 when a usable GPU exists, else cpu.
-// Asking for CUDA on a machine that cannot run it is bad input: throws InputError naming the reason.
+// A device chosen from the command line. `fallback` says briefly why "auto" chose the CPU.
+struct DeviceChoice {
+  Device device;
+  std::string fallback;
+};
+
+// Parses "cpu", "cuda", "cuda:N" or "auto". "auto" means the first GPU that can run this build,
+// else the CPU. Asking for CUDA on a machine that cannot run it is bad input: throws InputError
+// with one line of the doctor's verdict (what is wrong and what to do).
+DeviceChoice choose_device(std::string_view text);
 Device parse_device(std::string_view text);
 
 // Formats a CUDA version number (13000 -> "13.0").

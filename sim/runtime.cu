@@ -5,6 +5,7 @@
 #include <mutex>
 #include <string>
 
+#include "sim/cuda_probe.hpp"
 #include "sim/device.hpp"
 #include "sim/error.hpp"
 #include "sim/memory.hpp"
@@ -26,39 +27,45 @@ std::string cuda_version_string(int version) {
 
 const CudaStatus& cuda_status() {
   static const CudaStatus status = [] {
+    const MachineVerdict& verdict = quick_machine_verdict();
     CudaStatus s;
-#if defined(__CUDACC__)
-    s.compiled = true;
-    cudaRuntimeGetVersion(&s.runtime_version);
-    if (cudaDriverGetVersion(&s.driver_version) != cudaSuccess) s.driver_version = 0;
-    const cudaError_t err = cudaGetDeviceCount(&s.device_count);
-    if (err != cudaSuccess || s.device_count == 0) {
-      s.device_count = 0;
-      if (s.driver_version == 0) {
-        s.reason = "no NVIDIA driver is installed (libcuda.so was not found)";
-      } else if (err == cudaErrorInsufficientDriver) {
-        s.reason = "the NVIDIA driver supports CUDA " + cuda_version_string(s.driver_version) + " but this build needs CUDA " +
-                   cuda_version_string(s.runtime_version) + " (update the driver, or rebuild with an older toolkit)";
-      } else if (err == cudaErrorNoDevice || s.device_count == 0) {
-        s.reason = "no CUDA GPU is visible (check nvidia-smi and CUDA_VISIBLE_DEVICES)";
-      } else {
-        s.reason = std::string("CUDA could not start: ") + cudaGetErrorString(err);
-      }
-      cudaGetLastError();  // clear the sticky error so later calls start clean
-    } else {
-      s.usable = true;
-    }
-#else
-    s.reason = "this build of Surge has no CUDA support (rebuild on a machine with the CUDA toolkit)";
-#endif
+    s.compiled = verdict.machine.cuda_built;
+    s.usable = verdict.diagnosis.cuda_usable;
+    s.device_count = static_cast<int>(verdict.machine.gpus.size());
+    s.driver_version = verdict.machine.driver_cuda_version;
+    s.runtime_version = verdict.machine.runtime_version;
+    if (!s.usable)  // problems come first among the findings
+      s.reason = verdict.diagnosis.findings.empty() ? verdict.diagnosis.headline : verdict.diagnosis.findings.front().what;
     return s;
   }();
   return status;
 }
 
-Device parse_device(std::string_view text) {
-  if (text == "cpu") return Device::cpu();
-  if (text == "auto") return cuda_status().usable ? Device::cuda(0) : Device::cpu();
+namespace {
+
+// Why GPU `index` cannot run this build and what to do; `what` is empty when it can. When the quick
+// verdict has no objection, a real kernel is loaded there: the final word (it creates the context).
+Finding cuda_refusal(int index) {
+  const MachineVerdict& quick = quick_machine_verdict();
+  Finding refusal = quick.diagnosis.refusal(index);
+  if (!refusal.what.empty()) return refusal;
+  MachineDescription machine = quick.machine;
+  for (GpuDescription& gpu : machine.gpus)
+    if (gpu.index == index) probe_kernel_load(gpu);
+  return diagnose(machine).refusal(index);
+}
+
+}  // namespace
+
+DeviceChoice choose_device(std::string_view text) {
+  if (text == "cpu") return {Device::cpu(), ""};
+  if (text == "auto") {
+    const Diagnosis& diagnosis = quick_machine_verdict().diagnosis;
+    const int first = diagnosis.first_usable_gpu();
+    const Finding refusal = first >= 0 ? cuda_refusal(first) : diagnosis.refusal(0);
+    if (refusal.what.empty()) return {Device::cuda(first), ""};
+    return {Device::cpu(), refusal.what};
+  }
   int index = 0;
   if (text == "cuda") {
     index = 0;
@@ -71,15 +78,14 @@ Device parse_device(std::string_view text) {
   } else {
     throw InputError("unknown device '" + std::string(text) + "': use cpu, cuda, cuda:N or auto");
   }
-  const CudaStatus& status = cuda_status();
-  if (!status.usable)
-    throw InputError("--device " + std::string(text) + " needs a usable GPU, but " + status.reason +
-                     "; use --device cpu (or auto), and run 'surge doctor' for details");
-  if (index >= status.device_count)
-    throw InputError("--device " + std::string(text) + ": only " + std::to_string(status.device_count) +
-                     " GPU(s) are visible; use cuda:0 .. cuda:" + std::to_string(status.device_count - 1));
-  return Device::cuda(index);
+  const Finding refusal = cuda_refusal(index);
+  if (!refusal.what.empty())
+    throw InputError("--device " + std::string(text) + ": " + refusal.what + "; " + refusal.next_step +
+                     ". Or run on the CPU with --device cpu; 'surge doctor' explains");
+  return {Device::cuda(index), ""};
 }
+
+Device parse_device(std::string_view text) { return choose_device(text).device; }
 
 // ---- streams ---------------------------------------------------------------------------------
 

@@ -18,6 +18,7 @@
 #include "sim/error.hpp"
 #include "sim/hd.hpp"
 #include "sim/memory.hpp"
+#include "sim/memory_plan.hpp"
 #include "sim/parallel.cuh"
 #include "sim/philox.hpp"
 #include "sim/scenario.hpp"
@@ -220,6 +221,20 @@ class VecEnv final : public Engine {
   using Params = typename S::Params;
   static constexpr int kParamCount = Logic::kParamCount;
   static constexpr int kStateDim = Logic::kStateDim;
+
+  // The buffers the constructor allocates, by name and size, so a run can check they fit first.
+  static MemoryPlan memory_plan(Device device, std::int64_t num_envs) {
+    MemoryPlan plan(device);
+    plan.add("engine.states", "[N]", num_envs, sizeof(State));
+    plan.add("engine.params", "[N]", num_envs, sizeof(Params));
+    plan.add("engine.episode_steps", "[N]", num_envs, sizeof(std::int32_t));
+    plan.add("engine.episode_returns", "[N]", num_envs, sizeof(float));
+    plan.add("engine.rng_offsets", "[N]", num_envs, sizeof(std::uint64_t));
+    plan.add("engine.action_offsets", "[N]", num_envs, sizeof(std::uint64_t));
+    plan.add("engine.tallies", "[N]", num_envs, sizeof(EpisodeTally));
+    plan.add("engine.reduce_scratch", "[SMs*4][3]", reduce_scratch_size(device, kEpisodeStatsWidth), sizeof(double));
+    return plan;
+  }
 
   VecEnv(Device device, std::int64_t num_envs, std::uint64_t seed, const PhysicsConfig& physics)
       : spec_(make_spec<S>()),

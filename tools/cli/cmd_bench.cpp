@@ -7,8 +7,10 @@
 #include "scenarios/registry.hpp"
 #include "sim/error.hpp"
 #include "sim/memory.hpp"
+#include "sim/memory_plan.hpp"
 #include "sim/timer.hpp"
 #include "tools/cli/args.hpp"
+#include "tools/cli/bench_buffers.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/io.hpp"
 #include "tools/cli/json.hpp"
@@ -47,8 +49,10 @@ int bench_env(const Args& args) {
                               "actions in a buffer, as training runs it", "fused")
       .option("seed", "K", "random seed", "1")
       .option("json", "FILE", "also write the results as JSON")
+      .flag("dry-run", "print the memory plan (every buffer, the total, whether it fits) and stop")
       .example("surge bench env --scenario cartpole --num-envs 65536 --steps 128 --device cpu")
-      .example("surge bench env --num-envs 1048576 --device cuda --json bench.json");
+      .example("surge bench env --num-envs 1048576 --device cuda --json bench.json")
+      .example("surge bench env --num-envs 16777216 --steps 256 --device cuda --dry-run");
   if (!cmd.parse(args)) {
     std::cout << cmd.usage();
     return 0;
@@ -62,19 +66,29 @@ int bench_env(const Args& args) {
   const std::uint64_t seed = cmd.get_u64("seed");
   const std::string json_path = cmd.has("json") ? cmd.get("json") : "";
   if (!json_path.empty()) require_writable(json_path, "JSON report");
-  const Device device = parse_device(cmd.get("device"));
-  if (cmd.get("device") == "auto" && device.is_cpu())
-    std::cerr << "surge: no usable GPU (" << cuda_status().reason << "); running on the CPU\n";
+  const Device device = resolve_device(cmd.get("device"));
+
+  // Stop before allocating anything when the run cannot fit.
+  const bool step_mode = mode == "step";
+  const MemoryPlan plan = bench_env_memory_plan(spec, device, num_envs, steps, step_mode);
+  if (cmd.flag_set("dry-run")) {
+    std::cout << plan.table(available_memory(device));
+    return 0;
+  }
+  plan.require_fits("surge bench env with " + std::to_string(num_envs) + " envs x " + std::to_string(steps) + " steps",
+                    "lower --num-envs or --steps (--dry-run shows the plan)");
 
   const std::int64_t slots = steps * num_envs;
   const std::size_t bytes_per_step = rollout_bytes_per_env_step(spec);
   Stream stream(device);
   auto engine = make_engine(spec.name, device, num_envs, seed);
-  DeviceBuffer<float> obs(device, slots * spec.obs_dim), reward(device, slots);
-  DeviceBuffer<std::uint8_t> terminated(device, slots), truncated(device, slots);
-  const bool discrete = spec.action_kind == ActionKind::Discrete;
-  DeviceBuffer<std::int32_t> discrete_actions(device, mode == "step" && discrete ? num_envs : 0);
-  DeviceBuffer<float> continuous_actions(device, mode == "step" && !discrete ? num_envs * spec.action_dim : 0);
+  EnvBenchBuffers buffers(spec, device, num_envs, steps, step_mode);
+  DeviceBuffer<float>& obs = buffers.obs;
+  DeviceBuffer<float>& reward = buffers.reward;
+  DeviceBuffer<std::uint8_t>& terminated = buffers.terminated;
+  DeviceBuffer<std::uint8_t>& truncated = buffers.truncated;
+  DeviceBuffer<std::int32_t>& discrete_actions = buffers.discrete_actions;
+  DeviceBuffer<float>& continuous_actions = buffers.continuous_actions;
 
   auto rollout = [&] {
     if (mode == "fused") {
@@ -111,8 +125,7 @@ int bench_env(const Args& args) {
   const EpisodeStats episodes = engine->episode_stats(stream);
   const double rate = median(rates);
   const double write_gb_per_s = rate * static_cast<double>(bytes_per_step) * 1e-9;
-  const std::size_t copy_bytes_size =
-      std::clamp<std::size_t>(static_cast<std::size_t>(slots) * bytes_per_step, std::size_t(64) << 20, std::size_t(2) << 30);
+  const std::size_t copy_bytes_size = bench_copy_bytes(spec, num_envs, steps);
   const double copy_gb_per_s = measure_copy_bandwidth(device, copy_bytes_size, 5) * 1e-9;
   const double fraction = write_gb_per_s / copy_gb_per_s;
 
@@ -148,6 +161,7 @@ int bench_env(const Args& args) {
         .add("write_gb_per_s", write_gb_per_s)
         .add("copy_gb_per_s", copy_gb_per_s)
         .add("fraction_of_copy_bandwidth", fraction)
+        .add("planned_device_bytes", static_cast<std::int64_t>(plan.allocated_bytes()))
         .add("engine_device_bytes", static_cast<std::int64_t>(engine->device_bytes()))
         .add("rollout_device_bytes", static_cast<std::int64_t>(obs.bytes() + reward.bytes() + terminated.bytes() + truncated.bytes()))
         .add("episodes_finished", episodes.episodes)

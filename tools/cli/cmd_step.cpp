@@ -12,8 +12,6 @@
 
 namespace surge::cli {
 
-std::string device_help() { return "cpu, cuda, cuda:N or auto (CUDA when a usable GPU exists, else the CPU)"; }
-
 namespace {
 
 std::string format_float(double value) {
@@ -41,7 +39,7 @@ int run_step(const Args& args) {
   const ScenarioSpec& spec = scenario_spec(cmd.get("scenario"));
   const std::string output_path = cmd.get("output");
   require_writable(output_path, "output");
-  const Device device = parse_device(cmd.get("device"));
+  const Device device = resolve_device(cmd.get("device"));
   const CsvTable table = CsvTable::read(cmd.get("input"));
   if (table.rows.empty()) throw InputError("'" + table.path + "' has a header but no rows to step");
 

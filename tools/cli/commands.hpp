@@ -2,6 +2,8 @@
 #include <string>
 #include <vector>
 
+#include "sim/device.hpp"
+
 namespace surge::cli {
 
 using Args = std::vector<std::string>;
@@ -10,7 +12,12 @@ using Args = std::vector<std::string>;
 int run_step(const Args& args);
 int run_bench(const Args& args);
 
-// Shared by the commands: "cpu", "cuda", "auto" -> a Device, with the fallback note for auto.
+int run_doctor(const Args& args);
+
+// Shared by the commands: the help text of --device, and --device's value -> a Device. "cuda" on a
+// machine that cannot run it throws InputError with one line of the doctor's verdict; "auto" falls
+// back to the CPU and says so on stderr, once per process.
 std::string device_help();
+Device resolve_device(const std::string& text);
 
 }  // namespace surge::cli

@@ -26,6 +26,7 @@ or on the CPU, and writes their observations straight into rollout buffers.
 Commands:
   step        one batched transition of given states (CSV in, CSV out)
   bench env   environment throughput: env-steps per second and bytes written per step
+  doctor      what this machine offers: driver, CUDA, GPUs, architectures, libraries, and a verdict
 
 Options:
   --help      show this help (every command takes --help too)
@@ -71,6 +72,7 @@ int main(int argc, char** argv) {
     const surge::cli::Args rest(args.begin() + 1, args.end());
     if (command == "step") return surge::cli::run_step(rest);
     if (command == "bench") return surge::cli::run_bench(rest);
+    if (command == "doctor") return surge::cli::run_doctor(rest);
     std::cerr << "surge: unknown command '" << command << "'; see 'surge --help'\n";
     return 2;
   } catch (const surge::InputError& e) {

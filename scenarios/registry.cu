@@ -4,6 +4,7 @@
 
 #include <functional>
 
+#include "scenarios/acrobot.hpp"
 #include "scenarios/cartpole.hpp"
 #include "scenarios/mountain_car.hpp"
 #include "sim/error.hpp"
@@ -30,6 +31,7 @@ const std::vector<Entry>& registry() {
   static const std::vector<Entry> entries = {
       entry<CartPole>(),
       entry<MountainCar>(),
+      entry<Acrobot>(),
   };
   return entries;
 }

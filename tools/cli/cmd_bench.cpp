@@ -12,6 +12,7 @@
 #include "tools/cli/args.hpp"
 #include "tools/cli/bench_buffers.hpp"
 #include "tools/cli/commands.hpp"
+#include "tools/cli/env_bench.hpp"
 #include "tools/cli/io.hpp"
 #include "tools/cli/json.hpp"
 
@@ -21,12 +22,6 @@
 
 namespace surge::cli {
 namespace {
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
 
 std::string human_rate(double per_second) {
   char buffer[32];
@@ -78,52 +73,22 @@ int bench_env(const Args& args) {
   plan.require_fits("surge bench env with " + std::to_string(num_envs) + " envs x " + std::to_string(steps) + " steps",
                     "lower --num-envs or --steps (--dry-run shows the plan)");
 
-  const std::int64_t slots = steps * num_envs;
-  const std::size_t bytes_per_step = rollout_bytes_per_env_step(spec);
-  Stream stream(device);
-  auto engine = make_engine(spec.name, device, num_envs, seed);
-  EnvBenchBuffers buffers(spec, device, num_envs, steps, step_mode);
-  DeviceBuffer<float>& obs = buffers.obs;
-  DeviceBuffer<float>& reward = buffers.reward;
-  DeviceBuffer<std::uint8_t>& terminated = buffers.terminated;
-  DeviceBuffer<std::uint8_t>& truncated = buffers.truncated;
-  DeviceBuffer<std::int32_t>& discrete_actions = buffers.discrete_actions;
-  DeviceBuffer<float>& continuous_actions = buffers.continuous_actions;
-
-  auto rollout = [&] {
-    if (mode == "fused") {
-      engine->rollout_random(steps, {obs.span(), reward.span(), terminated.span(), truncated.span()}, stream);
-      return;
-    }
-    for (std::int64_t t = 0; t < steps; ++t) {
-      engine->random_actions(discrete_actions.span(), continuous_actions.span(), stream);
-      engine->step(ActionView{discrete_actions.cspan(), continuous_actions.cspan()},
-                   StepViews{obs.span().slice(t * num_envs * spec.obs_dim, num_envs * spec.obs_dim),
-                             reward.span().slice(t * num_envs, num_envs), terminated.span().slice(t * num_envs, num_envs),
-                             truncated.span().slice(t * num_envs, num_envs), {}},
-                   stream);
-    }
-  };
-
-  const bool tty = ::isatty(STDERR_FILENO);
+  EnvBenchConfig config;
+  config.scenario = spec.name;
+  config.device = device;
+  config.num_envs = num_envs;
+  config.steps = steps;
+  config.repeats = repeats;
+  config.step_mode = step_mode;
+  config.seed = seed;
+  config.show_progress = ::isatty(STDERR_FILENO);
   std::cerr << "surge bench env: " << spec.name << " on " << device.str() << ", " << num_envs << " envs x " << steps
             << " steps, " << repeats << " repeats (" << mode << ")\n";
-  rollout();  // warm-up: first touch of every buffer, kernel loading
-  stream.synchronize();
-  engine->clear_episode_stats(stream);
-  std::vector<double> rates;
-  StreamTimer timer(stream);
-  for (int r = 0; r < repeats; ++r) {
-    timer.start();
-    rollout();
-    timer.stop();
-    const double seconds = timer.seconds();
-    rates.push_back(static_cast<double>(slots) / seconds);
-    if (tty) std::cerr << "\r  repeat " << (r + 1) << "/" << repeats << ": " << human_rate(rates.back()) << " env-steps/s   " << std::flush;
-  }
-  if (tty) std::cerr << "\n";
-  const EpisodeStats episodes = engine->episode_stats(stream);
-  const double rate = median(rates);
+  const EnvBenchRun run = run_env_bench(config);
+  const std::vector<double>& rates = run.rates;
+  const EpisodeStats& episodes = run.episodes;
+  const double rate = run.rate;
+  const std::size_t bytes_per_step = rollout_bytes_per_env_step(spec);
   const double write_gb_per_s = rate * static_cast<double>(bytes_per_step) * 1e-9;
   const std::size_t copy_bytes_size = bench_copy_bytes(spec, num_envs, steps);
   const double copy_gb_per_s = measure_copy_bandwidth(device, copy_bytes_size, 5) * 1e-9;
@@ -142,7 +107,7 @@ int bench_env(const Args& args) {
   std::printf("fraction of copy bw      %.3f\n", fraction);
   std::printf("episodes finished        %.0f (mean return %.2f, mean length %.1f)\n", episodes.episodes,
               episodes.mean_return(), episodes.mean_length());
-  std::printf("randomised physics       %s\n", engine->physics().describe(spec).c_str());
+  std::printf("randomised physics       %s\n", run.physics.c_str());
 
   if (!json_path.empty()) {
     JsonObject json;
@@ -162,8 +127,8 @@ int bench_env(const Args& args) {
         .add("copy_gb_per_s", copy_gb_per_s)
         .add("fraction_of_copy_bandwidth", fraction)
         .add("planned_device_bytes", static_cast<std::int64_t>(plan.allocated_bytes()))
-        .add("engine_device_bytes", static_cast<std::int64_t>(engine->device_bytes()))
-        .add("rollout_device_bytes", static_cast<std::int64_t>(obs.bytes() + reward.bytes() + terminated.bytes() + truncated.bytes()))
+        .add("engine_device_bytes", static_cast<std::int64_t>(run.engine_bytes))
+        .add("rollout_device_bytes", static_cast<std::int64_t>(run.rollout_bytes))
         .add("episodes_finished", episodes.episodes)
         .add("mean_episode_return", episodes.mean_return());
     AtomicFile file(json_path);
@@ -179,7 +144,9 @@ int run_bench(const Args& args) {
   const char* usage =
       "Usage: surge bench <what> [options]\n\n"
       "Benchmarks that report medians over repeated runs.\n\n"
-      "  env     environment stepping throughput (env-steps/s, bytes per step, fraction of copy bandwidth)\n\n"
+      "  env       environment stepping throughput (env-steps/s, bytes per step, fraction of copy bandwidth)\n"
+      "  sweep     the batch-doubling search: env-steps/s against N, the knee, a recommended --num-envs\n"
+      "  roofline  each phase's FLOPs and bytes against the measured SGEMM rate and copy bandwidth\n\n"
       "See 'surge bench <what> --help'.\n";
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     std::cout << usage;
@@ -187,7 +154,9 @@ int run_bench(const Args& args) {
   }
   const Args rest(args.begin() + 1, args.end());
   if (args[0] == "env") return bench_env(rest);
-  throw InputError("surge bench: unknown benchmark '" + args[0] + "': known benchmarks are env; see 'surge bench --help'");
+  if (args[0] == "sweep") return run_bench_sweep(rest);
+  if (args[0] == "roofline") return run_bench_roofline(rest);
+  throw InputError("surge bench: unknown benchmark '" + args[0] + "': known benchmarks are env, sweep, roofline; see 'surge bench --help'");
 }
 
 }  // namespace surge::cli

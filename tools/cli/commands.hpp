@@ -11,6 +11,9 @@ using Args = std::vector<std::string>;
 // Each returns the process exit code; bad input is thrown as InputError and becomes exit code 2.
 int run_step(const Args& args);
 int run_bench(const Args& args);
+// surge bench sweep and surge bench roofline (cmd_sweep.cpp, cmd_roofline.cpp), dispatched by run_bench.
+int run_bench_sweep(const Args& args);
+int run_bench_roofline(const Args& args);
 
 int run_doctor(const Args& args);
 

@@ -30,7 +30,7 @@ JsonObject point_json(const ScalingAnalysis& analysis, const std::vector<SweepPo
   JsonObject json;
   json.add("num_envs", p.num_envs)
       .add("steps", p.steps)
-      .add("rollouts_per_repeat", p.rollouts_per_repeat)
+      .add("batches_per_repeat", p.batches_per_repeat)
       .add("env_steps_per_s", p.rate)
       .add("env_steps_per_s_runs", p.rates)
       .add("ns_per_env_step", 1e9 / p.rate)

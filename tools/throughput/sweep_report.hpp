@@ -14,7 +14,7 @@ namespace surge::throughput {
 struct SweepPoint {
   std::int64_t num_envs = 0;
   std::int64_t steps = 0;             // T of each rollout
-  std::int64_t rollouts_per_repeat = 0;
+  std::int64_t batches_per_repeat = 0;  // rollouts (env) or iterations (train) run back to back per repeat
   std::vector<double> rates;          // env-steps/s of each timed repeat
   double rate = 0;                    // their median
   std::size_t device_bytes = 0;       // device memory this N allocates (its memory plan's total)

@@ -1,0 +1,125 @@
+// surge bench roofline: each phase's FLOPs and bytes, counted from its shapes, set against the two
+// ceilings of the device measured in the same run (a large SGEMM and a large copy).
+#include <algorithm>
+#include <iostream>
+
+#include "scenarios/registry.hpp"
+#include "sim/error.hpp"
+#include "sim/memory_plan.hpp"
+#include "sim/timer.hpp"
+#include "tools/cli/args.hpp"
+#include "tools/cli/commands.hpp"
+#include "tools/cli/env_bench.hpp"
+#include "tools/cli/gemm_rate.hpp"
+#include "tools/cli/io.hpp"
+#include "tools/throughput/env_cost.hpp"
+#include "tools/throughput/roofline_report.hpp"
+
+#ifndef SURGE_VERSION
+#define SURGE_VERSION "unknown"
+#endif
+
+namespace surge::cli {
+
+int run_bench_roofline(const Args& args) {
+  Command cmd("bench roofline",
+              "Places each phase on the roofline of the device: its FLOPs and bytes per execution, counted from\n"
+              "the shapes (docs/throughput.md says how), divided by its measured time, against the rate of a large\n"
+              "SGEMM and the copy bandwidth, both measured in this run. Reports the fraction of each ceiling the\n"
+              "phase reaches and which ceiling bounds it. Phases: the env step fused over T steps, and the env step\n"
+              "one launch per step with actions in a buffer, as training runs it.");
+  cmd.option("scenario", "NAME", "scenario to step", "cartpole")
+      .option("device", "DEV", device_help(), "auto")
+      .option("num-envs", "N", "number of environments [default: 1048576 on CUDA, 4096 on the CPU]")
+      .option("steps", "T", "steps per rollout", "128")
+      .option("repeats", "R", "timed repeats of each measurement; medians are reported", "5")
+      .option("gemm-size", "S", "m = n = k of the SGEMM that sets the compute ceiling [default: 8192 on CUDA, 1024 on the CPU]")
+      .option("min-env-steps", "E", "env-steps per timed repeat, at least [default: 2^26 on CUDA, 2^22 on the CPU]")
+      .option("seed", "K", "random seed", "1")
+      .option("json", "FILE", "write the report as JSON (schema in docs/throughput.md)")
+      .option("svg", "FILE", "draw the phases on the roofline, log-log")
+      .example("surge bench roofline --scenario cartpole --device cuda --json roofline.json --svg roofline.svg");
+  if (!cmd.parse(args)) {
+    std::cout << cmd.usage();
+    return 0;
+  }
+  const ScenarioSpec& spec = scenario_spec(cmd.get("scenario"));
+  const std::int64_t steps = cmd.get_int("steps", 1, 1 << 20);
+  const int repeats = static_cast<int>(cmd.get_int("repeats", 1, 1000));
+  const std::uint64_t seed = cmd.get_u64("seed");
+  const std::int64_t num_envs_given = cmd.has("num-envs") ? cmd.get_int("num-envs", 1, std::int64_t(1) << 40) : 0;
+  const std::int64_t min_env_steps_given = cmd.has("min-env-steps") ? cmd.get_int("min-env-steps", 1, std::int64_t(1) << 40) : 0;
+  const std::int64_t gemm_size_given = cmd.has("gemm-size") ? cmd.get_int("gemm-size", 16, 65536) : 0;
+  const std::string json_path = cmd.has("json") ? cmd.get("json") : "";
+  const std::string svg_path = cmd.has("svg") ? cmd.get("svg") : "";
+  if (!json_path.empty()) require_writable(json_path, "JSON report");
+  if (!svg_path.empty()) require_writable(svg_path, "SVG figure");
+  const Device device = resolve_device(cmd.get("device"));
+  const bool gpu = device.is_cuda();
+
+  EnvBenchConfig config;
+  config.scenario = spec.name;
+  config.device = device;
+  config.num_envs = num_envs_given ? num_envs_given : (gpu ? std::int64_t(1) << 20 : 4096);
+  config.steps = steps;
+  config.repeats = repeats;
+  config.seed = seed;
+  config.step_mode = true;  // the larger of the two: it also holds the action buffer
+  // Rollouts back to back until a repeat times enough env-steps to be well above the clock's resolution.
+  const std::int64_t min_env_steps =
+      min_env_steps_given ? min_env_steps_given : (gpu ? std::int64_t(1) << 26 : std::int64_t(1) << 22);
+  config.rollouts_per_repeat = std::max<std::int64_t>(1, (min_env_steps + config.num_envs * steps - 1) / (config.num_envs * steps));
+  const std::int64_t gemm_size = gemm_size_given ? gemm_size_given : (gpu ? 8192 : 1024);
+  const std::size_t copy_bytes = gpu ? std::size_t(2) << 30 : std::size_t(256) << 20;
+  MemoryPlan plan = env_bench_memory_plan(config);
+  plan.add<float>("gemm.abc", "[3][S][S]", 3 * gemm_size * gemm_size);
+  plan.add<float>("copy.source_target", "[2][bytes/4]", static_cast<std::int64_t>(2 * copy_bytes / sizeof(float)));
+  plan.require_fits("surge bench roofline with " + std::to_string(config.num_envs) + " envs x " + std::to_string(steps) + " steps",
+                    "lower --num-envs, --steps or --gemm-size");
+
+  throughput::RooflineReport report;
+  report.scenario = spec.name;
+  report.device = device.str();
+  report.num_envs = config.num_envs;
+  report.steps = steps;
+  report.command = "surge bench roofline";
+  for (const std::string& a : args) report.command += " " + a;
+
+  std::cerr << "surge bench roofline: " << spec.name << " on " << device.str() << ", " << config.num_envs << " envs x " << steps
+            << " steps; measuring the ceilings\n";
+  const GemmRate gemm = measure_sgemm_rate(device, gemm_size, repeats);
+  report.ceilings.flops_per_s = gemm.flops_per_s;
+  report.gemm_source = gemm.source;
+  report.gemm_size = gemm.size;
+  report.ceilings.bytes_per_s = measure_copy_bandwidth(device, copy_bytes, repeats);
+  report.copy_bytes = copy_bytes;
+
+  std::cerr << "  env step, fused\n";
+  config.step_mode = false;
+  const EnvBenchRun fused = run_env_bench(config);
+  report.phases.push_back({throughput::fused_env_step_work(spec, steps), "env-step", 1.0 / fused.rate, {}});
+  std::cerr << "  env step, one launch per step\n";
+  config.step_mode = true;
+  const EnvBenchRun stepwise = run_env_bench(config);
+  report.phases.push_back({throughput::stepwise_env_step_work(spec), "env-step", 1.0 / stepwise.rate, {}});
+  throughput::place_phases(report);
+
+  std::cout << "scenario " << spec.name << " on " << device.str() << ", " << config.num_envs << " envs x " << steps << " steps\n"
+            << throughput::roofline_table(report);
+  // Both files are rendered before either is written, so a failure leaves neither behind.
+  const std::string json = json_path.empty() ? "" : throughput::roofline_json(report, SURGE_VERSION);
+  const std::string svg = svg_path.empty() ? "" : throughput::roofline_svg(report);
+  if (!json_path.empty()) {
+    AtomicFile file(json_path);
+    file.stream() << json;
+    file.commit();
+  }
+  if (!svg_path.empty()) {
+    AtomicFile file(svg_path);
+    file.stream() << svg;
+    file.commit();
+  }
+  return 0;
+}
+
+}  // namespace surge::cli

@@ -1,0 +1,216 @@
+// surge bench sweep: the batch-doubling search. Doubles the number of environments from N0 until a
+// doubling stops paying, the next size would not fit in memory, or N1 is reached; names the knee
+// and recommends a --num-envs (definitions in tools/throughput/knee.hpp and docs/throughput.md).
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+
+#include "scenarios/registry.hpp"
+#include "sim/error.hpp"
+#include "sim/memory_plan.hpp"
+#include "tools/cli/args.hpp"
+#include "tools/cli/commands.hpp"
+#include "tools/cli/env_bench.hpp"
+#include "tools/cli/io.hpp"
+#include "tools/throughput/knee.hpp"
+#include "tools/throughput/sweep_report.hpp"
+
+#ifndef SURGE_VERSION
+#define SURGE_VERSION "unknown"
+#endif
+
+namespace surge::cli {
+namespace {
+
+using throughput::SweepPoint;
+using throughput::SweepResult;
+using throughput::SweepStop;
+
+bool is_power_of_two(std::int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
+
+std::string join_command(const Args& args) {
+  std::string line = "surge bench sweep";
+  for (const std::string& a : args) line += " " + a;
+  return line;
+}
+
+std::string gain_text(double gain) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3gx", gain);
+  return text;
+}
+
+}  // namespace
+
+int run_bench_sweep(const Args& args) {
+  Command cmd("bench sweep",
+              "The batch-doubling search: measures env-steps/s at N0, 2 N0, 4 N0, ... environments, stepping them\n"
+              "as surge bench env does. It stops when a doubling\n"
+              "gains less than --min-gain, when the next N would not fit in device memory (by its memory plan),\n"
+              "or when the next N would pass --to. Each N runs rollouts (or iterations) of T steps, back to back\n"
+              "until at least\n"
+              "--min-env-steps are timed, --repeats times; the median is reported. Names the knee (the first N\n"
+              "whose doubling gained less than --min-gain) and recommends --num-envs: the smallest N within\n"
+              "--recommend-fraction of the best rate. Definitions and the JSON schema: docs/throughput.md.");
+  cmd.option("what", "WHAT", "what to sweep: env (environment stepping)", "env")
+      .option("scenario", "NAME", "scenario to step", "cartpole")
+      .option("device", "DEV", device_help(), "auto")
+      .option("from", "N0", "first number of environments, a power of two [default: 1024 on CUDA, 64 on the CPU]")
+      .option("to", "N1", "largest number of environments to try [default: 2^30 on CUDA, 2^24 on the CPU]")
+      .option("steps", "T", "steps per rollout", "128")
+      .option("mode", "MODE", "fused (one launch steps T times) or step (one launch per step, as training)", "fused")
+      .option("min-gain", "G", "a doubling that multiplies the rate by less than this ends the sweep", "1.1")
+      .option("recommend-fraction", "F", "recommend the smallest N reaching this fraction of the best rate", "0.9")
+      .option("repeats", "R", "timed repeats per N; the median is reported", "5")
+      .option("min-env-steps", "E", "env-steps per timed repeat, at least [default: 2^26 on CUDA, 2^22 on the CPU]")
+      .option("seed", "K", "random seed", "1")
+      .option("json", "FILE", "write the results as JSON (schema in docs/throughput.md)")
+      .option("svg", "FILE", "draw env-steps/s against N on log-log axes, knee and recommendation marked")
+      .example("surge bench sweep --what env --scenario cartpole --device cuda --json sweep.json --svg sweep.svg")
+      .example("surge bench sweep --device cpu --from 64 --to 4096 --steps 64");
+  if (!cmd.parse(args)) {
+    std::cout << cmd.usage();
+    return 0;
+  }
+  const std::string what = cmd.get("what");
+  if (what != "env") throw InputError(cmd.complaint("--what '" + what + "' is not one of env"));
+  const ScenarioSpec& spec = scenario_spec(cmd.get("scenario"));
+  const std::string mode = cmd.get("mode");
+  if (mode != "fused" && mode != "step") throw InputError(cmd.complaint("--mode '" + mode + "' is not one of fused, step"));
+  const std::int64_t kMaxEnvs = std::int64_t(1) << 40;
+  const std::int64_t steps = cmd.get_int("steps", 1, 1 << 20);
+  throughput::KneeRule rule;
+  rule.min_gain = cmd.get_double("min-gain", 1.0001, 2.0);
+  rule.recommend_fraction = cmd.get_double("recommend-fraction", 0.01, 1.0);
+  const int repeats = static_cast<int>(cmd.get_int("repeats", 1, 1000));
+  const std::uint64_t seed = cmd.get_u64("seed");
+  const std::string json_path = cmd.has("json") ? cmd.get("json") : "";
+  const std::string svg_path = cmd.has("svg") ? cmd.get("svg") : "";
+  if (!json_path.empty()) require_writable(json_path, "JSON report");
+  if (!svg_path.empty()) require_writable(svg_path, "SVG figure");
+  // Flags are checked before --device is resolved, so bad input is answered the same on every machine.
+  const std::int64_t from_given = cmd.has("from") ? cmd.get_int("from", 1, kMaxEnvs) : 0;
+  const std::int64_t to_given = cmd.has("to") ? cmd.get_int("to", 1, kMaxEnvs) : 0;
+  if (from_given && !is_power_of_two(from_given))
+    throw InputError(cmd.complaint("--from " + std::to_string(from_given) +
+                                   " is not a power of two; the sweep doubles N, so start it at one (e.g. 1024)"));
+  if (from_given && to_given && from_given > to_given)
+    throw InputError(cmd.complaint("--from " + std::to_string(from_given) + " is above --to " + std::to_string(to_given) +
+                                   "; give --from <= --to"));
+  const std::int64_t min_env_steps_given = cmd.has("min-env-steps") ? cmd.get_int("min-env-steps", 1, kMaxEnvs) : 0;
+
+  const Device device = resolve_device(cmd.get("device"));
+  const bool gpu = device.is_cuda();
+  const std::int64_t from = from_given ? from_given : (gpu ? 1024 : 64);
+  const std::int64_t to = to_given ? to_given : (gpu ? std::int64_t(1) << 30 : std::int64_t(1) << 24);
+  if (from > to)
+    throw InputError(cmd.complaint("--from " + std::to_string(from) + " is above --to " + std::to_string(to) + "; give --from <= --to"));
+  const std::int64_t default_min_env_steps = gpu ? std::int64_t(1) << 26 : std::int64_t(1) << 22;
+  const std::int64_t min_env_steps = min_env_steps_given ? min_env_steps_given : default_min_env_steps;
+  auto batches_for = [&](std::int64_t n) { return std::max<std::int64_t>(1, (min_env_steps + n * steps - 1) / (n * steps)); };
+
+  // Each N: its memory plan, and the timed repeats.
+  auto env_config = [&](std::int64_t n) {
+    EnvBenchConfig c;
+    c.scenario = spec.name;
+    c.device = device;
+    c.num_envs = n;
+    c.steps = steps;
+    c.repeats = repeats;
+    c.rollouts_per_repeat = batches_for(n);
+    c.step_mode = mode == "step";
+    c.seed = seed;
+    return c;
+  };
+  auto plan_for = [&](std::int64_t n) { return env_bench_memory_plan(env_config(n)); };
+  auto measure = [&](std::int64_t n) {
+    const EnvBenchRun run = run_env_bench(env_config(n));
+    return std::make_pair(run.rates, run.rate);
+  };
+
+  // Free memory is read once, before anything is allocated: each N's buffers are gone before the next.
+  const AvailableMemory available = available_memory(device);
+  auto fits = [&](std::int64_t n) { return !available.known || plan_for(n).fits(available); };
+  if (!fits(from)) {
+    const MemoryPlan plan = plan_for(from);
+    throw InputError(cmd.complaint("--from " + std::to_string(from) + " needs " + format_bytes(plan.allocated_bytes()) +
+                                   " of memory on " + device.str() + ", " + format_bytes(available.free_bytes) +
+                                   " is free; lower --from or --steps"));
+  }
+
+  SweepResult result;
+  result.what = what;
+  result.scenario = spec.name;
+  result.device = device.str();
+  result.mode = mode;
+  result.from = from;
+  result.to = to;
+  result.min_env_steps = min_env_steps;
+  result.repeats = repeats;
+  result.rule = rule;
+  result.command = join_command(args);
+  result.memory_known = available.known;
+  result.free_bytes = available.free_bytes;
+  result.memory_source = available.known ? available.source : "unknown: memory not checked";
+
+  std::cerr << "surge bench sweep: " << what << " of " << spec.name << " on " << device.str() << ", N from " << from
+            << " doubling up to " << to << ", T = " << steps << " (" << result.mode << "), " << repeats << " repeats\n";
+  std::vector<throughput::ScalingPoint> scaling;
+  for (std::int64_t n = from;; n *= 2) {
+    const auto [rates, rate] = measure(n);
+    SweepPoint point;
+    point.num_envs = n;
+    point.steps = steps;
+    point.batches_per_repeat = batches_for(n);
+    point.rates = rates;
+    point.rate = rate;
+    point.device_bytes = plan_for(n).allocated_bytes();
+    result.points.push_back(point);
+    scaling.push_back({n, rate});
+    char line[160];
+    std::snprintf(line, sizeof line, "  N = %-11lld %11.4g env-steps/s", static_cast<long long>(n), rate);
+    std::cerr << line;
+    if (scaling.size() > 1) std::cerr << "  (" << gain_text(throughput::gain_per_doubling(scaling[scaling.size() - 2], scaling.back())) << ")";
+    std::cerr << "\n";
+    result.stop = throughput::next_sweep_step(scaling, rule, to, fits);
+    if (result.stop != SweepStop::Continue) break;
+  }
+  const std::int64_t last = result.points.back().num_envs;
+  switch (result.stop) {
+    case SweepStop::Saturated:
+      result.stop_detail = "the doubling from " + std::to_string(last / 2) + " to " + std::to_string(last) + " gained " +
+                           gain_text(throughput::gain_per_doubling(scaling[scaling.size() - 2], scaling.back())) + ", under " +
+                           gain_text(rule.min_gain);
+      break;
+    case SweepStop::ReachedLimit:
+      result.stop_detail = "the next size, " + std::to_string(2 * last) + ", is above --to " + std::to_string(to);
+      break;
+    case SweepStop::WouldNotFit:
+      result.stop_detail = "the next size, " + std::to_string(2 * last) + ", needs " +
+                           format_bytes(plan_for(2 * last).allocated_bytes()) + " on " + device.str() +
+                           ", " + format_bytes(available.free_bytes) + " was free (" + available.source + ")";
+      break;
+    case SweepStop::Continue:
+      break;
+  }
+  result.analysis = throughput::analyse_scaling(scaling, rule);
+
+  std::cout << what << " of " << spec.name << " on " << device.str() << ", T = " << steps << " (" << result.mode << ")\n"
+            << throughput::sweep_table(result);
+  // Both files are rendered before either is written, so a failure leaves neither behind.
+  const std::string json = json_path.empty() ? "" : throughput::sweep_json(result, SURGE_VERSION);
+  const std::string svg = svg_path.empty() ? "" : throughput::sweep_svg(result);
+  if (!json_path.empty()) {
+    AtomicFile file(json_path);
+    file.stream() << json;
+    file.commit();
+  }
+  if (!svg_path.empty()) {
+    AtomicFile file(svg_path);
+    file.stream() << svg;
+    file.commit();
+  }
+  return 0;
+}
+
+}  // namespace surge::cli

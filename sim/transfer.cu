@@ -1,0 +1,143 @@
+// Events, staging memory and row copies for both backends (see transfer.hpp). Compiled by nvcc
+// when CUDA is on, otherwise as plain C++ with the CUDA branches left out.
+#include "sim/transfer.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <utility>
+
+#include "sim/error.hpp"
+
+#if defined(__CUDACC__)
+#include "sim/cuda_check.hpp"
+#endif
+
+namespace surge {
+
+// ---- events ----------------------------------------------------------------------------------
+
+Event::Event(Device device, bool blocking_sync) : device_(device) {
+  if (device.is_cuda()) {
+#if defined(__CUDACC__)
+    SURGE_CUDA_CHECK(cudaSetDevice(device.index));
+    cudaEvent_t event = nullptr;
+    const unsigned flags = cudaEventDisableTiming | (blocking_sync ? cudaEventBlockingSync : 0u);
+    SURGE_CUDA_CHECK(cudaEventCreateWithFlags(&event, flags));
+    handle_ = event;
+#else
+    (void)blocking_sync;
+    throw Error("cannot create a CUDA event: " + cuda_status().reason);
+#endif
+  }
+}
+
+Event::~Event() {
+#if defined(__CUDACC__)
+  if (handle_) SURGE_CUDA_CHECK_NOTHROW(cudaEventDestroy(static_cast<cudaEvent_t>(handle_)));
+#endif
+}
+
+Event::Event(Event&& other) noexcept : device_(other.device_), handle_(std::exchange(other.handle_, nullptr)) {}
+
+Event& Event::operator=(Event&& other) noexcept {
+  if (this != &other) {
+#if defined(__CUDACC__)
+    if (handle_) SURGE_CUDA_CHECK_NOTHROW(cudaEventDestroy(static_cast<cudaEvent_t>(handle_)));
+#endif
+    device_ = other.device_;
+    handle_ = std::exchange(other.handle_, nullptr);
+  }
+  return *this;
+}
+
+void Event::record(const Stream& stream) {
+  SURGE_CHECK(stream.device() == device_, "event and stream on different devices");
+#if defined(__CUDACC__)
+  if (handle_)
+    SURGE_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(handle_), static_cast<cudaStream_t>(stream.native_handle())));
+#endif
+}
+
+void Event::wait(const Stream& stream) const {
+#if defined(__CUDACC__)
+  if (handle_ && stream.device().is_cuda())
+    SURGE_CUDA_CHECK(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream.native_handle()), static_cast<cudaEvent_t>(handle_), 0));
+#else
+  (void)stream;
+#endif
+}
+
+void Event::synchronize() const {
+#if defined(__CUDACC__)
+  if (handle_) SURGE_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(handle_)));
+#endif
+}
+
+// ---- staging memory --------------------------------------------------------------------------
+
+StagingBuffer::StagingBuffer(Device device, std::size_t bytes) : bytes_(bytes) {
+  if (bytes == 0) return;
+  if (device.is_cuda()) {
+#if defined(__CUDACC__)
+    SURGE_CUDA_CHECK(cudaSetDevice(device.index));
+    SURGE_CUDA_CHECK(cudaHostAlloc(&data_, bytes, cudaHostAllocDefault));
+    pinned_ = true;
+    return;
+#else
+    throw Error("cannot allocate page-locked memory for " + device.str() + ": " + cuda_status().reason);
+#endif
+  }
+  constexpr std::size_t alignment = 256;
+  data_ = std::aligned_alloc(alignment, (bytes + alignment - 1) / alignment * alignment);
+  if (!data_) throw Error("out of host memory allocating " + std::to_string(bytes) + " bytes of staging memory");
+}
+
+StagingBuffer::~StagingBuffer() { release(); }
+
+StagingBuffer::StagingBuffer(StagingBuffer&& other) noexcept { *this = std::move(other); }
+
+StagingBuffer& StagingBuffer::operator=(StagingBuffer&& other) noexcept {
+  if (this != &other) {
+    release();
+    data_ = std::exchange(other.data_, nullptr);
+    bytes_ = std::exchange(other.bytes_, 0);
+    pinned_ = std::exchange(other.pinned_, false);
+  }
+  return *this;
+}
+
+void StagingBuffer::release() noexcept {
+  if (!data_) return;
+#if defined(__CUDACC__)
+  if (pinned_) {
+    SURGE_CUDA_CHECK_NOTHROW(cudaFreeHost(data_));
+    data_ = nullptr;
+    return;
+  }
+#endif
+  std::free(data_);
+  data_ = nullptr;
+}
+
+// ---- row copies ------------------------------------------------------------------------------
+
+void copy_rows(void* dst, std::size_t dst_pitch, Device dst_device, const void* src, std::size_t src_pitch,
+               Device src_device, std::size_t row_bytes, std::size_t rows, const Stream& stream) {
+  SURGE_CHECK(row_bytes <= dst_pitch && row_bytes <= src_pitch, "row wider than its pitch");
+  if (row_bytes == 0 || rows == 0) return;
+  if (dst_device.is_cpu() && src_device.is_cpu()) {
+    for (std::size_t k = 0; k < rows; ++k)
+      std::memcpy(static_cast<char*>(dst) + k * dst_pitch, static_cast<const char*>(src) + k * src_pitch, row_bytes);
+    return;
+  }
+#if defined(__CUDACC__)
+  SURGE_CUDA_CHECK(cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, row_bytes, rows, cudaMemcpyDefault,
+                                     static_cast<cudaStream_t>(stream.native_handle())));
+#else
+  (void)stream;
+  throw Error("cannot copy to or from a GPU: " + cuda_status().reason);
+#endif
+}
+
+}  // namespace surge

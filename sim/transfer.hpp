@@ -1,0 +1,60 @@
+#pragma once
+// Copies off the compute stream: events that order two streams, host memory that a GPU can copy
+// into asynchronously (page-locked), and strided row copies. On the CPU backend streams run their
+// work at once, so events are no-ops and the memory is plain aligned host memory.
+#include <cstddef>
+
+#include "sim/device.hpp"
+#include "sim/stream.hpp"
+
+namespace surge {
+
+// A point in a stream's work. record() marks it; wait() orders another stream after it without
+// blocking the host; synchronize() blocks the calling thread (any thread) until it is reached.
+class Event {
+ public:
+  // With `blocking_sync`, synchronize() sleeps instead of spinning (for threads that wait long).
+  explicit Event(Device device = Device::cpu(), bool blocking_sync = false);
+  ~Event();
+  Event(Event&& other) noexcept;
+  Event& operator=(Event&& other) noexcept;
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+
+  void record(const Stream& stream);
+  void wait(const Stream& stream) const;  // work enqueued on `stream` later runs after the recorded point
+  void synchronize() const;
+
+ private:
+  Device device_;
+  void* handle_ = nullptr;  // cudaEvent_t on CUDA
+};
+
+// Host memory for copies from `device`: page-locked when `device` is a GPU (so that copies into it
+// are truly asynchronous), plain 256-byte-aligned memory otherwise. Owners move.
+class StagingBuffer {
+ public:
+  StagingBuffer() = default;
+  StagingBuffer(Device device, std::size_t bytes);
+  ~StagingBuffer();
+  StagingBuffer(StagingBuffer&& other) noexcept;
+  StagingBuffer& operator=(StagingBuffer&& other) noexcept;
+  StagingBuffer(const StagingBuffer&) = delete;
+  StagingBuffer& operator=(const StagingBuffer&) = delete;
+
+  void* data() const { return data_; }
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  void release() noexcept;
+  void* data_ = nullptr;
+  std::size_t bytes_ = 0;
+  bool pinned_ = false;
+};
+
+// Copies `rows` rows of `row_bytes` each, row k from src + k*src_pitch to dst + k*dst_pitch, in one
+// operation ordered on `stream` (asynchronous on CUDA; done on return on the CPU).
+void copy_rows(void* dst, std::size_t dst_pitch, Device dst_device, const void* src, std::size_t src_pitch,
+               Device src_device, std::size_t row_bytes, std::size_t rows, const Stream& stream);
+
+}  // namespace surge

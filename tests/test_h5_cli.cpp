@@ -1,0 +1,218 @@
+// `surge h5` as a user meets it, on a log of the synthetic rollout (tests/synthetic_rollout.hpp):
+// info, episodes checked against episodes worked out from the rollout's own formulas, export, and
+// bad input answered with one line and exit code 2.
+#include <catch2/catch.hpp>
+#include <hdf5.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/synthetic_rollout.hpp"
+
+namespace fs = std::filesystem;
+using surge::testing::SyntheticRollout;
+
+namespace {
+
+struct Result {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+class Scratch {
+ public:
+  Scratch() : path_(fs::temp_directory_path() / ("surge_test_h5_cli_" + std::to_string(::getpid()))) {
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~Scratch() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
+  Result run(const std::string& program, const std::string& arguments) const {
+    const fs::path out = path_ / "stdout.txt", err = path_ / "stderr.txt";
+    const std::string command = "'" + program + "' " + arguments + " >'" + out.string() + "' 2>'" + err.string() + "' </dev/null";
+    const int status = std::system(command.c_str());
+    Result result;
+    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    result.out = read_text(out);
+    result.err = read_text(err);
+    return result;
+  }
+  Result surge(const std::string& arguments) const { return run(SURGE_BINARY, arguments); }
+
+ private:
+  fs::path path_;
+};
+
+// One log shared by the cases: iterations 0..7, every second one logged.
+const Scratch& scratch() {
+  static Scratch instance;
+  static const bool written = [] {
+    const Result r = instance.run(SURGE_ROLLOUT_LOG_SAMPLE, "'" + instance / "log.h5" + "' 8 2 paced");
+    return r.exit_code == 0;
+  }();
+  REQUIRE(written);
+  return instance;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+std::string format_float(float value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.9g", value);
+  return buffer;
+}
+
+// Bad input: exit code 2 and exactly one line on stderr, naming what is wrong.
+void check_one_line_error(const Result& r, const std::string& expected) {
+  INFO(r.err);
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find(expected) != std::string::npos);
+  CHECK(lines_of(r.err).size() == 1);
+  CHECK(r.out.empty());
+}
+
+}  // namespace
+
+TEST_CASE("surge h5 info shows attributes, datasets and the logged iterations", "[h5_cli]") {
+  const Result r = scratch().surge("h5 info '" + scratch() / "log.h5" + "'");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("schema = surge-rollout-log") != std::string::npos);
+  CHECK(r.out.find("scenario = synthetic") != std::string::npos);
+  CHECK(r.out.find("    learning_rate = 0.00025") != std::string::npos);  // the configuration, indented
+  CHECK(r.out.find("logged iterations: 4 (0, 2, 4, 6); dropped: 0") != std::string::npos);
+  CHECK(r.out.find("logged environments: 4 (env 3-6)") != std::string::npos);
+  bool obs_line = false;
+  for (const std::string& line : lines_of(r.out)) {
+    std::istringstream words(line);
+    std::string name, type;
+    words >> name >> type;
+    if (name != "obs") continue;
+    obs_line = true;
+    CHECK(type == "float32");
+    CHECK(line.find("[4, 6, 4, 3]") != std::string::npos);
+    CHECK(line.find("shuffle, deflate(4)") != std::string::npos);
+  }
+  CHECK(obs_line);
+}
+
+TEST_CASE("surge h5 episodes lists the episodes the rollout's flags imply", "[h5_cli]") {
+  using S = SyntheticRollout;
+  // Worked out from the formulas: each logged row starts from its logged accumulators.
+  std::vector<std::string> expected = {"env_id,end_iteration,end_step,length,return,terminated,truncated"};
+  for (std::int64_t i : {0, 2, 4, 6}) {
+    std::vector<float> running_return(S::log_envs);
+    std::vector<std::int64_t> running_length(S::log_envs);
+    for (std::int64_t m = 0; m < S::log_envs; ++m) {
+      running_return[m] = S::start_return(i, S::first_env + m);
+      running_length[m] = S::start_length(i, S::first_env + m);
+    }
+    for (std::int64_t t = 0; t < S::steps; ++t)
+      for (std::int64_t m = 0; m < S::log_envs; ++m) {
+        const std::int64_t e = S::first_env + m;
+        running_return[m] += S::reward(i, t, e);
+        running_length[m] += 1;
+        if (!S::terminated(i, t, e) && !S::truncated(i, t, e)) continue;
+        expected.push_back(std::to_string(e) + "," + std::to_string(i) + "," + std::to_string(t) + "," +
+                           std::to_string(running_length[m]) + "," + format_float(running_return[m]) + "," +
+                           std::to_string(S::terminated(i, t, e)) + "," + std::to_string(S::truncated(i, t, e)));
+        running_return[m] = 0.0f;
+        running_length[m] = 0;
+      }
+  }
+  REQUIRE(expected.size() > 5);
+  const Result r = scratch().surge("h5 episodes '" + scratch() / "log.h5" + "'");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(lines_of(r.out) == expected);
+
+  const std::string csv = scratch() / "episodes.csv";
+  REQUIRE(scratch().surge("h5 episodes '" + scratch() / "log.h5" + "' --out '" + csv + "'").exit_code == 0);
+  CHECK(lines_of(read_text(csv)) == expected);
+}
+
+TEST_CASE("surge h5 export writes a dataset, or one iteration of it, as CSV", "[h5_cli]") {
+  using S = SyntheticRollout;
+  const std::string log = "'" + scratch() / "log.h5" + "'";
+  Result r = scratch().surge("h5 export " + log + " --dataset obs --iteration 4 --csv");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  std::vector<std::string> lines = lines_of(r.out);
+  REQUIRE(lines.size() == 1 + S::steps * S::log_envs);
+  CHECK(lines[0] == "iteration,step,env_id,obs_0,obs_1,obs_2");
+  for (std::int64_t t = 0; t < S::steps; ++t)
+    for (std::int64_t m = 0; m < S::log_envs; ++m) {
+      const std::int64_t e = S::first_env + m;
+      std::string row = "4," + std::to_string(t) + "," + std::to_string(e);
+      for (std::int64_t c = 0; c < S::obs_dim; ++c) row += "," + format_float(S::obs(4, t, e, c));
+      CHECK(lines[1 + t * S::log_envs + m] == row);
+    }
+
+  r = scratch().surge("h5 export --dataset terminated " + log);  // FILE after the options, all iterations
+  REQUIRE(r.exit_code == 0);
+  lines = lines_of(r.out);
+  REQUIRE(lines.size() == 1 + 4 * S::steps * S::log_envs);
+  CHECK(lines[0] == "iteration,step,env_id,terminated");
+  CHECK(lines.back() == "6,5,6," + std::to_string(S::terminated(6, 5, 6)));
+
+  r = scratch().surge("h5 export " + log + " --dataset start_episode_return --iteration 2");
+  REQUIRE(r.exit_code == 0);
+  CHECK(lines_of(r.out) == std::vector<std::string>{"iteration,env_id,start_episode_return", "2,3,4", "2,4,5", "2,5,6", "2,6,7"});
+
+  r = scratch().surge("h5 export " + log + " --dataset global_step");
+  REQUIRE(r.exit_code == 0);
+  CHECK(lines_of(r.out) == std::vector<std::string>{"iteration,global_step", "0,60", "2,180", "4,300", "6,420"});
+
+  r = scratch().surge("h5 export " + log + " --dataset env_id");
+  REQUIRE(r.exit_code == 0);
+  CHECK(lines_of(r.out) == std::vector<std::string>{"env_id", "3", "4", "5", "6"});
+}
+
+TEST_CASE("surge h5 answers bad input with one line and exit code 2", "[h5_cli]") {
+  const Scratch& s = scratch();
+  const std::string log = "'" + s / "log.h5" + "'";
+  check_one_line_error(s.surge("h5 info '" + s / "missing.h5" + "'"), "no such file");
+  std::ofstream(s / "text.h5") << "x,y\n1,2\n";
+  check_one_line_error(s.surge("h5 episodes '" + s / "text.h5" + "'"), "is not an HDF5 file");
+  const std::string foreign = s / "foreign.h5";
+  const hid_t file = H5Fcreate(foreign.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  REQUIRE(file >= 0);
+  H5Fclose(file);
+  check_one_line_error(s.surge("h5 info '" + foreign + "'"), "is an HDF5 file but not a Surge rollout log");
+  check_one_line_error(s.surge("h5 export " + log + " --dataset rewards"),
+                       "has no dataset 'rewards'; it has env_id, iteration, global_step, obs, actions, reward");
+  check_one_line_error(s.surge("h5 export " + log + " --dataset reward --iteration 3"),
+                       "iteration 3 is not in '" + s / "log.h5" + "': it logged iterations 0, 2, 4, 6");
+  check_one_line_error(s.surge("h5 export " + log), "--dataset is required");
+  check_one_line_error(s.surge("h5 info"), "give the rollout log to read");
+  check_one_line_error(s.surge("h5 summarize " + log), "unknown action 'summarize'");
+  check_one_line_error(s.surge("h5 episodes " + log + " --out '" + s / "no/such/folder.csv" + "'"), "does not exist");
+
+  for (const char* help : {"h5 --help", "h5 info --help", "h5 episodes --help", "h5 export --help"}) {
+    const Result r = s.surge(help);
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.find("Usage: surge h5") == 0);
+  }
+}

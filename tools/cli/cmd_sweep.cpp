@@ -44,14 +44,13 @@ std::string gain_text(double gain) {
 
 int run_bench_sweep(const Args& args) {
   Command cmd("bench sweep",
-              "The batch-doubling search: measures env-steps/s at N0, 2 N0, 4 N0, ... environments, stepping them\n"
-              "as surge bench env does. It stops when a doubling\n"
-              "gains less than --min-gain, when the next N would not fit in device memory (by its memory plan),\n"
-              "or when the next N would pass --to. Each N runs rollouts (or iterations) of T steps, back to back\n"
-              "until at least\n"
-              "--min-env-steps are timed, --repeats times; the median is reported. Names the knee (the first N\n"
-              "whose doubling gained less than --min-gain) and recommends --num-envs: the smallest N within\n"
-              "--recommend-fraction of the best rate. Definitions and the JSON schema: docs/throughput.md.");
+              "The batch-doubling search: measures env-steps/s at N0, 2 N0, 4 N0, ... environments, stepping\n"
+              "them as surge bench env does. It stops when a doubling gains less than --min-gain, when the next N\n"
+              "would not fit in device memory (by its memory plan), or when the next N would pass --to. Each N\n"
+              "runs rollouts of T steps back to back until at least --min-env-steps are timed, --repeats times;\n"
+              "the median is reported. Names the knee (the first N whose doubling gained less than --min-gain)\n"
+              "and recommends --num-envs: the smallest N within --recommend-fraction of the best rate.\n"
+              "Definitions and the JSON schema: docs/throughput.md.");
   cmd.option("what", "WHAT", "what to sweep: env (environment stepping)", "env")
       .option("scenario", "NAME", "scenario to step", "cartpole")
       .option("device", "DEV", device_help(), "auto")

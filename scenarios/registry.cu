@@ -7,6 +7,7 @@
 #include "scenarios/acrobot.hpp"
 #include "scenarios/cartpole.hpp"
 #include "scenarios/mountain_car.hpp"
+#include "scenarios/pendulum.hpp"
 #include "sim/error.hpp"
 #include "sim/vec_env.cuh"
 
@@ -32,6 +33,7 @@ const std::vector<Entry>& registry() {
       entry<CartPole>(),
       entry<MountainCar>(),
       entry<Acrobot>(),
+      entry<Pendulum>(),
   };
   return entries;
 }

@@ -81,8 +81,10 @@ struct EnvLogic {
     if constexpr (S::kActionKind == ActionKind::Discrete) {
       return static_cast<std::int32_t>(rng.next_u32() % static_cast<std::uint32_t>(S::kNumActions));
     } else {
+      // Local copies: nvcc does not let device code index a host-side static constexpr std::array.
+      constexpr std::array<float, S::kActionDim> low = S::kActionLow, high = S::kActionHigh;
       Action action;
-      for (int k = 0; k < S::kActionDim; ++k) action.v[k] = rng.uniform(S::kActionLow[k], S::kActionHigh[k]);
+      for (int k = 0; k < S::kActionDim; ++k) action.v[k] = rng.uniform(low[k], high[k]);
       return action;
     }
   }

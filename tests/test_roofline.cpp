@@ -54,6 +54,17 @@ TEST_CASE("cartpole's env step: bytes and FLOPs by hand") {
   CHECK(step.flops == Approx(30.0));
 }
 
+TEST_CASE("pendulum's env step: a continuous action adds its draw") {
+  const ScenarioSpec& spec = scenario_spec("pendulum");
+  CHECK(engine_bytes_per_env(spec) == 8 + 16 + 4 + 4 + 16 + 24);
+  CHECK(random_action_flops(spec) == Approx(6.0));
+  const PhaseWork fused = fused_env_step_work(spec, 100);
+  CHECK(fused.bytes == Approx(18.0 + 2.0 * 72.0 / 100.0));  // obs 12 + reward 4 + flags 2
+  CHECK(fused.flops == Approx(26.0 + 6.0));
+  const PhaseWork step = stepwise_env_step_work(spec);
+  CHECK(step.bytes == Approx(20.0 + 4 + 16 + 16 + 8 + 8 + 18));
+}
+
 TEST_CASE("every registered scenario has a FLOP count, and its per-env bytes match what its engine allocates") {
   for (const std::string& name : scenario_names()) {
     INFO(name);

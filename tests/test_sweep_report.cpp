@@ -126,6 +126,18 @@ TEST_CASE("a chart spanning under two decades labels 2x and 5x ticks too, and te
   CHECK(xml_escape("a'b\x01") == "a&apos;b ");
 }
 
+TEST_CASE("a long subtitle is broken at a space into two lines") {
+  LogLogChart chart("t", {"x", TickStyle::PowersOfTwo}, {"y", TickStyle::PowersOfTen});
+  chart.add(ChartSeries{"s", {{1.0, 1.0}, {2.0, 2.0}}});
+  std::string command = "surge bench sweep";
+  while (command.size() < 150) command += " --option value";
+  chart.subtitle(command);
+  const std::string svg = chart.svg();
+  const std::size_t cut = command.rfind(' ', 115);
+  CHECK(svg.find(">" + command.substr(0, cut) + "</text>") != std::string::npos);
+  CHECK(svg.find(">" + command.substr(cut + 1) + "</text>") != std::string::npos);
+}
+
 TEST_CASE("a chart refuses points it cannot place on log axes") {
   LogLogChart chart("t", {"x", TickStyle::PowersOfTwo}, {"y", TickStyle::PowersOfTen});
   CHECK_THROWS(chart.svg());  // nothing to draw

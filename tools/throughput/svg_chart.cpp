@@ -130,9 +130,19 @@ std::string LogLogChart::svg() const {
       << "<title>" << xml_escape(title_) << "</title>\n"
       << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
       << "<text x=\"" << kWidth / 2 << "\" y=\"26\" text-anchor=\"middle\" font-size=\"16\">" << xml_escape(title_) << "</text>\n";
-  if (!subtitle_.empty())
-    out << "<text x=\"" << kWidth / 2 << "\" y=\"46\" text-anchor=\"middle\" font-size=\"11\" fill=\"#555\">"
-        << xml_escape(subtitle_) << "</text>\n";
+  if (!subtitle_.empty()) {
+    // Small print on up to two lines: a long command line is broken at the last space that fits.
+    constexpr std::size_t kLineChars = 115;
+    std::vector<std::string> lines{subtitle_};
+    if (subtitle_.size() > kLineChars) {
+      const std::size_t cut = subtitle_.rfind(' ', kLineChars);
+      const std::size_t at = cut == std::string::npos || cut == 0 ? kLineChars : cut;
+      lines = {subtitle_.substr(0, at), subtitle_.substr(at + (cut == at ? 1 : 0))};
+    }
+    for (std::size_t k = 0; k < lines.size(); ++k)
+      out << "<text x=\"" << kWidth / 2 << "\" y=\"" << 44 + 13 * k << "\" text-anchor=\"middle\" font-size=\"10\" fill=\"#555\">"
+          << xml_escape(lines[k]) << "</text>\n";
+  }
 
   // Grid and tick labels.
   out << "<g class=\"x-ticks\">\n";

@@ -7,6 +7,7 @@
 #include "scenarios/acrobot.hpp"
 #include "scenarios/cartpole.hpp"
 #include "scenarios/mountain_car.hpp"
+#include "scenarios/mountain_car_continuous.hpp"
 #include "scenarios/pendulum.hpp"
 #include "sim/error.hpp"
 #include "sim/vec_env.cuh"
@@ -34,6 +35,7 @@ const std::vector<Entry>& registry() {
       entry<MountainCar>(),
       entry<Acrobot>(),
       entry<Pendulum>(),
+      entry<MountainCarContinuous>(),
   };
   return entries;
 }

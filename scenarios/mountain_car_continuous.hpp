@@ -1,0 +1,77 @@
+#pragma once
+// MountainCarContinuous-v0, exactly as Gymnasium defines it
+// (gymnasium/envs/classic_control/continuous_mountain_car.py): the force is the action clipped to
+// [-1, 1]; velocity += force * power - gravity * cos(3 * position), clipped to +-0.07; position +=
+// velocity, clipped to [-1.2, 0.6]; at the left wall a car still moving left stops dead. The episode
+// terminates when position >= 0.45 and velocity >= 0. The reward is 100 on reaching the goal, minus
+// 0.1 * action^2 on the action as given, before clipping. The initial position is drawn from
+// U(-0.6, -0.4) with zero velocity; the time limit is 999 steps. Float32.
+#include <array>
+#include <cmath>
+
+#include "sim/scenario.hpp"
+
+namespace surge {
+
+struct MountainCarContinuous {
+  static constexpr const char* kName = "mountain_car_continuous";
+  static constexpr const char* kGymId = "MountainCarContinuous-v0";
+  static constexpr int kObsDim = 2;
+  static constexpr int kMaxEpisodeSteps = 999;
+  static constexpr ActionKind kActionKind = ActionKind::Continuous;
+  static constexpr int kActionDim = 1;  // the engine's force, as a fraction of the full power
+  static constexpr std::array<float, 1> kActionLow = {-1.0f};
+  static constexpr std::array<float, 1> kActionHigh = {1.0f};
+
+  static constexpr float kMaxForce = 1.0f;
+  static constexpr float kMinPosition = -1.2f;
+  static constexpr float kMaxPosition = 0.6f;
+  static constexpr float kMaxSpeed = 0.07f;
+  static constexpr float kGoalPosition = 0.45f;
+  static constexpr float kGoalVelocity = 0.0f;
+  static constexpr float kGoalReward = 100.0f;
+  static constexpr float kActionCost = 0.1f;
+
+  struct State {
+    float position, velocity;
+  };
+  static constexpr std::array<const char*, 2> kStateNames = {"position", "velocity"};
+
+  struct Params {
+    float power, gravity;
+  };
+  static constexpr std::array<ParamInfo, 2> kParams = {{
+      {"power", 0.0015f, 0.0f},    // acceleration per step at full force
+      {"gravity", 0.0025f, 0.0f},  // scale of the slope's pull, -gravity * cos(3 * position)
+  }};
+
+  struct Action {
+    float v[1];
+  };
+
+  SURGE_HD_INLINE static void reset(State& s, const Params&, Rng& rng) {
+    s.position = rng.uniform(-0.6f, -0.4f);
+    s.velocity = 0.0f;
+  }
+
+  SURGE_HD_INLINE static StepResult step(State& s, const Params& p, const Action& action) {
+    const float force = fminf(fmaxf(action.v[0], -kMaxForce), kMaxForce);
+    float velocity = s.velocity + force * p.power - p.gravity * cosf(3.0f * s.position);
+    velocity = fminf(fmaxf(velocity, -kMaxSpeed), kMaxSpeed);
+    float position = s.position + velocity;
+    position = fminf(fmaxf(position, kMinPosition), kMaxPosition);
+    if (position == kMinPosition && velocity < 0.0f) velocity = 0.0f;
+    s.position = position;
+    s.velocity = velocity;
+    const bool terminated = position >= kGoalPosition && velocity >= kGoalVelocity;
+    const float reward = (terminated ? kGoalReward : 0.0f) - kActionCost * action.v[0] * action.v[0];
+    return {reward, terminated};
+  }
+
+  SURGE_HD_INLINE static void observe(const State& s, float* obs) {
+    obs[0] = s.position;
+    obs[1] = s.velocity;
+  }
+};
+
+}  // namespace surge

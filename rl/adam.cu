@@ -39,14 +39,16 @@ void adam_step(const Stream& stream, const AdamConfig& config, Span<float> param
   const float b1 = static_cast<float>(beta1), b2 = static_cast<float>(beta2), eps = static_cast<float>(config.eps);
   const OptimizerScalars* read = scalars;
   parallel_for(stream, count, [=] SURGE_HD(std::int64_t i) {
-    if (read->frozen) return;
+    // Frozen: every write keeps its old value. Written without a branch, so CPU loops vectorise.
+    const float keep = read->frozen ? 1.0f : 0.0f;
     const float grad = g[i] * static_cast<float>(read->grad_scale);
     const float m_i = b1 * first[i] + (1.0f - b1) * grad;
     const float v_i = b2 * second[i] + (1.0f - b2) * grad * grad;
-    first[i] = m_i;
-    second[i] = v_i;
     const float denominator = sqrtf(v_i) / static_cast<float>(read->bias_correction2_sqrt) + eps;
-    p[i] -= static_cast<float>(read->step_size) * m_i / denominator;
+    const float step = static_cast<float>(read->step_size) * m_i / denominator;
+    first[i] = keep * first[i] + (1.0f - keep) * m_i;
+    second[i] = keep * second[i] + (1.0f - keep) * v_i;
+    p[i] -= (1.0f - keep) * step;
   });
 }
 

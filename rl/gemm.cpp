@@ -1,6 +1,8 @@
 // The backend-neutral GEMM launcher and its CPU half (CBLAS).
 #include "rl/gemm.hpp"
 
+#include <omp.h>
+
 #include <algorithm>
 
 #include "sim/error.hpp"
@@ -102,6 +104,14 @@ std::string cpu_gemm_library() {
   return SURGE_CBLAS_DESCRIPTION;
 #else
   return "plain loops (built without CBLAS)";
+#endif
+}
+
+void set_cpu_threads(int threads) {
+  SURGE_CHECK(threads >= 1, "at least one CPU thread");
+  omp_set_num_threads(threads);
+#if defined(SURGE_HAVE_CBLAS) && defined(OPENBLAS_VERSION)
+  openblas_set_num_threads(threads);
 #endif
 }
 

@@ -22,6 +22,10 @@ void gemm(const Stream& stream, Transpose trans_a, Transpose trans_b, std::int64
 // Which library serves the CPU backend's GEMMs, in words ("OpenBLAS 0.3.21"), for reports.
 std::string cpu_gemm_library();
 
+// Threads the CPU backend uses from now on, for OpenMP loops and CBLAS alike (the calling thread's
+// OpenMP setting, which is where Surge runs its work).
+void set_cpu_threads(int threads);
+
 // Whether GEMMs on CUDA may round their inputs to TF32 (faster on tensor cores, about 10 bits of
 // mantissa). Off by default; applies to shapes first seen after the call.
 void set_cuda_gemm_tf32(bool allowed);

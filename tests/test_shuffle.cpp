@@ -41,12 +41,16 @@ TEST_CASE("each shuffle number gives another permutation, read from device memor
 }
 
 TEST_CASE("an index lands uniformly over many shuffles", "[shuffle]") {
-  const std::int64_t n = 10, shuffles = 20000;
-  std::vector<double> counts(n, 0.0);
-  const Permutation base = Permutation::make(n, 1234, 0);
-  for (std::int64_t s = 0; s < shuffles; ++s) counts[base.with_shuffle(s)(3)] += 1;
-  double statistic = 0.0;
-  const double expected = double(shuffles) / n;
-  for (double c : counts) statistic += (c - expected) * (c - expected) / expected;
-  CHECK(statistic < 42.0);  // 1 - 1e-6 quantile of chi-square with 9 degrees of freedom is about 41.7
+  // Over ten equal bins of [0, n), for a tiny domain (2 bits a half) and a larger one.
+  for (std::int64_t n : {10, 5000}) {
+    const std::int64_t shuffles = 20000;
+    std::vector<double> counts(10, 0.0);
+    const Permutation base = Permutation::make(n, 1234, 0);
+    for (std::int64_t s = 0; s < shuffles; ++s) counts[base.with_shuffle(s)(3) * 10 / n] += 1;
+    double statistic = 0.0;
+    const double expected = double(shuffles) / 10;
+    for (double c : counts) statistic += (c - expected) * (c - expected) / expected;
+    INFO("n = " << n);
+    CHECK(statistic < 42.0);  // 1 - 1e-6 quantile of chi-square with 9 degrees of freedom is about 41.7
+  }
 }

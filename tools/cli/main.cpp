@@ -26,6 +26,7 @@ or on the CPU, and writes their observations straight into rollout buffers.
 Commands:
   step        one batched transition of given states (CSV in, CSV out)
   bench env   environment throughput: env-steps per second and bytes written per step
+  train       PPO on a scenario: metrics.csv, a progress line and a summary
   h5          read a rollout log: info, episodes, export as CSV
   doctor      what this machine offers: driver, CUDA, GPUs, architectures, libraries, and a verdict
 
@@ -73,6 +74,7 @@ int main(int argc, char** argv) {
     const surge::cli::Args rest(args.begin() + 1, args.end());
     if (command == "step") return surge::cli::run_step(rest);
     if (command == "bench") return surge::cli::run_bench(rest);
+    if (command == "train") return surge::cli::run_train(rest);
     if (command == "h5") {
 #if defined(SURGE_WITH_HDF5)
       return surge::cli::run_h5(rest);

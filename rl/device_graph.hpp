@@ -1,0 +1,53 @@
+#pragma once
+// The two backend-specific pieces the trainer needs to keep the host out of an iteration: a CUDA graph
+// of a whole iteration, captured once and replayed, and pinned host slots that receive small device
+// structs asynchronously (read one iteration later). CUDA types stay behind this interface.
+#include <cstddef>
+#include <functional>
+#include <vector>
+
+#include "sim/stream.hpp"
+
+namespace surge::rl {
+
+class IterationGraph {
+ public:
+  explicit IterationGraph(const Stream& stream);
+  ~IterationGraph();
+  IterationGraph(const IterationGraph&) = delete;
+  IterationGraph& operator=(const IterationGraph&) = delete;
+
+  // Records everything `enqueue` puts on the stream (nothing runs) and instantiates it as a graph.
+  // Needs a CUDA stream; throws Error on the CPU.
+  void capture(const std::function<void()>& enqueue);
+  bool captured() const { return exec_ != nullptr; }
+  // Enqueues one replay on the stream.
+  void launch() const;
+
+ private:
+  const Stream& stream_;
+  void* graph_ = nullptr;  // cudaGraph_t
+  void* exec_ = nullptr;   // cudaGraphExec_t
+};
+
+// `slots` host copies of a device struct of `bytes` bytes. On CUDA they are pinned and filled by
+// cudaMemcpyAsync, each followed by an event the reader waits on; on the CPU the copy happens at once.
+class HostMirror {
+ public:
+  HostMirror(Device device, std::size_t bytes, int slots);
+  ~HostMirror();
+  HostMirror(const HostMirror&) = delete;
+  HostMirror& operator=(const HostMirror&) = delete;
+
+  void copy_async(int slot, const void* device_source, const Stream& stream);
+  // Waits for the slot's last copy and returns its bytes (valid until the slot is copied into again).
+  const void* wait(int slot) const;
+
+ private:
+  Device device_;
+  std::size_t bytes_;
+  void* host_ = nullptr;             // [slots][bytes], pinned on CUDA
+  std::vector<void*> events_;        // cudaEvent_t per slot
+};
+
+}  // namespace surge::rl

@@ -1,0 +1,283 @@
+// TOML config files and --set overrides for the trainer.
+#include "rl/train_config.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <functional>
+#include <sstream>
+
+#include <toml++/toml.h>
+
+#include "sim/error.hpp"
+
+namespace surge::rl {
+namespace {
+
+// The shortest text that reads back to the same double.
+std::string format_double(double value) {
+  char buffer[64];
+  const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
+  std::string text(buffer, result.ptr);
+  // Keep it a TOML float, so it reads back as one.
+  if (text.find_first_of(".eEn") == std::string::npos) text += ".0";
+  return text;
+}
+
+// One config key: how to read it from a TOML node and how to write it back.
+struct Key {
+  const char* name;
+  const char* kind;  // for messages: "an integer", "a number", ...
+  std::function<void(TrainConfig&, const toml::node&, const std::string&)> read;
+  std::function<std::string(const TrainConfig&)> write;
+};
+
+[[noreturn]] void bad_type(const std::string& where, const char* name, const char* kind) {
+  throw InputError(where + ": " + name + " must be " + kind);
+}
+
+std::int64_t read_integer(const toml::node& node, const std::string& where, const char* name) {
+  if (const auto* integer = node.as_integer()) return integer->get();
+  if (const auto* floating = node.as_floating_point()) {  // 1e6 is a TOML float; accept it when whole
+    const double value = floating->get();
+    if (std::isfinite(value) && value == std::floor(value) && std::abs(value) < 9.0e18) return static_cast<std::int64_t>(value);
+  }
+  bad_type(where, name, "an integer");
+}
+
+double read_number(const toml::node& node, const std::string& where, const char* name) {
+  if (const auto* floating = node.as_floating_point()) return floating->get();
+  if (const auto* integer = node.as_integer()) return static_cast<double>(integer->get());
+  bad_type(where, name, "a number");
+}
+
+template <class Field>
+Key integer_key(const char* name, Field TrainConfig::*field) {
+  return {name, "an integer",
+          [name, field](TrainConfig& c, const toml::node& n, const std::string& where) {
+            c.*field = static_cast<Field>(read_integer(n, where, name));
+          },
+          [field](const TrainConfig& c) { return std::to_string(c.*field); }};
+}
+
+Key number_key(const char* name, double TrainConfig::*field) {
+  return {name, "a number",
+          [name, field](TrainConfig& c, const toml::node& n, const std::string& where) { c.*field = read_number(n, where, name); },
+          [field](const TrainConfig& c) { return format_double(c.*field); }};
+}
+
+Key bool_key(const char* name, bool TrainConfig::*field) {
+  return {name, "true or false",
+          [name, field](TrainConfig& c, const toml::node& n, const std::string& where) {
+            const auto* value = n.as_boolean();
+            if (!value) bad_type(where, name, "true or false");
+            c.*field = value->get();
+          },
+          [field](const TrainConfig& c) { return std::string(c.*field ? "true" : "false"); }};
+}
+
+const std::vector<Key>& keys() {
+  static const std::vector<Key> table = {
+      integer_key("num_envs", &TrainConfig::num_envs),
+      integer_key("num_steps", &TrainConfig::num_steps),
+      integer_key("total_steps", &TrainConfig::total_steps),
+      {"seed", "a non-negative integer",
+       [](TrainConfig& c, const toml::node& n, const std::string& where) {
+         const std::int64_t value = read_integer(n, where, "seed");
+         if (value < 0) throw InputError(where + ": seed must be a non-negative integer, got " + std::to_string(value));
+         c.seed = static_cast<std::uint64_t>(value);
+       },
+       [](const TrainConfig& c) { return std::to_string(c.seed); }},
+      number_key("learning_rate", &TrainConfig::learning_rate),
+      bool_key("anneal_lr", &TrainConfig::anneal_lr),
+      number_key("gamma", &TrainConfig::gamma),
+      number_key("gae_lambda", &TrainConfig::gae_lambda),
+      integer_key("num_minibatches", &TrainConfig::num_minibatches),
+      integer_key("update_epochs", &TrainConfig::update_epochs),
+      bool_key("norm_adv", &TrainConfig::norm_adv),
+      number_key("clip_coef", &TrainConfig::clip_coef),
+      bool_key("clip_vloss", &TrainConfig::clip_vloss),
+      number_key("ent_coef", &TrainConfig::ent_coef),
+      number_key("vf_coef", &TrainConfig::vf_coef),
+      number_key("max_grad_norm", &TrainConfig::max_grad_norm),
+      number_key("target_kl", &TrainConfig::target_kl),
+      number_key("adam_eps", &TrainConfig::adam_eps),
+      {"hidden", "a list of layer widths such as [64, 64]",
+       [](TrainConfig& c, const toml::node& n, const std::string& where) {
+         const auto* array = n.as_array();
+         if (!array) bad_type(where, "hidden", "a list of layer widths such as [64, 64]");
+         std::vector<int> widths;
+         for (const toml::node& element : *array) {
+           const std::int64_t width = read_integer(element, where, "every entry of hidden");
+           if (width < 1 || width > 65536)
+             throw InputError(where + ": hidden layer width " + std::to_string(width) + " is out of range 1..65536");
+           widths.push_back(static_cast<int>(width));
+         }
+         c.hidden = widths;
+       },
+       [](const TrainConfig& c) {
+         std::string text = "[";
+         for (std::size_t k = 0; k < c.hidden.size(); ++k) text += (k ? ", " : "") + std::to_string(c.hidden[k]);
+         return text + "]";
+       }},
+      {"activation", "\"tanh\" or \"relu\"",
+       [](TrainConfig& c, const toml::node& n, const std::string& where) {
+         const auto* value = n.as_string();
+         if (!value || (value->get() != "tanh" && value->get() != "relu")) bad_type(where, "activation", "\"tanh\" or \"relu\"");
+         c.activation = value->get();
+       },
+       [](const TrainConfig& c) { return "\"" + c.activation + "\""; }},
+      bool_key("cuda_graph", &TrainConfig::cuda_graph),
+      bool_key("tf32", &TrainConfig::tf32),
+      integer_key("cpu_threads", &TrainConfig::cpu_threads),
+  };
+  return table;
+}
+
+const Key* find_key(const std::string& name) {
+  for (const Key& key : keys())
+    if (name == key.name) return &key;
+  return nullptr;
+}
+
+std::string known_keys() {
+  std::string list;
+  for (const Key& key : keys()) list += (list.empty() ? "" : ", ") + std::string(key.name);
+  return list;
+}
+
+// Applies every key of `table` except the sub-tables named in `skip`.
+void apply_table(TrainConfig& config, const toml::table& table, const std::string& where,
+                 const std::vector<std::string>& skip) {
+  for (const auto& [name, node] : table) {
+    const std::string key(name.str());
+    bool skipped = false;
+    for (const std::string& s : skip) skipped = skipped || key == s;
+    if (skipped) continue;
+    const Key* known = find_key(key);
+    if (!known) throw InputError(where + ": unknown config key '" + key + "'; known keys are " + known_keys());
+    known->read(config, node, where);
+  }
+}
+
+toml::table parse(const std::string& text, const std::string& source) {
+  try {
+    return toml::parse(text, source);
+  } catch (const toml::parse_error& error) {
+    const auto& begin = error.source().begin;
+    throw InputError(source + ":" + std::to_string(begin.line) + ":" + std::to_string(begin.column) + ": " +
+                     std::string(error.description()));
+  }
+}
+
+void require_range(bool ok, const std::string& key, const std::string& value, const std::string& allowed) {
+  if (!ok) throw InputError("config " + key + " = " + value + " is out of range: " + allowed);
+}
+
+}  // namespace
+
+std::vector<std::string> train_config_keys() {
+  std::vector<std::string> names;
+  for (const Key& key : keys()) names.emplace_back(key.name);
+  return names;
+}
+
+void TrainConfig::validate() const {
+  auto text = [](auto value) {
+    std::ostringstream out;
+    out << value;
+    return out.str();
+  };
+  require_range(num_envs >= 1, "num_envs", text(num_envs), "it must be at least 1");
+  require_range(num_steps >= 1, "num_steps", text(num_steps), "it must be at least 1");
+  require_range(num_minibatches >= 1, "num_minibatches", text(num_minibatches), "it must be at least 1");
+  require_range(update_epochs >= 1, "update_epochs", text(update_epochs), "it must be at least 1");
+  require_range(learning_rate > 0 && std::isfinite(learning_rate), "learning_rate", text(learning_rate), "it must be positive");
+  require_range(gamma >= 0 && gamma <= 1, "gamma", text(gamma), "it must lie in [0, 1]");
+  require_range(gae_lambda >= 0 && gae_lambda <= 1, "gae_lambda", text(gae_lambda), "it must lie in [0, 1]");
+  require_range(clip_coef > 0 && std::isfinite(clip_coef), "clip_coef", text(clip_coef), "it must be positive");
+  require_range(ent_coef >= 0 && std::isfinite(ent_coef), "ent_coef", text(ent_coef), "it must be >= 0");
+  require_range(vf_coef >= 0 && std::isfinite(vf_coef), "vf_coef", text(vf_coef), "it must be >= 0");
+  require_range(max_grad_norm >= 0 && std::isfinite(max_grad_norm), "max_grad_norm", text(max_grad_norm),
+                "it must be >= 0 (0 turns clipping off)");
+  require_range(target_kl >= 0 && std::isfinite(target_kl), "target_kl", text(target_kl),
+                "it must be >= 0 (0 turns the early stop off)");
+  require_range(adam_eps > 0 && std::isfinite(adam_eps), "adam_eps", text(adam_eps), "it must be positive");
+  require_range(cpu_threads >= 0 && cpu_threads <= 4096, "cpu_threads", text(cpu_threads),
+                "it must lie in 0..4096 (0 leaves OpenMP's default)");
+  require_range(!hidden.empty(), "hidden", "[]", "give at least one hidden layer, e.g. [64, 64]");
+  if (batch_size() % num_minibatches != 0)
+    throw InputError("the batch of num_envs x num_steps = " + text(num_envs) + " x " + text(num_steps) + " = " +
+                     text(batch_size()) + " does not split into num_minibatches = " + text(num_minibatches) +
+                     " equal minibatches; change one of the three");
+  if (norm_adv && minibatch_size() < 2)
+    throw InputError("minibatches of " + text(minibatch_size()) +
+                     " sample cannot normalise advantages; use fewer minibatches or set norm_adv = false");
+  if (total_steps < batch_size())
+    throw InputError("total_steps = " + text(total_steps) + " is less than one iteration of num_envs x num_steps = " +
+                     text(batch_size()) + " steps; raise total_steps or shrink the batch");
+}
+
+std::string TrainConfig::to_toml() const {
+  std::string text;
+  for (const Key& key : keys()) text += std::string(key.name) + " = " + key.write(*this) + "\n";
+  return text;
+}
+
+TrainConfig load_train_config(const std::string& toml_text, const std::string& source, bool on_cuda,
+                              const std::string& preset) {
+  const toml::table root = parse(toml_text, source);
+  TrainConfig config;
+  apply_table(config, root, source, {"cuda", "presets"});
+  if (const toml::node* cuda = root.get("cuda")) {
+    const toml::table* table = cuda->as_table();
+    if (!table) throw InputError(source + ": 'cuda' must be a table of keys for runs on a GPU");
+    if (on_cuda) apply_table(config, *table, source + " [cuda]", {});
+  }
+  if (!preset.empty()) {
+    const std::vector<std::string> known = train_config_presets(toml_text, source);
+    const toml::table* table = root["presets"][preset].as_table();
+    if (!table) {
+      std::string list;
+      for (const std::string& name : known) list += (list.empty() ? "" : ", ") + name;
+      throw InputError("unknown preset '" + preset + "'" + (list.empty() ? " (" + source + " defines none)" : "; " + source +
+                       " defines " + list));
+    }
+    apply_table(config, *table, source + " [presets." + preset + "]", {});
+  }
+  return config;
+}
+
+std::vector<std::string> train_config_presets(const std::string& toml_text, const std::string& source) {
+  const toml::table root = parse(toml_text, source);
+  std::vector<std::string> names;
+  if (const toml::table* presets = root["presets"].as_table())
+    for (const auto& [name, node] : *presets)
+      if (node.is_table()) names.emplace_back(name.str());
+  return names;
+}
+
+void apply_config_setting(TrainConfig& config, const std::string& setting) {
+  const auto eq = setting.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw InputError("--set '" + setting + "' is not of the form key=value (e.g. --set learning_rate=3e-4)");
+  const std::string key = setting.substr(0, eq);
+  std::string value = setting.substr(eq + 1);
+  const Key* known = find_key(key);
+  if (!known) throw InputError("--set: unknown config key '" + key + "'; known keys are " + known_keys());
+  if (key == "hidden" && !value.empty() && value.front() != '[') value = "[" + value + "]";
+  const std::string where = "--set " + setting;
+  toml::table parsed;
+  try {
+    parsed = toml::parse("value = " + value);
+  } catch (const toml::parse_error&) {
+    // A bare word (relu) is a string.
+    try {
+      parsed = toml::parse("value = \"" + value + "\"");
+    } catch (const toml::parse_error&) {
+      throw InputError(where + ": cannot read '" + value + "' as " + known->kind);
+    }
+  }
+  known->read(config, *parsed.get("value"), where);
+}
+
+}  // namespace surge::rl

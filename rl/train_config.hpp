@@ -1,0 +1,67 @@
+#pragma once
+// The trainer's configuration: every key a TOML config file or `--set key=value` may give, with
+// CleanRL's ppo.py names and meanings where it has them.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace surge::rl {
+
+struct TrainConfig {
+  // Rollout
+  std::int64_t num_envs = 4;
+  std::int64_t num_steps = 128;         // T: steps per environment per iteration
+  std::int64_t total_steps = 500000;    // env steps in the whole run (rounded down to whole iterations)
+  std::uint64_t seed = 1;
+  // PPO
+  double learning_rate = 2.5e-4;
+  bool anneal_lr = true;                // linearly to 0 over the run
+  double gamma = 0.99;
+  double gae_lambda = 0.95;
+  std::int64_t num_minibatches = 4;
+  std::int64_t update_epochs = 4;
+  bool norm_adv = true;
+  double clip_coef = 0.2;
+  bool clip_vloss = true;
+  double ent_coef = 0.01;
+  double vf_coef = 0.5;
+  double max_grad_norm = 0.5;           // 0: no clipping
+  double target_kl = 0.0;               // 0: no early stop
+  double adam_eps = 1e-5;
+  // Networks
+  std::vector<int> hidden = {64, 64};
+  std::string activation = "tanh";
+  // Runtime
+  bool cuda_graph = true;               // capture an iteration as a CUDA graph and replay it
+  bool tf32 = false;                    // let cuBLASLt round GEMM inputs to TF32
+  std::int64_t cpu_threads = 0;         // CPU backend: OpenMP and OpenBLAS threads; 0 leaves their defaults
+
+  std::int64_t batch_size() const { return num_envs * num_steps; }
+  std::int64_t minibatch_size() const { return batch_size() / num_minibatches; }
+  std::int64_t num_iterations() const { return total_steps / batch_size(); }
+
+  // Throws InputError (one line naming the key, the value and what is allowed) when a value or a
+  // combination is out of range: a batch not divisible into minibatches, fewer steps than one batch...
+  void validate() const;
+  // Every key with its value, as TOML that load_train_config() reads back to the same config.
+  std::string to_toml() const;
+};
+
+// Keys in the order to_toml() writes them.
+std::vector<std::string> train_config_keys();
+
+// Builds a config from TOML text: the built-in defaults above, then the file's top-level keys, then
+// its [cuda] table when `on_cuda`, then its [presets.<preset>] table when `preset` is not empty.
+// Unknown keys, values of the wrong type, an unknown preset and TOML syntax errors throw InputError
+// naming `source` (the file name). Does not validate(): flags and --set may still change it.
+TrainConfig load_train_config(const std::string& toml_text, const std::string& source, bool on_cuda,
+                              const std::string& preset);
+
+// Presets the text defines.
+std::vector<std::string> train_config_presets(const std::string& toml_text, const std::string& source);
+
+// Applies one `key=value` (the value in TOML syntax; a bare word is taken as a string, and hidden
+// also accepts "64,64"). Throws InputError for an unknown key or a bad value.
+void apply_config_setting(TrainConfig& config, const std::string& setting);
+
+}  // namespace surge::rl

@@ -1,0 +1,251 @@
+#include "rl/trainer.hpp"
+
+#include <algorithm>
+
+#include "rl/categorical.hpp"
+#include "rl/device_util.hpp"
+#include "rl/gae.hpp"
+#include "rl/gemm.hpp"
+#include "rl/trainer_kernels.hpp"
+#include "sim/error.hpp"
+
+namespace surge::rl {
+namespace {
+
+NetworkConfig network_config(const TrainConfig& config) {
+  NetworkConfig network;
+  network.hidden = config.hidden;
+  network.activation = parse_activation(config.activation);
+  return network;
+}
+
+const ScenarioSpec& checked_spec(const Engine& engine, const TrainConfig& config) {
+  config.validate();
+  const ScenarioSpec& spec = engine.spec();
+  if (spec.action_kind != ActionKind::Discrete)
+    throw InputError("scenario " + spec.name +
+                     " has continuous actions; the trainer has only a categorical policy so far (choose a discrete "
+                     "scenario such as cartpole)");
+  SURGE_CHECK(engine.num_envs() == config.num_envs, "the engine holds " + std::to_string(engine.num_envs()) +
+                                                        " environments, the config asks for " + std::to_string(config.num_envs));
+  return spec;
+}
+
+}  // namespace
+
+Trainer::Trainer(Engine& engine, const TrainConfig& config)
+    : engine_(engine),
+      config_(config),
+      device_(engine.device()),
+      stream_(engine.device()),
+      network_(checked_spec(engine, config).obs_dim, engine.spec().num_actions, network_config(config)),
+      rollout_(device_, config.num_steps, config.num_envs, engine.spec().obs_dim),
+      minibatch_size_(config.minibatch_size()),
+      params_(device_, network_.table().total()),
+      grads_(device_, network_.table().total()),
+      adam_m_(device_, network_.table().total()),
+      adam_v_(device_, network_.table().total()),
+      optimizer_(device_, 1),
+      state_(device_, 1),
+      workspace_(device_, network_, std::max(config.num_envs, config.minibatch_size())),
+      rollout_logits_(device_, config.num_envs * engine.spec().num_actions),
+      mb_obs_(device_, config.minibatch_size() * engine.spec().obs_dim),
+      mb_actions_(device_, config.minibatch_size()),
+      mb_fields_(device_, 4 * config.minibatch_size()),
+      loss_terms_(device_, config.update_epochs * config.num_minibatches * kLossTermCount),
+      running_return_(device_, config.num_envs),
+      ended_return_(device_, config.batch_size()),
+      chunk_counts_(device_, finished_chunk_count(config.batch_size())),
+      group_counts_(device_, finished_group_count(config.batch_size())),
+      recent_returns_(device_, kRecentEpisodes),
+      small_sums_(device_, 3 + 4),
+      reduce_scratch_(device_, reduce_scratch_doubles(device_, 4)),
+      metrics_(device_, 1),
+      graph_(stream_),
+      metrics_mirror_(device_, sizeof(IterationMetrics), 2) {
+  loss_config_.clip_coef = config.clip_coef;
+  loss_config_.ent_coef = config.ent_coef;
+  loss_config_.vf_coef = config.vf_coef;
+  loss_config_.clip_vloss = config.clip_vloss;
+  loss_config_.norm_adv = config.norm_adv;
+  adam_config_.eps = config.adam_eps;
+  adam_config_.max_grad_norm = config.max_grad_norm;
+  if (device_.is_cuda()) set_cuda_gemm_tf32(config.tf32);
+  if (device_.is_cpu() && config.cpu_threads > 0) set_cpu_threads(static_cast<int>(config.cpu_threads));
+
+  const std::vector<double> initial = network_.initial_parameters(config.seed);
+  from_host(params_.span(), std::vector<float>(initial.begin(), initial.end()), stream_);
+  for (const DeviceBuffer<float>* zeroed : {&grads_, &adam_m_, &adam_v_, &running_return_, &ended_return_})
+    zero_bytes(zeroed->data(), device_, zeroed->bytes(), stream_);
+  zero_bytes(optimizer_.data(), device_, optimizer_.bytes(), stream_);
+  zero_bytes(state_.data(), device_, state_.bytes(), stream_);
+  zero_bytes(recent_returns_.data(), device_, recent_returns_.bytes(), stream_);
+  // The first observation sits in obs[T]: every iteration starts by moving obs[T] to obs[0].
+  const std::int64_t n = config.num_envs, d = rollout_.obs_dim();
+  engine_.observe({rollout_.obs(config.num_steps), n * d, device_}, stream_);
+  engine_.clear_episode_stats(stream_);
+  stream_.synchronize();
+}
+
+bool Trainer::uses_graph() const { return device_.is_cuda() && config_.cuda_graph; }
+
+void Trainer::enqueue_iteration() {
+  const std::int64_t steps = config_.num_steps, n = config_.num_envs, b = minibatch_size_;
+  const int d = rollout_.obs_dim(), actions = network_.num_actions();
+  const float* params = params_.data();
+  TrainState* state = state_.data();
+  OptimizerScalars* optimizer = optimizer_.data();
+
+  begin_iteration(stream_, state, optimizer, config_.learning_rate, config_.anneal_lr, num_iterations());
+  copy_bytes(rollout_.obs(0), device_, rollout_.obs(steps), device_, static_cast<std::size_t>(n * d) * sizeof(float), stream_);
+
+  // ---- rollout
+  for (std::int64_t t = 0; t < steps; ++t) {
+    workspace_.forward_actor(stream_, params, rollout_.obs(t), n, rollout_logits_.data());
+    workspace_.forward_critic(stream_, params, rollout_.obs(t), n, rollout_.value(t));
+    const ActionDraw draw{config_.seed, &state->iteration, steps, t};
+    sample_actions(stream_, rollout_logits_.data(), n, actions, draw, false, rollout_.actions(t), rollout_.logprob(t));
+    engine_.step(rollout_.action_view(t), rollout_.step_views(t), stream_);
+    // V(final observation) of episodes that ended at this step; GAE reads it only where they were truncated.
+    workspace_.forward_critic(stream_, params, rollout_.final_obs(), n, rollout_.final_value(t));
+  }
+  workspace_.forward_critic(stream_, params, rollout_.obs(steps), n, rollout_.value(steps));
+  compute_gae(stream_, steps, n, static_cast<float>(config_.gamma), static_cast<float>(config_.gae_lambda),
+              rollout_.reward(0), rollout_.terminated(0), rollout_.truncated(0), rollout_.value(0), rollout_.final_value(0),
+              rollout_.advantage(0), rollout_.returns(0));
+
+  // ---- episode statistics and the rollout's explained variance
+  const std::int64_t slots = steps * n;
+  track_episode_returns(stream_, steps, n, rollout_.reward(0), rollout_.terminated(0), rollout_.truncated(0),
+                        running_return_.data(), ended_return_.data());
+  count_finished(stream_, slots, rollout_.terminated(0), rollout_.truncated(0), chunk_counts_.data(), group_counts_.data());
+  update_recent_returns(stream_, slots, rollout_.terminated(0), rollout_.truncated(0), ended_return_.data(),
+                        chunk_counts_.data(), group_counts_.data(), recent_returns_.data(), state);
+  double* episode_stats = small_sums_.data();
+  double* ev_sums = small_sums_.data() + 3;
+  engine_.reduce_episode_stats({episode_stats, 3, device_}, stream_);
+  engine_.clear_episode_stats(stream_);
+  explained_variance_sums(stream_, slots, rollout_.returns(0), rollout_.value(0), reduce_scratch_.data(), ev_sums);
+
+  // ---- updates
+  const Permutation permutation = Permutation::make(slots, config_.seed, 0);
+  const BatchView batch{rollout_.obs(0), rollout_.actions(0), rollout_.logprob(0), rollout_.value(0),
+                        rollout_.advantage(0),  rollout_.returns(0), d};
+  float* fields = mb_fields_.data();
+  const MinibatchBuffers buffers{mb_obs_.data(), mb_actions_.data(), fields, fields + b, fields + 2 * b, fields + 3 * b};
+  MinibatchView<float> minibatch;
+  minibatch.size = b;
+  minibatch.obs = buffers.obs;
+  minibatch.actions = buffers.actions;
+  minibatch.old_logprob = buffers.logprob;
+  minibatch.old_value = buffers.value;
+  minibatch.advantage = buffers.advantage;
+  minibatch.returns = buffers.returns;
+  const std::int64_t epochs = config_.update_epochs, minibatches = config_.num_minibatches;
+  for (std::int64_t epoch = 0; epoch < epochs; ++epoch) {
+    double* terms = nullptr;
+    for (std::int64_t m = 0; m < minibatches; ++m) {
+      terms = loss_terms_.data() + (epoch * minibatches + m) * kLossTermCount;
+      gather_minibatch(stream_, permutation, state, epochs, epoch, m, b, batch, buffers);
+      workspace_.compute(stream_, loss_config_, minibatch, params, grads_.data(), terms);
+      adam_step(stream_, adam_config_, params_.span(), grads_.cspan(), adam_m_.span(), adam_v_.span(), optimizer,
+                reduce_scratch_.data());
+    }
+    end_epoch(stream_, state, optimizer, terms, b, config_.target_kl);
+  }
+
+  MetricsInputs inputs;
+  inputs.episode_stats = episode_stats;
+  inputs.ring = recent_returns_.data();
+  inputs.loss_terms = loss_terms_.data();
+  inputs.ev_sums = ev_sums;
+  inputs.minibatches = minibatches;
+  inputs.minibatch_size = b;
+  inputs.steps_per_iteration = slots;
+  finish_iteration(stream_, inputs, optimizer, state, metrics_.data());
+}
+
+void Trainer::iterate() {
+  // Iteration 0 runs eagerly: it sets up cuBLASLt's plans and touches every buffer, which capture
+  // must not do; later ones replay the graph captured from the second.
+  if (uses_graph() && enqueued_ >= 1) {
+    if (!graph_.captured()) graph_.capture([this] { enqueue_iteration(); });
+    graph_.launch();
+  } else {
+    enqueue_iteration();
+  }
+  // Slot enqueued_ % 2 still holds iteration enqueued_ - 2 if nobody read it: read it before reuse.
+  if (collected_ <= enqueued_ - 2) collect(enqueued_ - 2);
+  metrics_mirror_.copy_async(static_cast<int>(enqueued_ % 2), metrics_.data(), stream_);
+  ++enqueued_;
+}
+
+void Trainer::collect(std::int64_t iteration) {
+  SURGE_CHECK(iteration == collected_, "metrics collected out of order");
+  pending_.push_back(*static_cast<const IterationMetrics*>(metrics_mirror_.wait(static_cast<int>(iteration % 2))));
+  ++collected_;
+}
+
+std::vector<IterationMetrics> Trainer::ready_metrics() {
+  const std::int64_t ready = device_.is_cpu() ? enqueued_ : enqueued_ - 1;
+  while (collected_ < ready) collect(collected_);
+  return std::exchange(pending_, {});
+}
+
+std::vector<IterationMetrics> Trainer::drain() {
+  while (collected_ < enqueued_) collect(collected_);
+  return std::exchange(pending_, {});
+}
+
+OptimizerScalars Trainer::optimizer_scalars() const { return to_host(optimizer_.cspan(), stream_)[0]; }
+TrainState Trainer::train_state() const { return to_host(state_.cspan(), stream_)[0]; }
+
+void Trainer::restore(const std::vector<float>& params, const std::vector<float>& adam_m, const std::vector<float>& adam_v,
+                      const OptimizerScalars& optimizer, const TrainState& state) {
+  from_host(params_.span(), params, stream_);
+  from_host(adam_m_.span(), adam_m, stream_);
+  from_host(adam_v_.span(), adam_v, stream_);
+  from_host(optimizer_.span(), std::vector<OptimizerScalars>{optimizer}, stream_);
+  from_host(state_.span(), std::vector<TrainState>{state}, stream_);
+}
+
+std::vector<TrainerBuffer> Trainer::memory_plan(const TrainConfig& config, const ScenarioSpec& spec, Device device) {
+  std::vector<TrainerBuffer> plan;
+  const std::int64_t t = config.num_steps, n = config.num_envs, d = spec.obs_dim, a = spec.num_actions;
+  const std::int64_t b = config.minibatch_size(), slots = config.batch_size();
+  for (const auto& buffer : RolloutStorage::layout(t, n, static_cast<int>(d)))
+    plan.push_back({buffer.name, buffer.shape, buffer.elements, buffer.element_bytes});
+  const ActorCritic network(static_cast<int>(d), static_cast<int>(a), network_config(config));
+  const std::int64_t p = network.table().total();
+  for (const char* name : {"learner.params", "learner.grads", "learner.adam_m", "learner.adam_v"})
+    plan.push_back({name, "[P]", p, sizeof(float)});
+  plan.push_back({"learner.optimizer_scalars", "[1]", 1, sizeof(OptimizerScalars)});
+  plan.push_back({"learner.train_state", "[1]", 1, sizeof(TrainState)});
+  plan.push_back({"learner.workspace", "[max(N, B)] rows of activations", 1,
+                  PpoGradient<float>::planned_bytes(device, network, std::max(n, b))});
+  plan.push_back({"learner.rollout_logits", "[N][num_actions]", n * a, sizeof(float)});
+  plan.push_back({"minibatch.obs", "[B][obs_dim]", b * d, sizeof(float)});
+  plan.push_back({"minibatch.actions", "[B]", b, sizeof(std::int32_t)});
+  plan.push_back({"minibatch.fields", "[4][B]", 4 * b, sizeof(float)});
+  plan.push_back({"metrics.loss_terms", "[E*M][5]", config.update_epochs * config.num_minibatches * kLossTermCount,
+                  sizeof(double)});
+  plan.push_back({"metrics.running_return", "[N]", n, sizeof(float)});
+  plan.push_back({"metrics.ended_return", "[T][N]", slots, sizeof(float)});
+  plan.push_back({"metrics.chunk_counts", "[T*N/256]", finished_chunk_count(slots), sizeof(std::int32_t)});
+  plan.push_back({"metrics.group_counts", "[T*N/65536]", finished_group_count(slots), sizeof(std::int32_t)});
+  plan.push_back({"metrics.recent_returns", "[100]", kRecentEpisodes, sizeof(double)});
+  plan.push_back({"metrics.sums", "[7]", 7, sizeof(double)});
+  plan.push_back({"metrics.reduce_scratch", "[scratch]", reduce_scratch_doubles(device, 4), sizeof(double)});
+  plan.push_back({"metrics.iteration", "[1]", 1, sizeof(IterationMetrics)});
+  return plan;
+}
+
+std::size_t Trainer::device_bytes() const {
+  return rollout_.device_bytes() + params_.bytes() + grads_.bytes() + adam_m_.bytes() + adam_v_.bytes() +
+         optimizer_.bytes() + state_.bytes() + workspace_.device_bytes() + rollout_logits_.bytes() + mb_obs_.bytes() +
+         mb_actions_.bytes() + mb_fields_.bytes() + loss_terms_.bytes() + running_return_.bytes() + ended_return_.bytes() +
+         chunk_counts_.bytes() + group_counts_.bytes() + recent_returns_.bytes() + small_sums_.bytes() +
+         reduce_scratch_.bytes() + metrics_.bytes();
+}
+
+}  // namespace surge::rl

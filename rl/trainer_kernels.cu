@@ -1,0 +1,186 @@
+// The trainer's bookkeeping kernels, single-source.
+#include "rl/trainer_kernels.hpp"
+
+#include <cmath>
+
+#include "rl/ppo_loss.hpp"
+#include "sim/parallel.cuh"
+
+namespace surge::rl {
+
+void begin_iteration(const Stream& stream, TrainState* state, OptimizerScalars* optimizer, double learning_rate,
+                     bool anneal, std::int64_t num_iterations) {
+  const double iterations = static_cast<double>(num_iterations);
+  parallel_for(stream, 1, [=] SURGE_HD(std::int64_t) {
+    const double fraction = anneal ? 1.0 - static_cast<double>(state->iteration) / iterations : 1.0;
+    optimizer->learning_rate = fraction * learning_rate;
+    optimizer->frozen = 0;
+    state->epochs_applied = 0;
+  });
+}
+
+void gather_minibatch(const Stream& stream, const Permutation& permutation, const TrainState* state,
+                      std::int64_t epochs, std::int64_t epoch, std::int64_t minibatch, std::int64_t minibatch_size,
+                      const BatchView& batch, const MinibatchBuffers& out) {
+  const Permutation base = permutation;
+  const BatchView in = batch;
+  const MinibatchBuffers to = out;
+  const std::int64_t first = minibatch * minibatch_size;
+  parallel_for(
+      stream, minibatch_size,
+      [=] SURGE_HD(std::int64_t j) {
+        const Permutation p = base.with_shuffle(static_cast<std::uint64_t>(state->iteration * epochs + epoch));
+        const std::int64_t s = p(first + j);
+        const int d = in.obs_dim;
+        for (int k = 0; k < d; ++k) to.obs[j * d + k] = in.obs[s * d + k];
+        to.actions[j] = in.actions[s];
+        to.logprob[j] = in.logprob[s];
+        to.value[j] = in.value[s];
+        to.advantage[j] = in.advantage[s];
+        to.returns[j] = in.returns[s];
+      },
+      64);
+}
+
+void end_epoch(const Stream& stream, TrainState* state, OptimizerScalars* optimizer, const double* last_terms,
+               std::int64_t minibatch_size, double target_kl) {
+  const double batch = static_cast<double>(minibatch_size);
+  parallel_for(stream, 1, [=] SURGE_HD(std::int64_t) {
+    if (optimizer->frozen) return;
+    state->epochs_applied += 1;
+    if (target_kl > 0.0 && last_terms[kApproxKl] / batch > target_kl) optimizer->frozen = 1;
+  });
+}
+
+void track_episode_returns(const Stream& stream, std::int64_t num_steps, std::int64_t num_envs, const float* reward,
+                           const std::uint8_t* terminated, const std::uint8_t* truncated, float* running_return,
+                           float* ended_return) {
+  const std::int64_t n = num_envs, steps = num_steps;
+  parallel_for(
+      stream, n,
+      [=] SURGE_HD(std::int64_t i) {
+        // Accumulated in float in step order, exactly as the engine accumulates its episode returns.
+        float running = running_return[i];
+        for (std::int64_t t = 0; t < steps; ++t) {
+          const std::int64_t slot = t * n + i;
+          running += reward[slot];
+          if (terminated[slot] || truncated[slot]) {
+            ended_return[slot] = running;
+            running = 0.0f;
+          }
+        }
+        running_return[i] = running;
+      },
+      num_steps);
+}
+
+std::int64_t finished_chunk_count(std::int64_t slots) { return (slots + kFinishedChunk - 1) / kFinishedChunk; }
+std::int64_t finished_group_count(std::int64_t slots) {
+  return (finished_chunk_count(slots) + kFinishedChunk - 1) / kFinishedChunk;
+}
+
+void count_finished(const Stream& stream, std::int64_t slots, const std::uint8_t* terminated,
+                    const std::uint8_t* truncated, std::int32_t* chunk_counts, std::int32_t* group_counts) {
+  const std::int64_t chunks = finished_chunk_count(slots), groups = finished_group_count(slots);
+  parallel_for(
+      stream, chunks,
+      [=] SURGE_HD(std::int64_t c) {
+        const std::int64_t end = (c + 1) * kFinishedChunk < slots ? (c + 1) * kFinishedChunk : slots;
+        std::int32_t count = 0;
+        for (std::int64_t s = c * kFinishedChunk; s < end; ++s) count += (terminated[s] || truncated[s]) ? 1 : 0;
+        chunk_counts[c] = count;
+      },
+      kFinishedChunk);
+  parallel_for(
+      stream, groups,
+      [=] SURGE_HD(std::int64_t g) {
+        const std::int64_t end = (g + 1) * kFinishedChunk < chunks ? (g + 1) * kFinishedChunk : chunks;
+        std::int32_t count = 0;
+        for (std::int64_t c = g * kFinishedChunk; c < end; ++c) count += chunk_counts[c];
+        group_counts[g] = count;
+      },
+      kFinishedChunk);
+}
+
+void update_recent_returns(const Stream& stream, std::int64_t slots, const std::uint8_t* terminated,
+                           const std::uint8_t* truncated, const float* ended_return, const std::int32_t* chunk_counts,
+                           const std::int32_t* group_counts, double* ring, TrainState* state) {
+  const std::int64_t chunks = finished_chunk_count(slots), groups = finished_group_count(slots);
+  parallel_for(stream, 1, [=] SURGE_HD(std::int64_t) {
+    // Newest first: later steps are more recent; within a step, higher env indices count as later.
+    double newest[kRecentEpisodes];
+    int found = 0;
+    for (std::int64_t g = groups - 1; g >= 0 && found < kRecentEpisodes; --g) {
+      if (group_counts[g] == 0) continue;
+      const std::int64_t last_chunk = (g + 1) * kFinishedChunk < chunks ? (g + 1) * kFinishedChunk : chunks;
+      for (std::int64_t c = last_chunk - 1; c >= g * kFinishedChunk && found < kRecentEpisodes; --c) {
+        if (chunk_counts[c] == 0) continue;
+        const std::int64_t last_slot = (c + 1) * kFinishedChunk < slots ? (c + 1) * kFinishedChunk : slots;
+        for (std::int64_t s = last_slot - 1; s >= c * kFinishedChunk && found < kRecentEpisodes; --s)
+          if (terminated[s] || truncated[s]) newest[found++] = static_cast<double>(ended_return[s]);
+      }
+    }
+    std::int64_t head = state->last100_head, count = state->last100_count;
+    for (int k = found - 1; k >= 0; --k) {
+      ring[head] = newest[k];
+      head = (head + 1) % kRecentEpisodes;
+      if (count < kRecentEpisodes) ++count;
+    }
+    state->last100_head = head;
+    state->last100_count = count;
+  });
+}
+
+void explained_variance_sums(const Stream& stream, std::int64_t slots, const float* returns, const float* value,
+                             double* scratch, double* sums) {
+  parallel_reduce<4>(
+      stream, slots,
+      [=] SURGE_HD(std::int64_t s, double* acc) {
+        const double y = returns[s], residual = static_cast<double>(returns[s]) - static_cast<double>(value[s]);
+        acc[0] += y;
+        acc[1] += y * y;
+        acc[2] += residual;
+        acc[3] += residual * residual;
+      },
+      scratch, sums);
+}
+
+void finish_iteration(const Stream& stream, const MetricsInputs& inputs, const OptimizerScalars* optimizer,
+                      TrainState* state, IterationMetrics* metrics) {
+  const MetricsInputs in = inputs;
+  parallel_for(stream, 1, [=] SURGE_HD(std::int64_t) {
+    const double nan = NAN;
+    IterationMetrics m;
+    m.iteration = static_cast<double>(state->iteration + 1);
+    m.global_step = m.iteration * static_cast<double>(in.steps_per_iteration);
+    m.episodes = in.episode_stats[0];
+    m.episodic_return_mean = m.episodes > 0 ? in.episode_stats[1] / m.episodes : nan;
+    m.episodic_length_mean = m.episodes > 0 ? in.episode_stats[2] / m.episodes : nan;
+    const std::int64_t recent = state->last100_count;
+    double recent_sum = 0.0;
+    for (std::int64_t k = 0; k < recent; ++k) recent_sum += in.ring[k];
+    m.return_last100 = recent > 0 ? recent_sum / static_cast<double>(recent) : nan;
+    m.recent_episodes = static_cast<double>(recent);
+    // Loss terms of the minibatches whose updates were applied (a prefix: a freeze lasts the iteration).
+    const std::int64_t applied = state->epochs_applied * in.minibatches;
+    double sums[kLossTermCount] = {0.0, 0.0, 0.0, 0.0, 0.0};
+    for (std::int64_t b = 0; b < applied; ++b)
+      for (int k = 0; k < kLossTermCount; ++k) sums[k] += in.loss_terms[b * kLossTermCount + k];
+    const double samples = static_cast<double>(applied * in.minibatch_size);
+    m.policy_loss = applied > 0 ? sums[kPolicyLoss] / samples : nan;
+    m.value_loss = applied > 0 ? sums[kValueLoss] / samples : nan;
+    m.entropy = applied > 0 ? sums[kEntropy] / samples : nan;
+    m.approx_kl = applied > 0 ? sums[kApproxKl] / samples : nan;
+    m.clipfrac = applied > 0 ? sums[kClipFraction] / samples : nan;
+    const double n = static_cast<double>(in.steps_per_iteration);
+    const double var_y = in.ev_sums[1] / n - (in.ev_sums[0] / n) * (in.ev_sums[0] / n);
+    const double var_residual = in.ev_sums[3] / n - (in.ev_sums[2] / n) * (in.ev_sums[2] / n);
+    m.explained_variance = var_y > 0.0 ? 1.0 - var_residual / var_y : nan;
+    m.learning_rate = optimizer->learning_rate;
+    m.epochs_applied = static_cast<double>(state->epochs_applied);
+    *metrics = m;
+    state->iteration += 1;
+  });
+}
+
+}  // namespace surge::rl

@@ -1,0 +1,89 @@
+#pragma once
+// The trainer's own single-source kernels (trainer_kernels.cu): bookkeeping between the learner's
+// building blocks. Each launcher only enqueues.
+#include <cstdint>
+
+#include "rl/adam.hpp"
+#include "rl/shuffle.hpp"
+#include "rl/train_state.hpp"
+#include "sim/stream.hpp"
+
+namespace surge::rl {
+
+// Sets this iteration's learning rate, lr0 * (1 - iteration / num_iterations) when annealing (CleanRL's
+// schedule), thaws the optimiser and clears the epoch count. One thread.
+void begin_iteration(const Stream& stream, TrainState* state, OptimizerScalars* optimizer, double learning_rate,
+                     bool anneal, std::int64_t num_iterations);
+
+// Rollout fields of the whole batch, flat over [T][N] (sample s = t * N + n).
+struct BatchView {
+  const float* obs;          // [T*N][obs_dim]
+  const std::int32_t* actions;
+  const float* logprob;
+  const float* value;
+  const float* advantage;
+  const float* returns;
+  int obs_dim;
+};
+// Minibatch buffers the gather fills.
+struct MinibatchBuffers {
+  float* obs;                // [B][obs_dim]
+  std::int32_t* actions;     // [B]
+  float* logprob;
+  float* value;
+  float* advantage;
+  float* returns;
+};
+
+// Copies minibatch `minibatch` of epoch `epoch` into contiguous rows: sample j is batch sample
+// permutation(minibatch * B + j), the permutation being shuffle number iteration * epochs + epoch.
+void gather_minibatch(const Stream& stream, const Permutation& permutation, const TrainState* state,
+                      std::int64_t epochs, std::int64_t epoch, std::int64_t minibatch, std::int64_t minibatch_size,
+                      const BatchView& batch, const MinibatchBuffers& out);
+
+// After an epoch: counts it as applied unless the optimiser was frozen, then freezes the optimiser for
+// the rest of the iteration when target_kl > 0 and the epoch's last minibatch had approx_kl above it
+// (CleanRL's check). last_terms are that minibatch's loss term sums. One thread.
+void end_epoch(const Stream& stream, TrainState* state, OptimizerScalars* optimizer, const double* last_terms,
+               std::int64_t minibatch_size, double target_kl);
+
+// Per environment over the rollout: adds rewards to its running return and, where an episode ends,
+// writes the finished return into ended_return[t][n] and starts again at 0.
+void track_episode_returns(const Stream& stream, std::int64_t num_steps, std::int64_t num_envs, const float* reward,
+                           const std::uint8_t* terminated, const std::uint8_t* truncated, float* running_return,
+                           float* ended_return);
+
+// Two-level counts of ended episodes over the [T*N] slots, for finding the latest ones quickly:
+// chunk_counts[c] over slots [c*kChunk, (c+1)*kChunk), group_counts[g] over chunks [g*kChunk, ...).
+inline constexpr std::int64_t kFinishedChunk = 256;
+std::int64_t finished_chunk_count(std::int64_t slots);
+std::int64_t finished_group_count(std::int64_t slots);
+void count_finished(const Stream& stream, std::int64_t slots, const std::uint8_t* terminated,
+                    const std::uint8_t* truncated, std::int32_t* chunk_counts, std::int32_t* group_counts);
+
+// Pushes this rollout's finished episodes, oldest first, into the ring of the last kRecentEpisodes
+// returns (only the latest kRecentEpisodes of them can matter, so it walks back from the end and
+// stops there). One thread.
+void update_recent_returns(const Stream& stream, std::int64_t slots, const std::uint8_t* terminated,
+                           const std::uint8_t* truncated, const float* ended_return, const std::int32_t* chunk_counts,
+                           const std::int32_t* group_counts, double* ring, TrainState* state);
+
+// Sums of ret, ret^2, ret - value and (ret - value)^2 over the batch, into sums[4].
+void explained_variance_sums(const Stream& stream, std::int64_t slots, const float* returns, const float* value,
+                             double* scratch, double* sums);
+
+struct MetricsInputs {
+  const double* episode_stats;  // [3] episodes, return sum, length sum (Engine::reduce_episode_stats)
+  const double* ring;           // [kRecentEpisodes]
+  const double* loss_terms;     // [epochs * minibatches][kLossTermCount]
+  const double* ev_sums;        // [4]
+  std::int64_t minibatches;     // per epoch
+  std::int64_t minibatch_size;
+  std::int64_t steps_per_iteration;  // T * N
+};
+
+// Writes the iteration's metrics and advances state->iteration. One thread.
+void finish_iteration(const Stream& stream, const MetricsInputs& inputs, const OptimizerScalars* optimizer,
+                      TrainState* state, IterationMetrics* metrics);
+
+}  // namespace surge::rl

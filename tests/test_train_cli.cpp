@@ -1,0 +1,108 @@
+// `surge train` as a user meets it: the files it writes, its summary, and one line with exit code 2 for
+// every kind of bad input.
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "rl/train_config.hpp"
+#include "tools/cli/io.hpp"
+
+namespace {
+
+struct Result {
+  int exit_code;
+  std::string output;
+};
+
+Result run_surge(const std::string& arguments) {
+  std::string output;
+  FILE* pipe = ::popen((std::string(SURGE_BINARY) + " " + arguments + " 2>&1").c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  char buffer[4096];
+  while (std::fgets(buffer, sizeof buffer, pipe)) output += buffer;
+  const int status = ::pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::filesystem::path fresh_dir(const std::string& name) {
+  const auto dir = std::filesystem::temp_directory_path() / ("surge_test_train_cli_" + name);
+  std::filesystem::remove_all(dir);
+  return dir;
+}
+
+}  // namespace
+
+TEST_CASE("surge train writes metrics.csv, config.toml and a summary", "[train][cli]") {
+  const auto dir = fresh_dir("run");
+  const Result r = run_surge("train --scenario cartpole --device cpu --total-steps 768 --seed 2 --set hidden=[16,16] --out " +
+                         dir.string());
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.output.find("surge train: cartpole on cpu: 768 steps in") != std::string::npos);
+  const auto table = surge::cli::CsvTable::read((dir / "metrics.csv").string());
+  CHECK(table.header.size() == 15);
+  REQUIRE(table.rows.size() == 3);  // 768 steps of 16 x 16
+  for (std::size_t row = 0; row < 3; ++row) {
+    CHECK(surge::cli::parse_cell(table, row, table.column("iteration")) == row + 1);
+    CHECK(surge::cli::parse_cell(table, row, table.column("global_step")) == 256.0 * (row + 1));
+    CHECK(surge::cli::parse_cell(table, row, table.column("sps")) > 0.0);
+  }
+  // config.toml is the config that ran, and reads back.
+  const surge::rl::TrainConfig config = surge::rl::load_train_config(read_file(dir / "config.toml"), "config.toml", false, "");
+  CHECK(config.total_steps == 768);
+  CHECK(config.seed == 2);
+  CHECK(config.hidden == std::vector<int>{16, 16});
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("surge train --preset cleanrl takes CleanRL's defaults", "[train][cli]") {
+  const auto dir = fresh_dir("cleanrl");
+  const Result r = run_surge("train --device cpu --preset cleanrl --total-steps 512 --out " + dir.string());
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const std::string config = read_file(dir / "config.toml");
+  CHECK(config.find("num_envs = 4\n") != std::string::npos);
+  CHECK(config.find("num_steps = 128\n") != std::string::npos);
+  CHECK(config.find("learning_rate = 0.00025\n") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("bad input to surge train is one line and exit code 2", "[train][cli]") {
+  const auto dir = fresh_dir("bad");
+  const std::string out = " --out " + dir.string();
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"train --device cpu --set nope=1" + out, "unknown config key 'nope'"},
+      {"train --device cpu --set learning_rate=fast" + out, "learning_rate"},
+      {"train --device cpu --num-envs 0" + out, "--num-envs"},
+      {"train --device cpu --preset nope" + out, "unknown preset 'nope'"},
+      {"train --device cpu --config /nonexistent/x.toml" + out, "/nonexistent/x.toml"},
+      {"train --device cpu --set num_minibatches=3" + out, "num_minibatches = 3"},
+      {"train --device cpu --scenario nosuch" + out, "unknown scenario 'nosuch'"},
+      {"train --device cpu --bogus" + out, "--bogus"},
+      {"train --device cpu --target-return high" + out, "--target-return"},
+      {"train --device cpu --out /proc/no/such/dir", "--out"},
+  };
+  for (const auto& [arguments, expected] : cases) {
+    const Result r = run_surge(arguments);
+    INFO(arguments << "\n" << r.output);
+    CHECK(r.exit_code == 2);
+    CHECK(r.output.find(expected) != std::string::npos);
+    CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 1);
+  }
+  std::filesystem::remove_all(dir);
+}

@@ -1,0 +1,133 @@
+// Config files and --set overrides: layering, presets, type and range errors as one-line InputErrors,
+// and the round trip through to_toml().
+#include <catch2/catch.hpp>
+
+#include "rl/train_config.hpp"
+#include "scenarios/train_configs.hpp"
+#include "sim/error.hpp"
+
+using surge::InputError;
+using surge::rl::TrainConfig;
+
+namespace {
+const char* kText = R"(
+num_envs = 8
+learning_rate = 1e-3
+hidden = [32, 16]
+[cuda]
+num_envs = 4096
+[presets.small]
+num_envs = 2
+num_steps = 8
+activation = "relu"
+)";
+}
+
+TEST_CASE("config layers: defaults, file, [cuda], preset", "[config]") {
+  const TrainConfig cpu = surge::rl::load_train_config(kText, "test.toml", false, "");
+  CHECK(cpu.num_envs == 8);
+  CHECK(cpu.learning_rate == 1e-3);
+  CHECK(cpu.hidden == std::vector<int>{32, 16});
+  CHECK(cpu.num_steps == TrainConfig{}.num_steps);  // untouched keys keep the built-in default
+  CHECK(surge::rl::load_train_config(kText, "test.toml", true, "").num_envs == 4096);
+  const TrainConfig small = surge::rl::load_train_config(kText, "test.toml", true, "small");
+  CHECK(small.num_envs == 2);
+  CHECK(small.num_steps == 8);
+  CHECK(small.activation == "relu");
+  CHECK(surge::rl::train_config_presets(kText, "test.toml") == std::vector<std::string>{"small"});
+}
+
+TEST_CASE("bad config input is an InputError naming the key or the file", "[config]") {
+  CHECK_THROWS_WITH(surge::rl::load_train_config("num_envz = 3", "f.toml", false, ""),
+                    Catch::Contains("unknown config key 'num_envz'") && Catch::Contains("f.toml"));
+  CHECK_THROWS_AS(surge::rl::load_train_config("num_envs = \"many\"", "f.toml", false, ""), InputError);
+  CHECK_THROWS_WITH(surge::rl::load_train_config("num_envs = 2.5", "f.toml", false, ""), Catch::Contains("integer"));
+  CHECK_THROWS_WITH(surge::rl::load_train_config("num_envs = ", "f.toml", false, ""), Catch::Contains("f.toml:1"));
+  CHECK_THROWS_WITH(surge::rl::load_train_config(kText, "f.toml", false, "huge"),
+                    Catch::Contains("unknown preset 'huge'") && Catch::Contains("small"));
+  TrainConfig config;
+  CHECK_THROWS_WITH(surge::rl::apply_config_setting(config, "gama=0.9"), Catch::Contains("unknown config key 'gama'"));
+  CHECK_THROWS_WITH(surge::rl::apply_config_setting(config, "gamma"), Catch::Contains("key=value"));
+  CHECK_THROWS_WITH(surge::rl::apply_config_setting(config, "anneal_lr=maybe"), Catch::Contains("true or false"));
+  CHECK_THROWS_WITH(surge::rl::apply_config_setting(config, "activation=sigmoid"), Catch::Contains("tanh"));
+  CHECK_THROWS_AS(surge::rl::apply_config_setting(config, "hidden=[64, 0]"), InputError);
+  CHECK_THROWS_AS(surge::rl::apply_config_setting(config, "seed=-1"), InputError);
+}
+
+TEST_CASE("--set reads TOML values, bare words and comma lists", "[config]") {
+  TrainConfig config;
+  surge::rl::apply_config_setting(config, "learning_rate=3e-4");
+  surge::rl::apply_config_setting(config, "total_steps=1e6");
+  surge::rl::apply_config_setting(config, "activation=relu");
+  surge::rl::apply_config_setting(config, "hidden=128,64,32");
+  surge::rl::apply_config_setting(config, "anneal_lr=false");
+  surge::rl::apply_config_setting(config, "target_kl=0.02");
+  CHECK(config.learning_rate == 3e-4);
+  CHECK(config.total_steps == 1000000);
+  CHECK(config.activation == "relu");
+  CHECK(config.hidden == std::vector<int>{128, 64, 32});
+  CHECK_FALSE(config.anneal_lr);
+  CHECK(config.target_kl == 0.02);
+}
+
+TEST_CASE("validation rejects impossible combinations in one line", "[config]") {
+  TrainConfig config;
+  config.num_envs = 3;
+  config.num_steps = 5;
+  config.num_minibatches = 4;
+  CHECK_THROWS_WITH(config.validate(), Catch::Contains("does not split into num_minibatches = 4"));
+  config.num_minibatches = 1;
+  config.total_steps = 10;
+  CHECK_THROWS_WITH(config.validate(), Catch::Contains("total_steps = 10"));
+  config.total_steps = 1000;
+  config.gamma = 1.5;
+  CHECK_THROWS_WITH(config.validate(), Catch::Contains("gamma = 1.5"));
+  config.gamma = 0.99;
+  CHECK_NOTHROW(config.validate());
+  config.num_minibatches = 15;
+  CHECK_THROWS_WITH(config.validate(), Catch::Contains("normalise advantages"));
+}
+
+TEST_CASE("to_toml reads back to the same config", "[config]") {
+  TrainConfig config;
+  config.num_envs = 1234;
+  config.learning_rate = 3.3e-4;
+  config.hidden = {7, 9};
+  config.activation = "relu";
+  config.target_kl = 0.015;
+  config.cuda_graph = false;
+  config.seed = 99;
+  const TrainConfig back = surge::rl::load_train_config(config.to_toml(), "round trip", false, "");
+  CHECK(back.to_toml() == config.to_toml());
+  CHECK(back.learning_rate == config.learning_rate);
+  CHECK(back.hidden == config.hidden);
+}
+
+TEST_CASE("the built-in CartPole config is valid, and its cleanrl preset is CleanRL's ppo.py", "[config]") {
+  const std::string text = surge::default_train_config("cartpole");
+  REQUIRE_FALSE(text.empty());
+  CHECK(surge::default_train_config("no-such-scenario").empty());
+  const TrainConfig tuned = surge::rl::load_train_config(text, "cartpole.toml", false, "");
+  CHECK_NOTHROW(tuned.validate());
+  CHECK_NOTHROW(surge::rl::load_train_config(text, "cartpole.toml", true, "").validate());
+  const TrainConfig cleanrl = surge::rl::load_train_config(text, "cartpole.toml", false, "cleanrl");
+  CHECK(cleanrl.num_envs == 4);
+  CHECK(cleanrl.num_steps == 128);
+  CHECK(cleanrl.total_steps == 500000);
+  CHECK(cleanrl.learning_rate == 2.5e-4);
+  CHECK(cleanrl.anneal_lr);
+  CHECK(cleanrl.update_epochs == 4);
+  CHECK(cleanrl.num_minibatches == 4);
+  CHECK(cleanrl.gamma == 0.99);
+  CHECK(cleanrl.gae_lambda == 0.95);
+  CHECK(cleanrl.clip_coef == 0.2);
+  CHECK(cleanrl.ent_coef == 0.01);
+  CHECK(cleanrl.vf_coef == 0.5);
+  CHECK(cleanrl.max_grad_norm == 0.5);
+  CHECK(cleanrl.adam_eps == 1e-5);
+  CHECK(cleanrl.norm_adv);
+  CHECK(cleanrl.clip_vloss);
+  CHECK(cleanrl.target_kl == 0.0);
+  CHECK(cleanrl.hidden == std::vector<int>{64, 64});
+  CHECK(cleanrl.activation == "tanh");
+}

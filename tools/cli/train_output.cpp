@@ -1,0 +1,140 @@
+#include "tools/cli/train_output.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+
+#include "rl/trainer.hpp"
+#include "sim/error.hpp"
+#include "tools/cli/io.hpp"
+
+namespace surge::cli {
+namespace {
+
+std::string number(double value) {
+  if (std::isnan(value)) return "nan";
+  char buffer[40];
+  std::snprintf(buffer, sizeof buffer, "%.9g", value);
+  return buffer;
+}
+
+std::string grouped(double value) {
+  // 1234567 -> "1,234,567"
+  std::string digits = std::to_string(static_cast<long long>(std::llround(value)));
+  for (int k = static_cast<int>(digits.size()) - 3; k > (digits[0] == '-' ? 1 : 0); k -= 3) digits.insert(k, ",");
+  return digits;
+}
+
+std::string duration(double seconds) {
+  char buffer[32];
+  if (seconds < 60)
+    std::snprintf(buffer, sizeof buffer, "%.1fs", seconds);
+  else
+    std::snprintf(buffer, sizeof buffer, "%dm%02ds", static_cast<int>(seconds) / 60, static_cast<int>(seconds) % 60);
+  return buffer;
+}
+
+}  // namespace
+
+TrainOutput::TrainOutput(std::string dir, const std::string& complaint) : dir_(std::move(dir)) {
+  std::error_code error;
+  std::filesystem::create_directories(dir_, error);
+  if (error) throw InputError(complaint + ": " + error.message());
+  require_writable(dir_ + "/metrics.csv", "metrics");
+  last_flush_ = std::chrono::steady_clock::now();
+}
+
+const std::vector<std::string>& TrainOutput::columns() {
+  static const std::vector<std::string> names = {
+      "iteration", "global_step", "wall_time_s", "sps", "episodes", "episodic_return_mean", "return_last100",
+      "episodic_length_mean", "policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac", "explained_variance",
+      "learning_rate"};
+  return names;
+}
+
+void TrainOutput::write_config(const rl::TrainConfig& config, const ScenarioSpec& spec, Device device) {
+  scenario_ = spec.name;
+  device_ = device.str();
+  AtomicFile file(dir_ + "/config.toml");
+  file.stream() << "# surge train: " << spec.name << " (" << spec.gym_id << ") on " << device.str() << "\n"
+                << config.to_toml();
+  file.commit();
+}
+
+void TrainOutput::add_row(const rl::IterationMetrics& m, double wall_time_s) {
+  rows_.push_back({m.iteration, m.global_step, wall_time_s, wall_time_s > 0 ? m.global_step / wall_time_s : NAN,
+                   m.episodes, m.episodic_return_mean, m.return_last100, m.episodic_length_mean, m.policy_loss,
+                   m.value_loss, m.entropy, m.approx_kl, m.clipfrac, m.explained_variance, m.learning_rate});
+}
+
+void TrainOutput::flush_every(double seconds) {
+  const auto now = std::chrono::steady_clock::now();
+  if (std::chrono::duration<double>(now - last_flush_).count() < seconds) return;
+  write_metrics();
+}
+
+void TrainOutput::write_metrics() {
+  AtomicFile file(dir_ + "/metrics.csv");
+  const auto& names = columns();
+  for (std::size_t k = 0; k < names.size(); ++k) file.stream() << (k ? "," : "") << names[k];
+  file.stream() << "\n";
+  for (const auto& row : rows_) {
+    for (std::size_t k = 0; k < row.size(); ++k)
+      file.stream() << (k ? "," : "") << (k == 0 || k == 1 || k == 4 ? std::to_string(std::llround(row[k])) : number(row[k]));
+    file.stream() << "\n";
+  }
+  file.commit();
+  last_flush_ = std::chrono::steady_clock::now();
+}
+
+RunSummary TrainOutput::summary(double target, double target_time_s, double target_step) const {
+  std::ostringstream line;
+  const double steps = rows_.empty() ? 0.0 : rows_.back()[1];
+  const double wall = rows_.empty() ? 0.0 : rows_.back()[2];
+  const double last100 = rows_.empty() ? NAN : rows_.back()[6];
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.2f", wall);
+  line << "surge train: " << scenario_ << " on " << device_ << ": " << grouped(steps) << " steps in " << buffer << " s ("
+       << grouped(wall > 0 ? steps / wall : 0.0) << " SPS), return_last100 " << number(last100);
+  if (!std::isnan(target)) {
+    if (std::isnan(target_time_s)) {
+      line << "; target " << number(target) << " not reached";
+    } else {
+      std::snprintf(buffer, sizeof buffer, "%.2f", target_time_s);
+      line << "; target " << number(target) << " reached at " << buffer << " s (step " << grouped(target_step) << ")";
+    }
+  }
+  return {line.str()};
+}
+
+void ProgressPrinter::update(const rl::IterationMetrics& m, double wall_time_s) {
+  const double sps = wall_time_s > 0 ? m.global_step / wall_time_s : 0.0;
+  const double remaining = (static_cast<double>(iterations_) - m.iteration) * wall_time_s / m.iteration;
+  std::ostringstream line;
+  char buffer[160];
+  std::snprintf(buffer, sizeof buffer, "iter %lld/%lld  steps %s  SPS %s  return %s  last100 %s  ETA %s",
+                static_cast<long long>(m.iteration), static_cast<long long>(iterations_), grouped(m.global_step).c_str(),
+                grouped(sps).c_str(), number(std::round(m.episodic_return_mean * 10) / 10).c_str(),
+                number(std::round(m.return_last100 * 10) / 10).c_str(), duration(remaining).c_str());
+  last_line_ = buffer;
+  if (tty_) {
+    std::cerr << "\r" << last_line_ << "   " << std::flush;
+    return;
+  }
+  last_line_printed_ = wall_time_s - last_print_ >= 2.0;
+  if (last_line_printed_) {
+    std::cerr << last_line_ << "\n";
+    last_print_ = wall_time_s;
+  }
+}
+
+void ProgressPrinter::finish() {
+  if (tty_)
+    std::cerr << "\n";
+  else if (!last_line_.empty() && !last_line_printed_)
+    std::cerr << last_line_ << "\n";
+}
+
+}  // namespace surge::cli

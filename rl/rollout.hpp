@@ -37,7 +37,6 @@ class RolloutStorage {
 
   std::size_t device_bytes() const;
 
-
   // Each buffer's name, shape and size, for memory plans.
   struct Buffer {
     const char* name;

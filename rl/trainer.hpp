@@ -54,12 +54,9 @@ class Trainer {
   Device device() const { return device_; }
   const Stream& stream() const { return stream_; }
   bool uses_graph() const;
-  // Where the rollout of the latest iteration lies (tensor_views() for foreign libraries).
-  const RolloutStorage& rollout() const { return rollout_; }
 
   // The learner's state, for checkpoints: each [network().table().total()], on the device.
   Span<float> parameters() const { return params_.span(); }
-  Span<float> gradients() const { return grads_.span(); }  // of the latest minibatch
   Span<float> adam_first_moment() const { return adam_m_.span(); }
   Span<float> adam_second_moment() const { return adam_v_.span(); }
   // Host copies of the small device structs (they wait for the stream), and their restoration.

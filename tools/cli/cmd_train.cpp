@@ -19,6 +19,10 @@
 #include "tools/cli/io.hpp"
 #include "tools/cli/train_output.hpp"
 
+#if defined(SURGE_WITH_CHECKPOINTS)
+#include "rl/checkpoint.hpp"
+#endif
+
 namespace surge::cli {
 namespace {
 
@@ -73,8 +77,9 @@ int run_train(const Args& args) {
               "Trains a PPO agent (separate actor and critic MLPs, categorical policy) on N environments of a\n"
               "scenario. Every iteration steps each environment T times, computes GAE, and runs E epochs of M\n"
               "minibatch updates, all on one device with no host synchronisation inside the iteration.\n"
-              "Writes DIR/metrics.csv (one row per iteration) and DIR/config.toml (the config used), and\n"
-              "ends with a one-line summary.");
+              "Writes DIR/metrics.csv (one row per iteration), DIR/config.toml (the config used) and\n"
+              "DIR/checkpoint.h5 (parameters, optimiser state, config; see `surge eval`), and ends with a\n"
+              "one-line summary.");
   cmd.option("scenario", "NAME", "scenario to train on", "cartpole")
       .option("device", "DEV", device_help(), "auto")
       .option("num-envs", "N", "environments stepped together (config key num_envs)")
@@ -85,7 +90,7 @@ int run_train(const Args& args) {
       .option("preset", "NAME", "apply the config's [presets.NAME] table, e.g. cleanrl (CleanRL's ppo.py defaults)")
       .repeated("set", "KEY=VALUE", "set one config key, in TOML syntax (e.g. learning_rate=1e-3, hidden=[32,32])")
       .option("target-return", "R", "stop once the mean return of the last 100 finished episodes reaches R")
-      .option("out", "DIR", "output folder for metrics.csv and config.toml (created if missing)", "runs/<scenario>")
+      .option("out", "DIR", "output folder (created if missing)", "runs/<scenario>")
       .flag("no-graph", "on CUDA, launch every kernel instead of replaying a CUDA graph (cuda_graph = false)")
       .note("Precedence: built-in defaults < config file < its [cuda] table (on a GPU) < --preset < the flags\n"
             "above < --set.")
@@ -144,6 +149,11 @@ int run_train(const Args& args) {
   consume(trainer.drain());
   progress.finish();
   output.write_metrics();
+#if defined(SURGE_WITH_CHECKPOINTS)
+  rl::write_checkpoint(output.dir() + "/checkpoint.h5", trainer);
+#else
+  std::cerr << "surge train: this build has no HDF5, so no checkpoint.h5 was written (install libhdf5-dev and rebuild)\n";
+#endif
 
   const RunSummary summary = output.summary(target, target_time, target_step);
   std::cout << summary.line << "\n";

@@ -27,6 +27,7 @@ Commands:
   step        one batched transition of given states (CSV in, CSV out)
   bench env   environment throughput: env-steps per second and bytes written per step
   train       PPO on a scenario: metrics.csv, a progress line and a summary
+  eval        a trained policy's mean return over K episodes, from its checkpoint
   h5          read a rollout log: info, episodes, export as CSV
   doctor      what this machine offers: driver, CUDA, GPUs, architectures, libraries, and a verdict
 
@@ -75,6 +76,7 @@ int main(int argc, char** argv) {
     if (command == "step") return surge::cli::run_step(rest);
     if (command == "bench") return surge::cli::run_bench(rest);
     if (command == "train") return surge::cli::run_train(rest);
+    if (command == "eval") return surge::cli::run_eval(rest);
     if (command == "h5") {
 #if defined(SURGE_WITH_HDF5)
       return surge::cli::run_h5(rest);

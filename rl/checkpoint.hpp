@@ -1,0 +1,43 @@
+#pragma once
+// DIR/checkpoint.h5: everything a trained agent is (HDF5, readable with h5py): the parameters and
+// the Adam state, one dataset per ParamTable slice, shaped as the slice; the config as TOML; the
+// scenario; the step count. Layout:
+//   /                    attributes format ("surge-checkpoint"), format_version, scenario, gym_id, obs_dim,
+//                        num_actions, global_step, iteration, config (TOML text)
+//   /parameters/<slice>  float32 [rows][cols], e.g. /parameters/actor.0.weight [64][4]
+//   /optimizer           attributes step, learning_rate, beta1, beta2, eps, max_grad_norm
+//   /optimizer/adam_m/<slice>, /optimizer/adam_v/<slice>   float32, shaped as the parameters
+// Built only where HDF5 was found (SURGE_WITH_HDF5).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "rl/train_config.hpp"
+
+namespace surge::rl {
+
+class Trainer;
+
+struct Checkpoint {
+  std::string scenario;
+  std::string gym_id;
+  int obs_dim = 0;
+  int num_actions = 0;
+  TrainConfig config;
+  std::int64_t global_step = 0;
+  std::int64_t iteration = 0;
+  // Flat, laid out by the ParamTable of ActorCritic(obs_dim, num_actions, network of config).
+  std::vector<float> params, adam_m, adam_v;
+  double adam_step = 0.0;
+  double learning_rate = 0.0;
+};
+
+// Writes the trainer's state whole or not at all (into a temporary beside `path`, renamed when done).
+// Waits for the trainer's stream. Throws Error when the file cannot be written.
+void write_checkpoint(const std::string& path, const Trainer& trainer);
+void write_checkpoint(const std::string& path, const Checkpoint& checkpoint);
+
+// Throws InputError naming the path when it is missing, not HDF5, or not a Surge checkpoint.
+Checkpoint read_checkpoint(const std::string& path);
+
+}  // namespace surge::rl

@@ -1,0 +1,54 @@
+#include "rl/evaluate.hpp"
+
+#include <algorithm>
+
+#include "rl/categorical.hpp"
+#include "sim/error.hpp"
+#include "sim/parallel.cuh"
+
+namespace surge::rl {
+
+void accumulate_first_episode(const Stream& stream, std::int64_t num_envs, const float* reward,
+                              const std::uint8_t* terminated, const std::uint8_t* truncated, std::uint8_t* finished,
+                              double* returns) {
+  parallel_for(stream, num_envs, [=] SURGE_HD(std::int64_t i) {
+    if (finished[i]) return;
+    returns[i] += static_cast<double>(reward[i]);
+    if (terminated[i] || truncated[i]) finished[i] = 1;
+  });
+}
+
+std::vector<double> evaluate_policy(Engine& engine, const ActorCritic& network, Span<const float> params, bool sample) {
+  const Device device = engine.device();
+  const ScenarioSpec& spec = engine.spec();
+  const std::int64_t n = engine.num_envs();
+  SURGE_CHECK(spec.obs_dim == network.obs_dim() && spec.num_actions == network.num_actions(),
+              "the network does not fit the scenario");
+  SURGE_CHECK(params.size == network.table().total() && params.device == device, "parameters do not fit the network");
+  Stream stream(device);
+  PpoGradient<float> workspace(device, network, n);
+  DeviceBuffer<float> obs(device, n * spec.obs_dim), logits(device, n * spec.num_actions), reward(device, n);
+  DeviceBuffer<std::int32_t> actions(device, n);
+  DeviceBuffer<std::uint8_t> terminated(device, n), truncated(device, n), finished(device, n);
+  DeviceBuffer<double> returns(device, n);
+  zero_bytes(finished.data(), device, finished.bytes(), stream);
+  zero_bytes(returns.data(), device, returns.bytes(), stream);
+  engine.observe(obs.span(), stream);
+  // Every episode ends by the time limit; check now and then whether all have, to stop early.
+  const std::int64_t check_every = 32;
+  for (std::int64_t t = 0; t < spec.max_episode_steps; ++t) {
+    workspace.forward_actor(stream, params.data, obs.data(), n, logits.data());
+    ActionDraw draw{engine.seed(), nullptr, 0, t};
+    sample_actions(stream, logits.data(), n, spec.num_actions, draw, !sample, actions.data(), nullptr);
+    engine.step(ActionView{actions.cspan(), {}}, StepViews{obs.span(), reward.span(), terminated.span(), truncated.span(), {}},
+                stream);
+    accumulate_first_episode(stream, n, reward.data(), terminated.data(), truncated.data(), finished.data(), returns.data());
+    if ((t + 1) % check_every == 0) {
+      const std::vector<std::uint8_t> done = to_host(finished.cspan(), stream);
+      if (std::all_of(done.begin(), done.end(), [](std::uint8_t f) { return f != 0; })) break;
+    }
+  }
+  return to_host(returns.cspan(), stream);
+}
+
+}  // namespace surge::rl

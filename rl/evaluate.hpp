@@ -1,0 +1,22 @@
+#pragma once
+// Evaluating a policy: K environments each play one episode to its end, greedily (the most probable
+// action) or sampling from the policy, and the K returns come back.
+#include <cstdint>
+#include <vector>
+
+#include "rl/actor_critic.hpp"
+#include "sim/engine.hpp"
+
+namespace surge::rl {
+
+// `engine` holds the K environments (K = engine.num_envs(), freshly reset); `params` the network's
+// parameters on the engine's device ([network.table().total()]). Returns each environment's first
+// episode return, in environment order. Sampling draws from the engine's seed on the Action streams.
+std::vector<double> evaluate_policy(Engine& engine, const ActorCritic& network, Span<const float> params, bool sample);
+
+// Per environment: adds this step's reward to the return of its first episode until that episode ends.
+void accumulate_first_episode(const Stream& stream, std::int64_t num_envs, const float* reward,
+                              const std::uint8_t* terminated, const std::uint8_t* truncated, std::uint8_t* finished,
+                              double* returns);
+
+}  // namespace surge::rl

@@ -1,0 +1,72 @@
+// surge eval: plays K episodes with a trained policy from a checkpoint and reports their returns.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+
+#include "rl/actor_critic.hpp"
+#include "rl/evaluate.hpp"
+#include "scenarios/registry.hpp"
+#include "sim/error.hpp"
+#include "tools/cli/args.hpp"
+#include "tools/cli/commands.hpp"
+
+#if defined(SURGE_WITH_CHECKPOINTS)
+#include "rl/checkpoint.hpp"
+#endif
+
+namespace surge::cli {
+
+int run_eval(const Args& args) {
+  Command cmd("eval",
+              "Loads the policy from a checkpoint that `surge train` wrote and lets K environments play one\n"
+              "episode each, choosing the most probable action (or, with --sample, drawing from the policy).\n"
+              "Prints the mean and standard deviation of the K returns.");
+  cmd.option("checkpoint", "FILE", "checkpoint.h5 written by surge train", "", true)
+      .option("episodes", "K", "episodes to play (one per environment, all at once)", "100")
+      .option("device", "DEV", device_help(), "auto")
+      .option("seed", "S", "seed of the environments' resets (and of the actions with --sample)", "12345")
+      .flag("sample", "draw actions from the policy instead of taking the most probable one")
+      .example("surge eval --checkpoint runs/cartpole/checkpoint.h5 --episodes 100")
+      .example("surge eval --checkpoint runs/cartpole/checkpoint.h5 --episodes 1000 --sample --device cpu");
+  if (!cmd.parse(args)) {
+    std::cout << cmd.usage();
+    return 0;
+  }
+#if defined(SURGE_WITH_CHECKPOINTS)
+  const std::int64_t episodes = cmd.get_int("episodes", 1, std::int64_t(1) << 26);
+  const std::uint64_t seed = cmd.get_u64("seed");
+  const bool sample = cmd.flag_set("sample");
+  const rl::Checkpoint checkpoint = rl::read_checkpoint(cmd.get("checkpoint"));
+  const ScenarioSpec& spec = scenario_spec(checkpoint.scenario);
+  if (spec.obs_dim != checkpoint.obs_dim || spec.num_actions != checkpoint.num_actions)
+    throw InputError("checkpoint '" + cmd.get("checkpoint") + "' was trained on a " + checkpoint.scenario +
+                     " with different observations or actions than this build's");
+  const Device device = parse_device(cmd.get("device"));
+  rl::NetworkConfig network_config;
+  network_config.hidden = checkpoint.config.hidden;
+  network_config.activation = rl::parse_activation(checkpoint.config.activation);
+  const rl::ActorCritic network(checkpoint.obs_dim, checkpoint.num_actions, network_config);
+  Stream stream(device);
+  DeviceBuffer<float> params(device, network.table().total());
+  from_host(params.span(), checkpoint.params, stream);
+  auto engine = make_engine(checkpoint.scenario, device, episodes, seed);
+  const std::vector<double> returns = rl::evaluate_policy(*engine, network, params.cspan(), sample);
+
+  double mean = 0.0;
+  for (double r : returns) mean += r;
+  mean /= static_cast<double>(returns.size());
+  double variance = 0.0;
+  for (double r : returns) variance += (r - mean) * (r - mean);
+  variance /= static_cast<double>(returns.size());
+  const auto [low, high] = std::minmax_element(returns.begin(), returns.end());
+  std::printf("surge eval: %s, %lld episodes (%s) on %s after %lld training steps: return %.2f ± %.2f (min %.1f, max %.1f)\n",
+              checkpoint.scenario.c_str(), static_cast<long long>(episodes), sample ? "sampled" : "greedy",
+              device.str().c_str(), static_cast<long long>(checkpoint.global_step), mean, std::sqrt(variance), *low, *high);
+  return 0;
+#else
+  throw InputError("surge eval reads HDF5 checkpoints, and this build has no HDF5; install libhdf5-dev and rebuild");
+#endif
+}
+
+}  // namespace surge::cli

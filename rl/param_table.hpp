@@ -6,6 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "sim/memory.hpp"
+#include "sim/tensor_view.hpp"
+
 namespace surge::rl {
 
 struct ParamSlice {
@@ -33,6 +36,18 @@ class ParamTable {
   std::int64_t total() const { return total_; }
   // Elements that are real parameters (no padding).
   std::int64_t parameter_count() const;
+
+  // One view per slice of `buffer` (parameters, gradients or an Adam moment; [total()] elements),
+  // named as the slice and shaped [rows][cols] (a bias is [out][1]), padding left out.
+  template <class T>
+  std::vector<NamedTensorView> tensor_views(Span<T> buffer) const {
+    SURGE_CHECK(buffer.size == total_, "buffer of " + std::to_string(buffer.size) + " elements is not carved by a table of " +
+                                           std::to_string(total_));
+    std::vector<NamedTensorView> views;
+    for (const ParamSlice& slice : slices_)
+      views.push_back({slice.name, TensorView::of(buffer.slice(slice.offset, slice.size()), {slice.rows, slice.cols})});
+    return views;
+  }
 
  private:
   std::vector<ParamSlice> slices_;

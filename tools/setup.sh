@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Surge set-up in one command, for a fresh Debian 12 / Ubuntu machine with the CUDA toolkit, as root.
 #
-#   tools/setup.sh            install what is missing, build, run the main job
+#   tools/setup.sh            install what is missing, build, run the main job (train CartPole, bench env)
 #   tools/setup.sh test       install what is missing, build, run the whole test suite
 #   tools/setup.sh --deps-only | --build-only    one half only (the Dockerfile uses these)
 #
@@ -87,7 +87,9 @@ case "$action" in
   main)
     install_deps
     build
-    say "running the main job: surge bench env"
+    say "running the main job: PPO on CartPole until the mean return of the last 100 episodes reaches 475"
+    "$build_dir/bin/surge" train --scenario cartpole --device auto --target-return 475 --out runs/cartpole
+    say "metrics in runs/cartpole/metrics.csv; environment throughput next"
     "$build_dir/bin/surge" bench env --scenario cartpole --device auto ;;
   test)
     install_deps

@@ -219,6 +219,14 @@ struct RolloutLog::State {
   std::int64_t written = 0, dropped = 0;
   std::thread writer;
 
+  ~State() {  // normally all closed by close(); not so when the constructor gave up half way
+    hdf5::Lock lock;
+    datasets.clear();
+    iteration_dataset.reset();
+    global_step_dataset.reset();
+    file.reset();
+  }
+
   void open_file();
   void reopen_for_resume();
   void write_slot(const Slot& slot);

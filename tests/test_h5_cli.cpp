@@ -113,7 +113,7 @@ TEST_CASE("surge h5 info shows attributes, datasets and the logged iterations", 
     obs_line = true;
     CHECK(type == "float32");
     CHECK(line.find("[4, 6, 4, 3]") != std::string::npos);
-    CHECK(line.find("shuffle, deflate(4)") != std::string::npos);
+    CHECK(line.find("shuffle, deflate(1)") != std::string::npos);
   }
   CHECK(obs_line);
 }

@@ -69,8 +69,20 @@ void PpoGradient<Scalar>::forward(const Stream& stream, const Scalar* params, co
 template <class Scalar>
 void PpoGradient<Scalar>::compute(const Stream& stream, const PpoLossConfig& config, const MinibatchView<Scalar>& minibatch,
                                   const Scalar* params, Scalar* grads, double* terms) {
+  compute_forward(stream, minibatch, params);
+  compute_backward(stream, config, minibatch, params, grads, terms);
+}
+
+template <class Scalar>
+void PpoGradient<Scalar>::compute_forward(const Stream& stream, const MinibatchView<Scalar>& minibatch, const Scalar* params) {
+  forward(stream, params, minibatch.obs, minibatch.size, logits_.data(), values_.data());
+}
+
+template <class Scalar>
+void PpoGradient<Scalar>::compute_backward(const Stream& stream, const PpoLossConfig& config,
+                                           const MinibatchView<Scalar>& minibatch, const Scalar* params, Scalar* grads,
+                                           double* terms) {
   const std::int64_t batch = minibatch.size;
-  forward(stream, params, minibatch.obs, batch, logits_.data(), values_.data());
   ppo_loss<Scalar>(stream, config, minibatch, net_->num_actions(), logits_.data(), values_.data(), advantage_stats_.data(),
                    reduce_scratch_.data(), d_logits_.data(), d_values_.data(), terms);
   mlp_backward<Scalar>(stream, net_->actor(), params, minibatch.obs, batch, actor_activations_.data(), d_logits_.data(),

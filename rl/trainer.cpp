@@ -89,7 +89,11 @@ Trainer::Trainer(Engine& engine, const TrainConfig& config)
 
 bool Trainer::uses_graph() const { return device_.is_cuda() && config_.cuda_graph; }
 
-void Trainer::enqueue_iteration() {
+void Trainer::enqueue_iteration(PhaseClock* clock) {
+  auto lap = [clock](TrainPhase phase) {
+    if (clock) clock->lap(static_cast<int>(phase));
+  };
+  if (clock) clock->start();
   const std::int64_t steps = config_.num_steps, n = config_.num_envs, b = minibatch_size_;
   const int d = rollout_.obs_dim(), actions = network_.num_actions();
   const float* params = params_.data();
@@ -98,21 +102,28 @@ void Trainer::enqueue_iteration() {
 
   begin_iteration(stream_, state, optimizer, config_.learning_rate, config_.anneal_lr, num_iterations());
   copy_bytes(rollout_.obs(0), device_, rollout_.obs(steps), device_, static_cast<std::size_t>(n * d) * sizeof(float), stream_);
+  lap(TrainPhase::Other);
 
   // ---- rollout
   for (std::int64_t t = 0; t < steps; ++t) {
     workspace_.forward_actor(stream_, params, rollout_.obs(t), n, rollout_logits_.data());
     workspace_.forward_critic(stream_, params, rollout_.obs(t), n, rollout_.value(t));
+    lap(TrainPhase::PolicyForward);
     const ActionDraw draw{config_.seed, &state->iteration, steps, t};
     sample_actions(stream_, rollout_logits_.data(), n, actions, draw, false, rollout_.actions(t), rollout_.logprob(t));
+    lap(TrainPhase::Sampling);
     engine_.step(rollout_.action_view(t), rollout_.step_views(t), stream_);
+    lap(TrainPhase::EnvStep);
     // V(final observation) of episodes that ended at this step; GAE reads it only where they were truncated.
     workspace_.forward_critic(stream_, params, rollout_.final_obs(), n, rollout_.final_value(t));
+    lap(TrainPhase::PolicyForward);
   }
   workspace_.forward_critic(stream_, params, rollout_.obs(steps), n, rollout_.value(steps));
+  lap(TrainPhase::PolicyForward);
   compute_gae(stream_, steps, n, static_cast<float>(config_.gamma), static_cast<float>(config_.gae_lambda),
               rollout_.reward(0), rollout_.terminated(0), rollout_.truncated(0), rollout_.value(0), rollout_.final_value(0),
               rollout_.advantage(0), rollout_.returns(0));
+  lap(TrainPhase::Gae);
 
   // ---- episode statistics and the rollout's explained variance
   const std::int64_t slots = steps * n;
@@ -146,10 +157,19 @@ void Trainer::enqueue_iteration() {
     double* terms = nullptr;
     for (std::int64_t m = 0; m < minibatches; ++m) {
       terms = loss_terms_.data() + (epoch * minibatches + m) * kLossTermCount;
+      lap(TrainPhase::Other);
       gather_minibatch(stream_, permutation, state, epochs, epoch, m, b, batch, buffers);
-      workspace_.compute(stream_, loss_config_, minibatch, params, grads_.data(), terms);
+      if (clock) {
+        workspace_.compute_forward(stream_, minibatch, params);
+        lap(TrainPhase::UpdateForward);
+        workspace_.compute_backward(stream_, loss_config_, minibatch, params, grads_.data(), terms);
+        lap(TrainPhase::UpdateBackward);
+      } else {
+        workspace_.compute(stream_, loss_config_, minibatch, params, grads_.data(), terms);
+      }
       adam_step(stream_, adam_config_, params_.span(), grads_.cspan(), adam_m_.span(), adam_v_.span(), optimizer,
                 reduce_scratch_.data());
+      lap(TrainPhase::Optimiser);
     }
     end_epoch(stream_, state, optimizer, terms, b, config_.target_kl);
   }
@@ -163,16 +183,19 @@ void Trainer::enqueue_iteration() {
   inputs.minibatch_size = b;
   inputs.steps_per_iteration = slots;
   finish_iteration(stream_, inputs, optimizer, state, metrics_.data());
+  lap(TrainPhase::Other);
 }
 
-void Trainer::iterate() {
+void Trainer::iterate(PhaseClock* clock) {
   // Iteration 0 runs eagerly: it sets up cuBLASLt's plans and touches every buffer, which capture
   // must not do; later ones replay the graph captured from the second.
-  if (uses_graph() && enqueued_ >= 1) {
-    if (!graph_.captured()) graph_.capture([this] { enqueue_iteration(); });
+  if (clock) {
+    enqueue_iteration(clock);
+  } else if (uses_graph() && enqueued_ >= 1) {
+    if (!graph_.captured()) graph_.capture([this] { enqueue_iteration(nullptr); });
     graph_.launch();
   } else {
-    enqueue_iteration();
+    enqueue_iteration(nullptr);
   }
   // Slot enqueued_ % 2 still holds iteration enqueued_ - 2 if nobody read it: read it before reuse.
   if (collected_ <= enqueued_ - 2) collect(enqueued_ - 2);

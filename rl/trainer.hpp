@@ -16,6 +16,7 @@
 #include "rl/train_state.hpp"
 #include "sim/engine.hpp"
 #include "sim/memory.hpp"
+#include "sim/phase_clock.hpp"
 #include "sim/stream.hpp"
 
 namespace surge::rl {
@@ -29,6 +30,11 @@ struct TrainerBuffer {
   std::size_t bytes() const { return static_cast<std::size_t>(elements) * element_bytes; }
 };
 
+// The phases of an iteration, as iterate(clock) times them. "Other" holds the small kernels between
+// them: the learning-rate schedule, episode statistics, epoch bookkeeping, the metrics.
+enum class TrainPhase : int { PolicyForward, Sampling, EnvStep, Gae, UpdateForward, UpdateBackward, Optimiser, Other };
+inline constexpr int kTrainPhaseCount = 8;
+
 class Trainer {
  public:
   // `engine` holds config.num_envs environments of a discrete-action scenario on the device to train
@@ -38,8 +44,10 @@ class Trainer {
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
 
-  // Enqueues one iteration. Does not wait for the device.
-  void iterate();
+  // Enqueues one iteration. Does not wait for the device. With a clock (on stream(), kTrainPhaseCount
+  // phases), the diagnostic pass: the iteration is enqueued eagerly, outside the CUDA graph, with a mark
+  // after every phase; clock->seconds() then holds each TrainPhase's time. It trains like any other.
+  void iterate(PhaseClock* clock = nullptr);
   // Metrics of the iterations that have finished and were not returned before, oldest first. On the
   // CPU that includes the latest iteration; on CUDA it waits for the one before the latest.
   std::vector<IterationMetrics> ready_metrics();
@@ -71,7 +79,7 @@ class Trainer {
   std::size_t device_bytes() const;
 
  private:
-  void enqueue_iteration();
+  void enqueue_iteration(PhaseClock* clock);
   void collect(std::int64_t iteration);
 
   Engine& engine_;

@@ -6,6 +6,7 @@ ours), and bad input that must end with one line on stderr, exit code 2 and no f
 usage: check_throughput_outputs.py SURGE_BINARY SOURCE_DIR"""
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -125,6 +126,16 @@ def main():
         os.remove(os.path.join(scratch, "sweep.json"))
         os.remove(os.path.join(scratch, "sweep.svg"))
 
+        # The training sweep: one N, three PPO iterations (two untimed), the same schema.
+        result = run(surge, ["bench", "sweep", "--what", "train", "--scenario", "cartpole", "--device", "cpu", "--from", "16",
+                             "--to", "16", "--steps", "8", "--repeats", "1", "--min-env-steps", "1", "--json", "train.json"], scratch)
+        check(result.returncode == 0, f"the training sweep failed ({result.returncode}): {result.stderr}")
+        report = json.load(open(os.path.join(scratch, "train.json")))
+        errors = validate(report, schema, schema)
+        check(not errors, "training sweep schema: " + "; ".join(errors))
+        check(report["what"] == "train" and report["mode"] == "ppo", "the training sweep is not labelled as one")
+        check([p["num_envs"] for p in report["points"]] == [16] and report["stop"] == "reached_limit", "training sweep points")
+        os.remove(os.path.join(scratch, "train.json"))
 
         # The roofline: cartpole's hand-counted work per env-step, placed consistently under the ceilings.
         roofline_schema = json.load(open(os.path.join(source, "docs", "throughput-roofline.schema.json")))
@@ -153,6 +164,35 @@ def main():
         os.remove(os.path.join(scratch, "roofline.json"))
         os.remove(os.path.join(scratch, "roofline.svg"))
 
+        # The phases of PPO training: one diagnostic iteration, whose phases and "other" add up to it.
+        result = run(surge, ["bench", "roofline", "--what", "train", "--scenario", "cartpole", "--device", "cpu",
+                             "--num-envs", "16", "--steps", "8", "--repeats", "1", "--gemm-size", "64",
+                             "--json", "train-roofline.json", "--svg", "train-roofline.svg"], scratch)
+        check(result.returncode == 0, f"the training roofline failed ({result.returncode}): {result.stderr}")
+        report = json.load(open(os.path.join(scratch, "train-roofline.json")))
+        errors = validate(report, roofline_schema, roofline_schema)
+        check(not errors, "training roofline schema: " + "; ".join(errors))
+        names = [p["name"] for p in report["phases"]]
+        check(names == ["policy forward", "sampling", "env step", "GAE", "update forward", "update backward", "optimiser"],
+              f"training phases: {names}")
+        shares = sum(p["share_of_iteration"] for p in report["phases"])
+        other = report["iteration"]["other_seconds"] / report["iteration"]["seconds"]
+        check(abs(shares + other - 1) < 1e-6, f"phase shares {shares} and other {other} do not add up to the iteration")
+        ET.parse(os.path.join(scratch, "train-roofline.svg"))
+        os.remove(os.path.join(scratch, "train-roofline.json"))
+        os.remove(os.path.join(scratch, "train-roofline.svg"))
+
+        # surge train --num-envs auto: a short training sweep picks N, then training runs with it.
+        result = run(surge, ["train", "--scenario", "cartpole", "--device", "cpu", "--num-envs", "auto", "--num-steps", "4",
+                             "--total-steps", "8192", "--out", "auto-run"], scratch)
+        check(result.returncode == 0, f"training with --num-envs auto failed ({result.returncode}): {result.stderr}")
+        chosen = [line for line in result.stderr.splitlines() if "--num-envs auto:" in line]
+        check(len(chosen) == 1, f"no --num-envs auto line in {result.stderr!r}")
+        n = int(chosen[0].split("--num-envs auto:")[1].split()[0])
+        check(16 <= n <= 1024 and n & (n - 1) == 0, f"--num-envs auto chose {n}")
+        check(f"{n} envs" in result.stderr, "training did not run with the chosen N")
+        shutil.rmtree(os.path.join(scratch, "auto-run"))
+
         # Bad input: one line, exit code 2, nothing written.
         base = ["bench", "sweep", "--device", "cpu", "--steps", "16", "--repeats", "1", "--min-env-steps", "1024",
                 "--json", "out.json", "--svg", "out.svg"]
@@ -160,6 +200,7 @@ def main():
             "N0 above N1": ["--from", "512", "--to", "64"],
             "N0 not a power of two": ["--from", "100", "--to", "1024"],
             "unknown --what": ["--what", "everything", "--from", "64", "--to", "128"],
+            "training a continuous scenario": ["--what", "train", "--scenario", "pendulum", "--from", "64", "--to", "128"],
         }
         for name, extra in bad.items():
             r = run(surge, base + extra, scratch)

@@ -96,20 +96,23 @@ if $surge bench train --help >/dev/null 2>&1; then
   cat "$out"/bench-train-*.json >"$out/bench-train.jsonl" 2>/dev/null && rm -f "$out"/bench-train-*.json
 fi
 if $surge bench sweep --help >/dev/null 2>&1; then
-  say "throughput research: env sweeps (fused, step) and the roofline; JSON lines in throughput.jsonl, figures in throughput.svg"
+  say "throughput research: sweeps (env fused, env step, train) and rooflines (env, train); JSON lines in throughput.jsonl, figures in throughput.svg"
   : >"$out/throughput.jsonl"
-  for run in "sweep --mode fused" "sweep --mode step" "roofline"; do
-    name=$(echo "$run" | tr -d ' -' | sed 's/mode//')
-    timeout 120 $surge bench $run --scenario cartpole --device cuda --json "$out/$name.json" --svg "$out/$name.svg" 2>>"$log" |
-      tee -a "$log"
-    cat "$out/$name.json" >>"$out/throughput.jsonl" 2>/dev/null
+  names=()
+  for job in "sweep-fused:sweep --what env --mode fused" "sweep-step:sweep --what env --mode step" \
+             "sweep-train:sweep --what train --repeats 3 --min-env-steps 8388608" \
+             "roofline-env:roofline --what env" "roofline-train:roofline --what train --repeats 3"; do
+    name=${job%%:*}
+    timeout 180 $surge bench ${job#*:} --scenario cartpole --device cuda --json "$out/$name.json" --svg "$out/$name.svg" \
+      2>>"$log" | tee -a "$log"
+    [[ -f $out/$name.json ]] && cat "$out/$name.json" >>"$out/throughput.jsonl" && names+=("$name")
   done
   # The figures one under another in one SVG (nested <svg> elements), to stay within 8 output files.
-  python3 - "$out" <<'PY' 2>&1 | tee -a "$log"
+  python3 - "$out" "${names[@]}" <<'PY' 2>&1 | tee -a "$log"
 import os, sys, xml.etree.ElementTree as ET
 out, ns = sys.argv[1], "http://www.w3.org/2000/svg"
 ET.register_namespace("", ns)
-parts = [ET.parse(f"{out}/{n}.svg").getroot() for n in ("sweepfused", "sweepstep", "roofline") if os.path.exists(f"{out}/{n}.svg")]
+parts = [ET.parse(f"{out}/{n}.svg").getroot() for n in sys.argv[2:] if os.path.exists(f"{out}/{n}.svg")]
 height = sum(float(p.get("height")) for p in parts)
 root = ET.Element(f"{{{ns}}}svg", width="760", height=str(height), viewBox=f"0 0 760 {height}")
 y = 0.0
@@ -117,6 +120,6 @@ for p in parts:
     p.set("y", str(y)); y += float(p.get("height")); root.append(p)
 ET.ElementTree(root).write(f"{out}/throughput.svg", xml_declaration=True, encoding="UTF-8")
 PY
-  rm -f "$out"/sweepfused.* "$out"/sweepstep.* "$out"/roofline.*
+  rm -f "$out"/sweep-*.json "$out"/sweep-*.svg "$out"/roofline-*.json "$out"/roofline-*.svg
 fi
 say "done in $(( $(date +%s) - started )) s"

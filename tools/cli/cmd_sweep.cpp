@@ -10,8 +10,8 @@
 #include "sim/memory_plan.hpp"
 #include "tools/cli/args.hpp"
 #include "tools/cli/commands.hpp"
-#include "tools/cli/env_bench.hpp"
 #include "tools/cli/io.hpp"
+#include "tools/cli/sweep_runner.hpp"
 #include "tools/throughput/knee.hpp"
 #include "tools/throughput/sweep_report.hpp"
 
@@ -22,9 +22,7 @@
 namespace surge::cli {
 namespace {
 
-using throughput::SweepPoint;
 using throughput::SweepResult;
-using throughput::SweepStop;
 
 bool is_power_of_two(std::int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
 
@@ -34,46 +32,47 @@ std::string join_command(const Args& args) {
   return line;
 }
 
-std::string gain_text(double gain) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.3gx", gain);
-  return text;
-}
-
 }  // namespace
 
 int run_bench_sweep(const Args& args) {
   Command cmd("bench sweep",
               "The batch-doubling search: measures env-steps/s at N0, 2 N0, 4 N0, ... environments, stepping\n"
-              "them as surge bench env does. It stops when a doubling gains less than --min-gain, when the next N\n"
-              "would not fit in device memory (by its memory plan), or when the next N would pass --to. Each N\n"
-              "runs rollouts of T steps back to back until at least --min-env-steps are timed, --repeats times;\n"
-              "the median is reported. Names the knee (the first N whose doubling gained less than --min-gain)\n"
-              "and recommends --num-envs: the smallest N within --recommend-fraction of the best rate.\n"
-              "Definitions and the JSON schema: docs/throughput.md.");
-  cmd.option("what", "WHAT", "what to sweep: env (environment stepping)", "env")
+              "them alone (--what env, as surge bench env) or training on them (--what train: whole PPO iterations\n"
+              "with the default configuration, as surge train runs them, updates included). It stops when a\n"
+              "doubling gains less than --min-gain, when the next N would not fit in device memory (by its memory\n"
+              "plan), or when the next N would pass --to. Each N runs rollouts (or iterations) of T steps back to\n"
+              "back until at least --min-env-steps are timed, --repeats times; the median is reported. Names the\n"
+              "knee (the first N whose doubling gained less than --min-gain) and recommends --num-envs: the\n"
+              "smallest N within --recommend-fraction of the best rate. Definitions and the JSON schema:\n"
+              "docs/throughput.md.");
+  cmd.option("what", "WHAT", "what to sweep: env (environment stepping) or train (PPO iterations)", "env")
       .option("scenario", "NAME", "scenario to step", "cartpole")
       .option("device", "DEV", device_help(), "auto")
       .option("from", "N0", "first number of environments, a power of two [default: 1024 on CUDA, 64 on the CPU]")
       .option("to", "N1", "largest number of environments to try [default: 2^30 on CUDA, 2^24 on the CPU]")
       .option("steps", "T", "steps per rollout", "128")
-      .option("mode", "MODE", "fused (one launch steps T times) or step (one launch per step, as training)", "fused")
+      .option("mode", "MODE", "--what env: fused (one launch steps T times) or step (one launch per step, as training)", "fused")
       .option("min-gain", "G", "a doubling that multiplies the rate by less than this ends the sweep", "1.1")
       .option("recommend-fraction", "F", "recommend the smallest N reaching this fraction of the best rate", "0.9")
       .option("repeats", "R", "timed repeats per N; the median is reported", "5")
-      .option("min-env-steps", "E", "env-steps per timed repeat, at least [default: 2^26 on CUDA, 2^22 on the CPU]")
+      .option("min-env-steps", "E", "env-steps per timed repeat, at least [default: env 2^26 on CUDA, 2^22 on the CPU; "
+                                     "train 2^24 on CUDA, 2^16 on the CPU]")
       .option("seed", "K", "random seed", "1")
       .option("json", "FILE", "write the results as JSON (schema in docs/throughput.md)")
       .option("svg", "FILE", "draw env-steps/s against N on log-log axes, knee and recommendation marked")
       .example("surge bench sweep --what env --scenario cartpole --device cuda --json sweep.json --svg sweep.svg")
+      .example("surge bench sweep --what train --scenario cartpole --device cuda --json train-sweep.json")
       .example("surge bench sweep --device cpu --from 64 --to 4096 --steps 64");
   if (!cmd.parse(args)) {
     std::cout << cmd.usage();
     return 0;
   }
   const std::string what = cmd.get("what");
-  if (what != "env") throw InputError(cmd.complaint("--what '" + what + "' is not one of env"));
+  if (what != "env" && what != "train") throw InputError(cmd.complaint("--what '" + what + "' is not one of env, train"));
   const ScenarioSpec& spec = scenario_spec(cmd.get("scenario"));
+  if (what == "train" && spec.action_kind != ActionKind::Discrete)
+    throw InputError(cmd.complaint("--what train needs a scenario with discrete actions (the learner's policy is categorical); '" +
+                                   spec.name + "' has continuous ones"));
   const std::string mode = cmd.get("mode");
   if (mode != "fused" && mode != "step") throw InputError(cmd.complaint("--mode '" + mode + "' is not one of fused, step"));
   const std::int64_t kMaxEnvs = std::int64_t(1) << 40;
@@ -104,95 +103,25 @@ int run_bench_sweep(const Args& args) {
   const std::int64_t to = to_given ? to_given : (gpu ? std::int64_t(1) << 30 : std::int64_t(1) << 24);
   if (from > to)
     throw InputError(cmd.complaint("--from " + std::to_string(from) + " is above --to " + std::to_string(to) + "; give --from <= --to"));
-  const std::int64_t default_min_env_steps = gpu ? std::int64_t(1) << 26 : std::int64_t(1) << 22;
+  const bool train = what == "train";
+  const std::int64_t default_min_env_steps = train ? (gpu ? std::int64_t(1) << 24 : std::int64_t(1) << 16)
+                                                   : (gpu ? std::int64_t(1) << 26 : std::int64_t(1) << 22);
   const std::int64_t min_env_steps = min_env_steps_given ? min_env_steps_given : default_min_env_steps;
-  auto batches_for = [&](std::int64_t n) { return std::max<std::int64_t>(1, (min_env_steps + n * steps - 1) / (n * steps)); };
 
-  // Each N: its memory plan, and the timed repeats.
-  auto env_config = [&](std::int64_t n) {
-    EnvBenchConfig c;
-    c.scenario = spec.name;
-    c.device = device;
-    c.num_envs = n;
-    c.steps = steps;
-    c.repeats = repeats;
-    c.rollouts_per_repeat = batches_for(n);
-    c.step_mode = mode == "step";
-    c.seed = seed;
-    return c;
-  };
-  auto plan_for = [&](std::int64_t n) { return env_bench_memory_plan(env_config(n)); };
-  auto measure = [&](std::int64_t n) {
-    const EnvBenchRun run = run_env_bench(env_config(n));
-    return std::make_pair(run.rates, run.rate);
-  };
-
-  // Free memory is read once, before anything is allocated: each N's buffers are gone before the next.
-  const AvailableMemory available = available_memory(device);
-  auto fits = [&](std::int64_t n) { return !available.known || plan_for(n).fits(available); };
-  if (!fits(from)) {
-    const MemoryPlan plan = plan_for(from);
-    throw InputError(cmd.complaint("--from " + std::to_string(from) + " needs " + format_bytes(plan.allocated_bytes()) +
-                                   " of memory on " + device.str() + ", " + format_bytes(available.free_bytes) +
-                                   " is free; lower --from or --steps"));
-  }
-
-  SweepResult result;
-  result.what = what;
-  result.scenario = spec.name;
-  result.device = device.str();
-  result.mode = mode;
-  result.from = from;
-  result.to = to;
-  result.min_env_steps = min_env_steps;
-  result.repeats = repeats;
-  result.rule = rule;
-  result.command = join_command(args);
-  result.memory_known = available.known;
-  result.free_bytes = available.free_bytes;
-  result.memory_source = available.known ? available.source : "unknown: memory not checked";
-
-  std::cerr << "surge bench sweep: " << what << " of " << spec.name << " on " << device.str() << ", N from " << from
-            << " doubling up to " << to << ", T = " << steps << " (" << result.mode << "), " << repeats << " repeats\n";
-  std::vector<throughput::ScalingPoint> scaling;
-  for (std::int64_t n = from;; n *= 2) {
-    const auto [rates, rate] = measure(n);
-    SweepPoint point;
-    point.num_envs = n;
-    point.steps = steps;
-    point.batches_per_repeat = batches_for(n);
-    point.rates = rates;
-    point.rate = rate;
-    point.device_bytes = plan_for(n).allocated_bytes();
-    result.points.push_back(point);
-    scaling.push_back({n, rate});
-    char line[160];
-    std::snprintf(line, sizeof line, "  N = %-11lld %11.4g env-steps/s", static_cast<long long>(n), rate);
-    std::cerr << line;
-    if (scaling.size() > 1) std::cerr << "  (" << gain_text(throughput::gain_per_doubling(scaling[scaling.size() - 2], scaling.back())) << ")";
-    std::cerr << "\n";
-    result.stop = throughput::next_sweep_step(scaling, rule, to, fits);
-    if (result.stop != SweepStop::Continue) break;
-  }
-  const std::int64_t last = result.points.back().num_envs;
-  switch (result.stop) {
-    case SweepStop::Saturated:
-      result.stop_detail = "the doubling from " + std::to_string(last / 2) + " to " + std::to_string(last) + " gained " +
-                           gain_text(throughput::gain_per_doubling(scaling[scaling.size() - 2], scaling.back())) + ", under " +
-                           gain_text(rule.min_gain);
-      break;
-    case SweepStop::ReachedLimit:
-      result.stop_detail = "the next size, " + std::to_string(2 * last) + ", is above --to " + std::to_string(to);
-      break;
-    case SweepStop::WouldNotFit:
-      result.stop_detail = "the next size, " + std::to_string(2 * last) + ", needs " +
-                           format_bytes(plan_for(2 * last).allocated_bytes()) + " on " + device.str() +
-                           ", " + format_bytes(available.free_bytes) + " was free (" + available.source + ")";
-      break;
-    case SweepStop::Continue:
-      break;
-  }
-  result.analysis = throughput::analyse_scaling(scaling, rule);
+  SweepSettings settings;
+  settings.what = what;
+  settings.scenario = spec.name;
+  settings.device = device;
+  settings.mode = mode;
+  settings.from = from;
+  settings.to = to;
+  settings.steps = steps;
+  settings.min_env_steps = min_env_steps;
+  settings.repeats = repeats;
+  settings.seed = seed;
+  settings.rule = rule;
+  settings.command = join_command(args);
+  const SweepResult result = run_sweep(settings);
 
   std::cout << what << " of " << spec.name << " on " << device.str() << ", T = " << steps << " (" << result.mode << ")\n"
             << throughput::sweep_table(result);

@@ -15,6 +15,7 @@
 #include "scenarios/train_configs.hpp"
 #include "sim/error.hpp"
 #include "tools/cli/args.hpp"
+#include "tools/cli/auto_num_envs.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/io.hpp"
 #include "tools/cli/train_output.hpp"
@@ -44,12 +45,19 @@ rl::TrainConfig build_config(const Command& cmd, const std::string& scenario, De
                                      cmd.get("preset") + "' from; pass --config FILE.toml"));
   }
   rl::TrainConfig config = rl::load_train_config(text, source, device.is_cuda(), cmd.has("preset") ? cmd.get("preset") : "");
-  if (cmd.has("num-envs")) config.num_envs = cmd.get_int("num-envs", 1, std::int64_t(1) << 32);
+  const bool auto_num_envs = cmd.has("num-envs") && cmd.get("num-envs") == "auto";
+  if (cmd.has("num-envs") && !auto_num_envs) config.num_envs = cmd.get_int("num-envs", 1, std::int64_t(1) << 32);
   if (cmd.has("num-steps")) config.num_steps = cmd.get_int("num-steps", 1, std::int64_t(1) << 24);
   if (cmd.has("total-steps")) config.total_steps = cmd.get_int("total-steps", 1, std::int64_t(1) << 50);
   if (cmd.has("seed")) config.seed = cmd.get_u64("seed");
   if (cmd.flag_set("no-graph")) config.cuda_graph = false;
   for (const std::string& setting : cmd.get_all("set")) rl::apply_config_setting(config, setting);
+  if (auto_num_envs) {
+    // The rest of the config first: the sweep trains with it, only N varies.
+    const AutoNumEnvs choice = recommend_num_envs(scenario, device, config);
+    std::cerr << "surge train: " << choice.summary << "\n";
+    config.num_envs = choice.num_envs;
+  }
   config.validate();
   return config;
 }
@@ -82,7 +90,8 @@ int run_train(const Args& args) {
               "one-line summary.");
   cmd.option("scenario", "NAME", "scenario to train on", "cartpole")
       .option("device", "DEV", device_help(), "auto")
-      .option("num-envs", "N", "environments stepped together (config key num_envs)")
+      .option("num-envs", "N", "environments stepped together (config key num_envs), or auto: what a short training "
+                               "sweep on this device recommends (surge bench sweep --what train)")
       .option("num-steps", "T", "steps per environment per iteration (num_steps)")
       .option("total-steps", "S", "environment steps in the whole run (total_steps)")
       .option("seed", "K", "random seed of environments, initialisation, actions and shuffles (seed)")

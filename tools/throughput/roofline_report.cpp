@@ -50,11 +50,16 @@ std::string roofline_json(const RooflineReport& r, const std::string& surge_vers
         .add("attainable_flops_per_s", p.attainable_flops_per_s)
         .add("fraction_of_roof", p.fraction_of_roof)
         .add("bound", bound_name(p.bound));
+    if (r.what == "train")
+      json.add("share_of_iteration", phase.seconds / r.iteration.seconds);
+    else
+      json.raw("share_of_iteration", "null");
     phases.push_back(json);
   }
   JsonObject json;
   json.add("surge_version", surge_version)
       .add("benchmark", "roofline")
+      .add("what", r.what)
       .add("scenario", r.scenario)
       .add("device", r.device)
       .add("command", r.command)
@@ -62,6 +67,13 @@ std::string roofline_json(const RooflineReport& r, const std::string& surge_vers
       .add("steps", r.steps)
       .add("ceilings", ceilings)
       .add_objects("phases", phases);
+  if (r.what == "train") {
+    JsonObject iteration;
+    iteration.add("seconds", r.iteration.seconds).add("other_seconds", r.iteration.other_seconds);
+    json.add("iteration", iteration);
+  } else {
+    json.raw("iteration", "null");
+  }
   return json.str() + "\n";
 }
 
@@ -98,16 +110,25 @@ std::string roofline_table(const RooflineReport& r) {
          std::to_string(r.gemm_size) + "), copy " + format("%.4g", r.ceilings.bytes_per_s * 1e-9) +
          " GB/s (read + write), ridge at " + format("%.3g", r.ceilings.ridge_intensity()) + " FLOP/byte\n";
   char line[256];
-  std::snprintf(line, sizeof line, "%-22s %-9s %10s %10s %9s %11s %9s %8s %8s %7s %8s\n", "phase", "per", "FLOP", "bytes",
-                "FLOP/B", "time", "GFLOP/s", "GB/s", "%comp", "%bw", "bound");
+  const bool train = r.what == "train";
+  std::snprintf(line, sizeof line, "%-18s %-9s %10s %10s %9s %11s %7s %9s %8s %8s %7s %7s %8s\n", "phase", "per", "FLOP",
+                "bytes", "FLOP/B", "time", train ? "share" : "", "GFLOP/s", "GB/s", "%comp", "%bw", "%roof", "bound");
   out += line;
+  auto share = [&](double seconds) { return train ? format("%.1f%%", 100.0 * seconds / r.iteration.seconds) : std::string(); };
   for (const RooflinePhase& phase : r.phases) {
     const RooflinePlacement& p = phase.placement;
-    std::snprintf(line, sizeof line, "%-22s %-9s %10.4g %10.4g %9.3g %9.3g s %9.4g %8.4g %7.2f%% %6.1f%% %8s\n",
+    std::snprintf(line, sizeof line, "%-18s %-9s %10.4g %10.4g %9.3g %9.3g s %7s %9.4g %8.4g %7.2f%% %6.1f%% %6.1f%% %8s\n",
                   phase.work.name.c_str(), phase.unit.c_str(), phase.work.flops, phase.work.bytes, p.intensity, phase.seconds,
-                  p.achieved_flops_per_s * 1e-9, p.achieved_bytes_per_s * 1e-9, 100.0 * p.fraction_of_compute,
-                  100.0 * p.fraction_of_bandwidth, bound_name(p.bound));
+                  share(phase.seconds).c_str(), p.achieved_flops_per_s * 1e-9, p.achieved_bytes_per_s * 1e-9,
+                  100.0 * p.fraction_of_compute, 100.0 * p.fraction_of_bandwidth, 100.0 * p.fraction_of_roof, bound_name(p.bound));
     out += line;
+  }
+  if (train) {
+    std::snprintf(line, sizeof line, "%-18s %-9s %10s %10s %9s %9.3g s %7s\n", "other", "iteration", "", "", "",
+                  r.iteration.other_seconds, share(r.iteration.other_seconds).c_str());
+    out += line;
+    out += "iteration: " + format("%.4g", r.iteration.seconds) + " s in the diagnostic pass (outside any CUDA graph), " +
+           format("%.4g", static_cast<double>(r.num_envs * r.steps) / r.iteration.seconds) + " env-steps/s\n";
   }
   return out;
 }

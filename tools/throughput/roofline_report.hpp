@@ -17,6 +17,13 @@ struct RooflinePhase {
   RooflinePlacement placement;
 };
 
+// The phases of a training iteration add up to it, with the small kernels between them (metrics,
+// learning-rate schedule, epoch bookkeeping) as "other".
+struct IterationTiming {
+  double seconds = 0;        // the whole diagnostic iteration
+  double other_seconds = 0;  // time in no counted phase
+};
+
 struct RooflineReport {
   std::string scenario, device, command;
   std::int64_t num_envs = 0, steps = 0;
@@ -25,6 +32,8 @@ struct RooflineReport {
   std::int64_t gemm_size = 0;       // m = n = k of the ceiling's GEMM
   std::size_t copy_bytes = 0;       // size of the ceiling's copy
   std::vector<RooflinePhase> phases;
+  std::string what = "env";         // "env": env-step phases; "train": the phases of a PPO iteration
+  IterationTiming iteration;        // "train" only
 };
 
 // Fills each phase's placement from its work, time and the report's ceilings.

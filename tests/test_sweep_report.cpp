@@ -126,6 +126,19 @@ TEST_CASE("a chart spanning under two decades labels 2x and 5x ticks too, and te
   CHECK(xml_escape("a'b\x01") == "a&apos;b ");
 }
 
+TEST_CASE("labels of markers at the same place are moved apart") {
+  LogLogChart chart("t", {"x", TickStyle::PowersOfTen}, {"y", TickStyle::PowersOfTen});
+  chart.add(ChartMarker{{10.0, 10.0}, "first label"}).add(ChartMarker{{10.0, 10.0}, "second label"});
+  const std::string svg = chart.svg();
+  auto baseline = [&](const std::string& label) {
+    const std::size_t text = svg.rfind("<text", svg.find(">" + label + "</text>"));
+    const std::size_t y = svg.find(" y=\"", text) + 4;
+    return std::stod(svg.substr(y, svg.find('"', y) - y));
+  };
+  // The first keeps its place 10 px above the marker; the second moves a line (14 px) down.
+  CHECK(baseline("second label") - baseline("first label") == Approx(14.0));
+}
+
 TEST_CASE("a long subtitle is broken at a space into two lines") {
   LogLogChart chart("t", {"x", TickStyle::PowersOfTwo}, {"y", TickStyle::PowersOfTen});
   chart.add(ChartSeries{"s", {{1.0, 1.0}, {2.0, 2.0}}});

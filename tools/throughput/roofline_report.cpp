@@ -87,7 +87,7 @@ std::string roofline_svg(const RooflineReport& r) {
   }
   low /= 4.0;
   high *= 4.0;
-  LogLogChart chart("Roofline: " + r.scenario + " on " + r.device, {"arithmetic intensity (FLOP per byte)", TickStyle::PowersOfTen},
+  LogLogChart chart("Roofline (" + r.what + "): " + r.scenario + " on " + r.device, {"arithmetic intensity (FLOP per byte)", TickStyle::PowersOfTen},
                     {"FLOP per second", TickStyle::PowersOfTen});
   chart.subtitle(r.command);
   chart.add(ChartSeries{"copy bandwidth " + format("%.3g", r.ceilings.bytes_per_s * 1e-9) + " GB/s",
@@ -99,7 +99,7 @@ std::string roofline_svg(const RooflineReport& r) {
     const RooflinePhase& phase = r.phases[k];
     chart.add(ChartMarker{{phase.placement.intensity, phase.placement.achieved_flops_per_s},
                           phase.work.name + ": " + format("%.0f", 100.0 * phase.placement.fraction_of_roof) + "% of its roof",
-                          colours[k % 7], k % 2 == 1});
+                          colours[k % 7]});
   }
   return chart.svg();
 }

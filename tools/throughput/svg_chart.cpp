@@ -183,13 +183,35 @@ std::string LogLogChart::svg() const {
             << "\"/>\n";
     out << "</g>\n";
   }
+  // Labels are placed one by one, each at the first of a few heights beside its marker where it
+  // overlaps no label placed before it (widths estimated at 6.5 px per character).
+  struct Box {
+    double left, right, top, bottom;
+  };
+  std::vector<Box> placed;
   for (const ChartMarker& m : markers_) {
     const double x = px(m.at.x), y = py(m.at.y);
     const bool right_side = x > kLeft + 0.65 * kPlotWidth;  // keep the label inside the plot
+    const double width = 6.5 * static_cast<double>(m.label.size());
+    const double text_x = right_side ? x - 10 : x + 10;
+    const double left = right_side ? text_x - width : text_x, right = right_side ? text_x : text_x + width;
+    const double preferred = m.label_below ? y + 22 : y - 10;
+    double baseline = preferred;
+    for (double shift : {0.0, 14.0, -14.0, 28.0, -28.0, 42.0, -42.0}) {
+      const double candidate = preferred + shift;
+      bool clear = true;
+      for (const Box& b : placed)
+        if (left < b.right && b.left < right && candidate - 11 < b.bottom && b.top < candidate + 3) clear = false;
+      if (clear) {
+        baseline = candidate;
+        break;
+      }
+    }
+    placed.push_back({left, right, baseline - 11, baseline + 3});
     out << "<g class=\"marker\"><circle cx=\"" << number(x) << "\" cy=\"" << number(y) << "\" r=\"7\" fill=\"none\" stroke=\""
-        << xml_escape(m.colour) << "\" stroke-width=\"2\"/>\n<text x=\"" << number(right_side ? x - 10 : x + 10) << "\" y=\""
-        << number(m.label_below ? y + 22 : y - 10) << "\" text-anchor=\"" << (right_side ? "end" : "start") << "\" fill=\"" << xml_escape(m.colour)
-        << "\">" << xml_escape(m.label) << "</text></g>\n";
+        << xml_escape(m.colour) << "\" stroke-width=\"2\"/>\n<text x=\"" << number(text_x) << "\" y=\"" << number(baseline)
+        << "\" text-anchor=\"" << (right_side ? "end" : "start") << "\" fill=\"" << xml_escape(m.colour) << "\">" << xml_escape(m.label)
+        << "</text></g>\n";
   }
   out << "<g class=\"legend\">\n";
   double legend_y = kTop + 18;

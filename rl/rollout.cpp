@@ -37,6 +37,21 @@ std::size_t RolloutStorage::device_bytes() const {
          truncated_.bytes() + advantage_.bytes() + returns_.bytes() + final_obs_.bytes() + final_value_.bytes();
 }
 
+std::vector<NamedTensorView> RolloutStorage::tensor_views() const {
+  const std::int64_t t = num_steps_, n = num_envs_, d = obs_dim_;
+  return {{"obs", TensorView::of(obs_.span(), {t + 1, n, d})},
+          {"actions", TensorView::of(actions_.span(), {t, n})},
+          {"logprob", TensorView::of(logprob_.span(), {t, n})},
+          {"value", TensorView::of(value_.span(), {t + 1, n})},
+          {"reward", TensorView::of(reward_.span(), {t, n})},
+          {"terminated", TensorView::of(terminated_.span(), {t, n})},
+          {"truncated", TensorView::of(truncated_.span(), {t, n})},
+          {"adv", TensorView::of(advantage_.span(), {t, n})},
+          {"ret", TensorView::of(returns_.span(), {t, n})},
+          {"final_obs", TensorView::of(final_obs_.span(), {n, d})},
+          {"final_value", TensorView::of(final_value_.span(), {t, n})}};
+}
+
 std::vector<RolloutStorage::Buffer> RolloutStorage::layout(std::int64_t t, std::int64_t n, int d) {
   return {{"rollout.obs", "[T+1][N][obs_dim]", (t + 1) * n * d, sizeof(float)},
           {"rollout.actions", "[T][N]", t * n, sizeof(std::int32_t)},

@@ -6,6 +6,7 @@
 
 #include "sim/engine.hpp"
 #include "sim/memory.hpp"
+#include "sim/tensor_view.hpp"
 
 namespace surge::rl {
 
@@ -36,6 +37,10 @@ class RolloutStorage {
   ActionView action_view(std::int64_t t) const;
 
   std::size_t device_bytes() const;
+
+  // Every field whole, shaped as below, for foreign tensor libraries (interop/): "obs", "actions",
+  // "logprob", "value", "reward", "terminated", "truncated", "adv", "ret", "final_obs", "final_value".
+  std::vector<NamedTensorView> tensor_views() const;
 
   // Each buffer's name, shape and size, for memory plans.
   struct Buffer {

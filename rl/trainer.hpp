@@ -65,6 +65,7 @@ class Trainer {
 
   // The learner's state, for checkpoints: each [network().table().total()], on the device.
   Span<float> parameters() const { return params_.span(); }
+  Span<float> gradients() const { return grads_.span(); }  // of the latest minibatch, [table.total()]
   Span<float> adam_first_moment() const { return adam_m_.span(); }
   Span<float> adam_second_moment() const { return adam_v_.span(); }
   // Host copies of the small device structs (they wait for the stream), and their restoration.

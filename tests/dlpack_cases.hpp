@@ -103,10 +103,11 @@ inline void dlpack_exports_every_field(Device device) {
   const ScenarioSpec& spec = scenario_spec("cartpole");
   std::unique_ptr<Engine> engine = make_engine("cartpole", device, n, 1);
   const StepBuffers step(device, n, spec.obs_dim);
+  const rl::RolloutStorage rollout(device, 3, n, spec.obs_dim);
   const rl::ActorCritic net(spec.obs_dim, spec.num_actions, rl::NetworkConfig{});
   DeviceBuffer<float> params(device, net.table().total()), grads(device, net.table().total());
-  const std::vector<NamedTensorView> views = every_exported_view(*engine, step, net.table(), params.span(), grads.span());
-  CHECK(views.size() == 5 + 1 + 5 + 2 * static_cast<std::size_t>(net.table().count()));
+  const std::vector<NamedTensorView> views = every_exported_view(*engine, step, rollout, net.table(), params.span(), grads.span());
+  CHECK(views.size() == kStepAndEngineViews + kRolloutViews + 2 * static_cast<std::size_t>(net.table().count()));
 
   for (const NamedTensorView& field : views) {
     INFO(field.name);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "rl/param_table.hpp"
+#include "rl/rollout.hpp"
 #include "sim/engine.hpp"
 #include "sim/engine_views.hpp"
 #include "sim/memory.hpp"
@@ -30,13 +31,17 @@ struct StepBuffers {
   ActionView action_view() const { return {actions.cspan(), {}}; }
 };
 
-// Every view a discrete engine's user can export: step outputs, actions, engine state, parameters and
-// gradients, with prefixed names.
+// Every view a discrete engine's user can export: step outputs, actions, engine state, rollout fields,
+// parameters and gradients, with prefixed names.
+inline constexpr std::size_t kStepAndEngineViews = 5 + 1 + 5;
+inline constexpr std::size_t kRolloutViews = 11;
 inline std::vector<NamedTensorView> every_exported_view(Engine& engine, const StepBuffers& step,
+                                                        const rl::RolloutStorage& rollout,
                                                         const rl::ParamTable& table, Span<float> params,
                                                         Span<float> grads) {
   std::vector<NamedTensorView> views;
   const ScenarioSpec& spec = engine.spec();
+  for (const NamedTensorView& field : rollout.tensor_views()) views.push_back({"rollout." + field.name, field.view});
   for (const NamedTensorView& field : step_tensor_views(spec, step.views())) views.push_back({"step." + field.name, field.view});
   views.push_back({"actions", action_tensor_view(spec, step.action_view())});
   for (const NamedTensorView& field : engine_state_views(engine)) views.push_back({"engine." + field.name, field.view});

@@ -1,5 +1,5 @@
 // Shaped views (sim/tensor_view.hpp) and the views sim/ and rl/ describe with them: the engine's step
-// outputs, actions and state, and every parameter slice. Shapes, strides and
+// outputs, actions and state, every rollout field and every parameter slice. Shapes, strides and
 // addresses are checked against the buffers' own accessors; each error path is taken.
 #include <catch2/catch.hpp>
 
@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "rl/actor_critic.hpp"
+#include "rl/rollout.hpp"
 #include "scenarios/registry.hpp"
 #include "sim/engine_views.hpp"
 #include "sim/memory.hpp"
@@ -164,6 +165,46 @@ TEST_CASE("the engine's step outputs, actions and state have the documented shap
     CHECK(find_view(state, "rng_offsets").dtype == DType::UInt64);
     CHECK(shape_of(find_view(state, "rng_offsets")) == std::vector<std::int64_t>{n});
   }
+}
+
+TEST_CASE("every rollout field is a view of its buffer with the documented shape", "[tensor_view]") {
+  constexpr std::int64_t t = 5, n = 3, d = 4;
+  const rl::RolloutStorage rollout(Device::cpu(), t, n, d);
+  const std::vector<NamedTensorView> views = rollout.tensor_views();
+  struct Expected {
+    const char* name;
+    void* data;
+    DType dtype;
+    std::vector<std::int64_t> shape, strides;
+  };
+  const std::vector<Expected> expected = {
+      {"obs", rollout.obs(0), DType::Float32, {t + 1, n, d}, {n * d, d, 1}},
+      {"actions", rollout.actions(0), DType::Int32, {t, n}, {n, 1}},
+      {"logprob", rollout.logprob(0), DType::Float32, {t, n}, {n, 1}},
+      {"value", rollout.value(0), DType::Float32, {t + 1, n}, {n, 1}},
+      {"reward", rollout.reward(0), DType::Float32, {t, n}, {n, 1}},
+      {"terminated", rollout.terminated(0), DType::UInt8, {t, n}, {n, 1}},
+      {"truncated", rollout.truncated(0), DType::UInt8, {t, n}, {n, 1}},
+      {"adv", rollout.advantage(0), DType::Float32, {t, n}, {n, 1}},
+      {"ret", rollout.returns(0), DType::Float32, {t, n}, {n, 1}},
+      {"final_obs", rollout.final_obs(), DType::Float32, {n, d}, {d, 1}},
+      {"final_value", rollout.final_value(0), DType::Float32, {t, n}, {n, 1}}};
+  REQUIRE(views.size() == expected.size());
+  std::size_t bytes = 0;
+  for (std::size_t k = 0; k < expected.size(); ++k) {
+    INFO(expected[k].name);
+    CHECK(views[k].name == expected[k].name);
+    CHECK(views[k].view.data == expected[k].data);
+    CHECK(views[k].view.dtype == expected[k].dtype);
+    CHECK(shape_of(views[k].view) == expected[k].shape);
+    CHECK(strides_of(views[k].view) == expected[k].strides);
+    bytes += static_cast<std::size_t>(views[k].view.numel()) * dtype_size(views[k].view.dtype);
+  }
+  // Row t of a field is where the rollout's own accessor puts it: obs[t] is rollout.obs(t).
+  const TensorView& obs = find_view(views, "obs");
+  CHECK(static_cast<float*>(obs.data) + 2 * obs.strides[0] == rollout.obs(2));
+  // The views cover every byte the storage holds.
+  CHECK(bytes == rollout.device_bytes());
 }
 
 TEST_CASE("every parameter slice is a view at its table offset", "[tensor_view]") {

@@ -111,7 +111,8 @@ int run(const std::vector<std::string>& args) {
     // Torch reads them: the return of every episode that ended at this step.
     running_return += reward;
     const at::Tensor ended = (terminated + truncated) > 0;
-    finished_return_sum += running_return.masked_select(ended).to(torch::kFloat64).sum();
+    // (where, not masked_select: the latter waits for the device to learn its output's size)
+    finished_return_sum += torch::where(ended, running_return, torch::zeros_like(running_return)).to(torch::kFloat64).sum();
     finished_episodes += ended.sum();
     running_return.masked_fill_(ended, 0.0f);
   }

@@ -98,13 +98,20 @@ std::size_t PpoGradient<Scalar>::device_bytes() const {
 }
 
 template <class Scalar>
-std::size_t PpoGradient<Scalar>::planned_bytes(Device device, const ActorCritic& net, std::int64_t max_batch) {
-  const std::int64_t scalars = net.actor().activation_size(max_batch) + net.critic().activation_size(max_batch) +
-                               2 * max_batch * net.num_actions() + 2 * max_batch +
-                               std::max(net.actor().scratch_size(max_batch), net.critic().scratch_size(max_batch)) +
-                               max_batch;
-  return static_cast<std::size_t>(scalars) * sizeof(Scalar) +
-         static_cast<std::size_t>(reduce_scratch_doubles(device, kLossTermCount) + 2) * sizeof(double);
+std::vector<TrainerBuffer> PpoGradient<Scalar>::layout(Device device, const ActorCritic& net, std::int64_t max_batch) {
+  const std::int64_t b = max_batch, a = net.num_actions();
+  const std::size_t size = sizeof(Scalar);
+  return {{"workspace.actor_activations", "[B][hidden...]", net.actor().activation_size(b), size},
+          {"workspace.critic_activations", "[B][hidden...]", net.critic().activation_size(b), size},
+          {"workspace.logits", "[B][num_actions]", b * a, size},
+          {"workspace.values", "[B]", b, size},
+          {"workspace.d_logits", "[B][num_actions]", b * a, size},
+          {"workspace.d_values", "[B]", b, size},
+          {"workspace.scratch", "[2][B][widest hidden]",
+           std::max(net.actor().scratch_size(b), net.critic().scratch_size(b)), size},
+          {"workspace.ones", "[B]", b, size},
+          {"workspace.reduce_scratch", "[scratch]", reduce_scratch_doubles(device, kLossTermCount), sizeof(double)},
+          {"workspace.advantage_stats", "[2]", 2, sizeof(double)}};
 }
 
 template class PpoGradient<float>;

@@ -3,6 +3,7 @@
 // whose parameters share one ParamTable, and the pass that turns a minibatch into the PPO gradient of
 // both.
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "rl/mlp.hpp"
@@ -11,6 +12,15 @@
 #include "sim/memory.hpp"
 
 namespace surge::rl {
+
+// One device buffer of a planned allocation: what a memory plan lists.
+struct TrainerBuffer {
+  std::string name;
+  std::string shape;
+  std::int64_t elements;
+  std::size_t element_bytes;
+  std::size_t bytes() const { return static_cast<std::size_t>(elements) * element_bytes; }
+};
 
 struct NetworkConfig {
   std::vector<int> hidden = {64, 64};
@@ -72,8 +82,8 @@ class PpoGradient {
 
   std::int64_t max_batch() const { return max_batch_; }
   std::size_t device_bytes() const;
-  // Bytes the workspace of `max_batch` rows needs, without allocating it.
-  static std::size_t planned_bytes(Device device, const ActorCritic& net, std::int64_t max_batch);
+  // The buffers a workspace of `max_batch` rows allocates, without allocating them.
+  static std::vector<TrainerBuffer> layout(Device device, const ActorCritic& net, std::int64_t max_batch);
 
  private:
   const ActorCritic* net_;

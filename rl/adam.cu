@@ -8,18 +8,45 @@
 
 namespace surge::rl {
 
+// Functors, not lambdas, for the per-parameter loops: see mlp.cu's note on nvcc's host-side wrappers.
+namespace detail {
+
+struct SquaredGradient {
+  const float* grads;
+  SURGE_HD_INLINE void operator()(std::int64_t i, double* acc) const {
+    const double x = static_cast<double>(grads[i]);
+    acc[0] += x * x;
+  }
+};
+
+struct AdamUpdate {
+  float* params;
+  float* first;
+  float* second;
+  const float* grads;
+  const OptimizerScalars* scalars;
+  float beta1, beta2, eps;
+  SURGE_HD_INLINE void operator()(std::int64_t i) const {
+    // Frozen: every write keeps its old value. Written without a branch, so CPU loops vectorise.
+    const float keep = scalars->frozen ? 1.0f : 0.0f;
+    const float grad = grads[i] * static_cast<float>(scalars->grad_scale);
+    const float m_i = beta1 * first[i] + (1.0f - beta1) * grad;
+    const float v_i = beta2 * second[i] + (1.0f - beta2) * grad * grad;
+    const float denominator = sqrtf(v_i) / static_cast<float>(scalars->bias_correction2_sqrt) + eps;
+    const float step = static_cast<float>(scalars->step_size) * m_i / denominator;
+    first[i] = keep * first[i] + (1.0f - keep) * m_i;
+    second[i] = keep * second[i] + (1.0f - keep) * v_i;
+    params[i] -= (1.0f - keep) * step;
+  }
+};
+
+}  // namespace detail
+
 void adam_step(const Stream& stream, const AdamConfig& config, Span<float> params, Span<const float> grads, Span<float> m,
                Span<float> v, OptimizerScalars* scalars, double* scratch) {
   const std::int64_t count = params.size;
   SURGE_CHECK(grads.size == count && m.size == count && v.size == count, "Adam buffers differ in size");
-  const float* g = grads.data;
-  parallel_reduce<1>(
-      stream, count,
-      [=] SURGE_HD(std::int64_t i, double* acc) {
-        const double x = static_cast<double>(g[i]);
-        acc[0] += x * x;
-      },
-      scratch, &scalars->grad_norm_sq);
+  parallel_reduce<1>(stream, count, detail::SquaredGradient{grads.data}, scratch, &scalars->grad_norm_sq);
 
   const double beta1 = config.beta1, beta2 = config.beta2, max_norm = config.max_grad_norm;
   OptimizerScalars* s = scalars;
@@ -33,23 +60,9 @@ void adam_step(const Stream& stream, const AdamConfig& config, Span<float> param
     s->bias_correction2_sqrt = sqrt(1.0 - pow(beta2, s->step));
   });
 
-  float* p = params.data;
-  float* first = m.data;
-  float* second = v.data;
-  const float b1 = static_cast<float>(beta1), b2 = static_cast<float>(beta2), eps = static_cast<float>(config.eps);
-  const OptimizerScalars* read = scalars;
-  parallel_for(stream, count, [=] SURGE_HD(std::int64_t i) {
-    // Frozen: every write keeps its old value. Written without a branch, so CPU loops vectorise.
-    const float keep = read->frozen ? 1.0f : 0.0f;
-    const float grad = g[i] * static_cast<float>(read->grad_scale);
-    const float m_i = b1 * first[i] + (1.0f - b1) * grad;
-    const float v_i = b2 * second[i] + (1.0f - b2) * grad * grad;
-    const float denominator = sqrtf(v_i) / static_cast<float>(read->bias_correction2_sqrt) + eps;
-    const float step = static_cast<float>(read->step_size) * m_i / denominator;
-    first[i] = keep * first[i] + (1.0f - keep) * m_i;
-    second[i] = keep * second[i] + (1.0f - keep) * v_i;
-    p[i] -= (1.0f - keep) * step;
-  });
+  parallel_for(stream, count,
+               detail::AdamUpdate{params.data, m.data, v.data, grads.data, scalars, static_cast<float>(beta1),
+                                  static_cast<float>(beta2), static_cast<float>(config.eps)});
 }
 
 }  // namespace surge::rl

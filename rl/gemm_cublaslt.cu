@@ -11,6 +11,7 @@
 #include "rl/gemm_cuda.hpp"
 #include "sim/cublas_check.hpp"
 #include "sim/cuda_check.hpp"
+#include "sim/parallel.cuh"
 
 namespace surge::rl::detail {
 namespace {
@@ -44,7 +45,20 @@ struct Plan {
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t layout_a = nullptr, layout_b = nullptr, layout_d = nullptr;
   cublasLtMatmulAlgo_t algo{};
+  // False when cuBLASLt offered no algorithm with the BIAS epilogue for this shape and type: the bias
+  // then goes into C beforehand and the product is added to it.
+  bool bias_epilogue = false;
 };
+
+// C[m][n] = beta * C + bias[n] on every row: the bias for plans without the epilogue.
+template <class Scalar>
+void broadcast_bias(const Stream& stream, std::int64_t m, std::int64_t n, const Scalar* bias, Scalar beta, Scalar* c,
+                    std::int64_t ldc) {
+  parallel_for(stream, m * n, [=] SURGE_HD(std::int64_t k) {
+    const std::int64_t i = k / n, j = k % n;
+    c[i * ldc + j] = (beta == Scalar(0) ? Scalar(0) : beta * c[i * ldc + j]) + bias[j];
+  });
+}
 
 struct DeviceContext {
   cublasLtHandle_t handle = nullptr;
@@ -115,13 +129,6 @@ void gemm_cublaslt(const Stream& stream, Transpose trans_a, Transpose trans_b, s
     const cublasOperation_t op_a = op_of(trans_b), op_b = op_of(trans_a);
     SURGE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof op_a));
     SURGE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof op_b));
-    const cublasLtEpilogue_t epilogue = bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
-    SURGE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue));
-    if (bias) {
-      const void* bias_pointer = bias;
-      SURGE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_pointer,
-                                                        sizeof bias_pointer));
-    }
     // Column-major shapes: cuBLASLt's A is our B, its B our A, its D our C transposed ([n][m]).
     const std::uint64_t a_rows = trans_b == Transpose::No ? n : k, a_cols = trans_b == Transpose::No ? k : n;
     const std::uint64_t b_rows = trans_a == Transpose::No ? k : m, b_cols = trans_a == Transpose::No ? m : k;
@@ -143,23 +150,38 @@ void gemm_cublaslt(const Stream& stream, Transpose trans_a, Transpose trans_b, s
                                                             &align_d, sizeof align_d));
     SURGE_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
                                                             &align_d, sizeof align_d));
+    // The heuristic's best algorithm for this epilogue, or none.
+    auto choose = [&](cublasLtEpilogue_t epilogue, cublasLtMatmulHeuristicResult_t& result) {
+      SURGE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue));
+      if (epilogue == CUBLASLT_EPILOGUE_BIAS) {
+        const void* bias_pointer = bias;
+        SURGE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_pointer,
+                                                          sizeof bias_pointer));
+      }
+      int returned = 0;
+      const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(context.handle, plan.desc, plan.layout_a, plan.layout_b,
+                                                                   plan.layout_d, plan.layout_d, preference, 1, &result,
+                                                                   &returned);
+      return status == CUBLAS_STATUS_SUCCESS && returned > 0;
+    };
     cublasLtMatmulHeuristicResult_t result{};
-    int returned = 0;
-    const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(context.handle, plan.desc, plan.layout_a, plan.layout_b,
-                                                                 plan.layout_d, plan.layout_d, preference, 1, &result, &returned);
+    plan.bias_epilogue = bias && choose(CUBLASLT_EPILOGUE_BIAS, result);
+    const bool found_algo = plan.bias_epilogue || choose(CUBLASLT_EPILOGUE_DEFAULT, result);
     cublasLtMatmulPreferenceDestroy(preference);
-    SURGE_CUBLAS_CHECK(status);
-    SURGE_CHECK(returned > 0, "cuBLASLt has no algorithm for a " + std::to_string(m) + "x" + std::to_string(n) + "x" +
-                                  std::to_string(k) + " GEMM");
+    SURGE_CHECK(found_algo, "cuBLASLt has no algorithm for a " + std::to_string(m) + "x" + std::to_string(n) + "x" +
+                                std::to_string(k) + " GEMM");
     plan.algo = result.algo;
     found = g_plans.emplace(key, plan).first;
   }
   const Plan& plan = found->second;
-  if (bias) {
+  if (bias && plan.bias_epilogue) {
     // The descriptor is shared by every call of this shape; the bias pointer is this call's.
     const void* bias_pointer = bias;
     SURGE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_pointer,
                                                       sizeof bias_pointer));
+  } else if (bias) {
+    broadcast_bias(stream, m, n, bias, beta, c, ldc);
+    beta = Scalar(1);
   }
   SURGE_CUBLAS_CHECK(cublasLtMatmul(context.handle, plan.desc, &alpha, b, plan.layout_a, a, plan.layout_b, &beta, c,
                                     plan.layout_d, c, plan.layout_d, &plan.algo, context.workspace, kWorkspaceBytes,

@@ -244,8 +244,7 @@ std::vector<TrainerBuffer> Trainer::memory_plan(const TrainConfig& config, const
     plan.push_back({name, "[P]", p, sizeof(float)});
   plan.push_back({"learner.optimizer_scalars", "[1]", 1, sizeof(OptimizerScalars)});
   plan.push_back({"learner.train_state", "[1]", 1, sizeof(TrainState)});
-  plan.push_back({"learner.workspace", "[max(N, B)] rows of activations", 1,
-                  PpoGradient<float>::planned_bytes(device, network, std::max(n, b))});
+  for (const TrainerBuffer& buffer : PpoGradient<float>::layout(device, network, std::max(n, b))) plan.push_back(buffer);
   plan.push_back({"learner.rollout_logits", "[N][num_actions]", n * a, sizeof(float)});
   plan.push_back({"minibatch.obs", "[B][obs_dim]", b * d, sizeof(float)});
   plan.push_back({"minibatch.actions", "[B]", b, sizeof(std::int32_t)});

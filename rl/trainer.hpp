@@ -21,15 +21,6 @@
 
 namespace surge::rl {
 
-// One device buffer of a training run: what a memory plan lists.
-struct TrainerBuffer {
-  std::string name;
-  std::string shape;
-  std::int64_t elements;
-  std::size_t element_bytes;
-  std::size_t bytes() const { return static_cast<std::size_t>(elements) * element_bytes; }
-};
-
 // The phases of an iteration, as iterate(clock) times them. "Other" holds the small kernels between
 // them: the learning-rate schedule, episode statistics, epoch bookkeeping, the metrics.
 enum class TrainPhase : int { PolicyForward, Sampling, EnvStep, Gae, UpdateForward, UpdateBackward, Optimiser, Other };
@@ -62,6 +53,8 @@ class Trainer {
   Device device() const { return device_; }
   const Stream& stream() const { return stream_; }
   bool uses_graph() const;
+  // The rollout of the latest iteration (its buffers are rewritten by the next one).
+  const RolloutStorage& rollout() const { return rollout_; }
 
   // The learner's state, for checkpoints: each [network().table().total()], on the device.
   Span<float> parameters() const { return params_.span(); }

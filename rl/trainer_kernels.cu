@@ -19,27 +19,35 @@ void begin_iteration(const Stream& stream, TrainState* state, OptimizerScalars* 
   });
 }
 
+namespace detail {
+
+// A functor rather than a lambda: see mlp.cu's note on nvcc's host-side wrappers.
+struct GatherMinibatch {
+  Permutation base;
+  const TrainState* state;
+  std::int64_t epochs, epoch, first;
+  BatchView in;
+  MinibatchBuffers to;
+  SURGE_HD_INLINE void operator()(std::int64_t j) const {
+    const Permutation p = base.with_shuffle(static_cast<std::uint64_t>(state->iteration * epochs + epoch));
+    const std::int64_t s = p(first + j);
+    const int d = in.obs_dim;
+    for (int k = 0; k < d; ++k) to.obs[j * d + k] = in.obs[s * d + k];
+    to.actions[j] = in.actions[s];
+    to.logprob[j] = in.logprob[s];
+    to.value[j] = in.value[s];
+    to.advantage[j] = in.advantage[s];
+    to.returns[j] = in.returns[s];
+  }
+};
+
+}  // namespace detail
+
 void gather_minibatch(const Stream& stream, const Permutation& permutation, const TrainState* state,
                       std::int64_t epochs, std::int64_t epoch, std::int64_t minibatch, std::int64_t minibatch_size,
                       const BatchView& batch, const MinibatchBuffers& out) {
-  const Permutation base = permutation;
-  const BatchView in = batch;
-  const MinibatchBuffers to = out;
-  const std::int64_t first = minibatch * minibatch_size;
-  parallel_for(
-      stream, minibatch_size,
-      [=] SURGE_HD(std::int64_t j) {
-        const Permutation p = base.with_shuffle(static_cast<std::uint64_t>(state->iteration * epochs + epoch));
-        const std::int64_t s = p(first + j);
-        const int d = in.obs_dim;
-        for (int k = 0; k < d; ++k) to.obs[j * d + k] = in.obs[s * d + k];
-        to.actions[j] = in.actions[s];
-        to.logprob[j] = in.logprob[s];
-        to.value[j] = in.value[s];
-        to.advantage[j] = in.advantage[s];
-        to.returns[j] = in.returns[s];
-      },
-      64);
+  parallel_for(stream, minibatch_size,
+               detail::GatherMinibatch{permutation, state, epochs, epoch, minibatch * minibatch_size, batch, out}, 64);
 }
 
 void end_epoch(const Stream& stream, TrainState* state, OptimizerScalars* optimizer, const double* last_terms,

@@ -106,3 +106,31 @@ TEST_CASE("bad input to surge train is one line and exit code 2", "[train][cli]"
   }
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("surge bench train reports end-to-end env-steps per second", "[train][cli][bench]") {
+  const auto dir = fresh_dir("bench");
+  std::filesystem::create_directories(dir);
+  const auto json = dir / "bench.json";
+  const Result r = run_surge("bench train --device cpu --num-envs 32 --num-steps 8 --repeats 2 --iterations 2 --json " +
+                             json.string());
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.output.find("env-steps/s, cpu") != std::string::npos);
+  const std::string text = read_file(json);
+  CHECK(text.find("\"benchmark\": \"train\"") != std::string::npos);
+  CHECK(text.find("\"num_envs\": 32") != std::string::npos);
+  CHECK(text.find("\"env_steps_per_s\": ") != std::string::npos);
+  CHECK(run_surge("bench train --device cpu --num-envs 30 --num-steps 1 --set num_minibatches=7").exit_code == 2);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("surge train --dry-run prints the memory plan and writes nothing", "[train][cli]") {
+  const auto dir = fresh_dir("dry");
+  const Result r = run_surge("train --device cpu --num-envs 64 --num-steps 8 --dry-run --out " + dir.string());
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.output.find("rollout.obs") != std::string::npos);
+  CHECK(r.output.find("learner.adam_v") != std::string::npos);
+  CHECK(r.output.find("workspace.actor_activations") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(dir));
+}

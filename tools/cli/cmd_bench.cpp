@@ -146,7 +146,8 @@ int run_bench(const Args& args) {
       "Benchmarks that report medians over repeated runs.\n\n"
       "  env       environment stepping throughput (env-steps/s, bytes per step, fraction of copy bandwidth)\n"
       "  sweep     the batch-doubling search: env-steps/s against N, the knee, a recommended --num-envs\n"
-      "  roofline  each phase's FLOPs and bytes against the measured SGEMM rate and copy bandwidth\n\n"
+      "  roofline  each phase's FLOPs and bytes against the measured SGEMM rate and copy bandwidth\n"
+      "  train     end-to-end PPO training throughput (env-steps/s), CUDA graphs on and off\n\n"
       "See 'surge bench <what> --help'.\n";
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     std::cout << usage;
@@ -156,7 +157,8 @@ int run_bench(const Args& args) {
   if (args[0] == "env") return bench_env(rest);
   if (args[0] == "sweep") return run_bench_sweep(rest);
   if (args[0] == "roofline") return run_bench_roofline(rest);
-  throw InputError("surge bench: unknown benchmark '" + args[0] + "': known benchmarks are env, sweep, roofline; see 'surge bench --help'");
+  if (args[0] == "train") return run_bench_train(rest);
+  throw InputError("surge bench: unknown benchmark '" + args[0] + "': known benchmarks are env, sweep, roofline, train; see 'surge bench --help'");
 }
 
 }  // namespace surge::cli

@@ -14,6 +14,7 @@
 #include "scenarios/registry.hpp"
 #include "scenarios/train_configs.hpp"
 #include "sim/error.hpp"
+#include "sim/memory_plan.hpp"
 #include "tools/cli/args.hpp"
 #include "tools/cli/auto_num_envs.hpp"
 #include "tools/cli/commands.hpp"
@@ -101,12 +102,14 @@ int run_train(const Args& args) {
       .option("target-return", "R", "stop once the mean return of the last 100 finished episodes reaches R")
       .option("out", "DIR", "output folder (created if missing)", "runs/<scenario>")
       .flag("no-graph", "on CUDA, launch every kernel instead of replaying a CUDA graph (cuda_graph = false)")
+      .flag("dry-run", "print the memory plan (every buffer, the total, whether it fits) and stop")
       .note("Precedence: built-in defaults < config file < its [cuda] table (on a GPU) < --preset < the flags\n"
             "above < --set.")
       .note(keys_note())
       .example("surge train --scenario cartpole --device cpu --target-return 475")
       .example("surge train --scenario cartpole --preset cleanrl --out runs/cleanrl")
-      .example("surge train --device cuda --num-envs 1048576 --set learning_rate=1e-3 --out runs/big");
+      .example("surge train --device cuda --num-envs 1048576 --set learning_rate=1e-3 --out runs/big")
+      .example("surge train --device cuda --num-envs 16777216 --dry-run");
   if (!cmd.parse(args)) {
     std::cout << cmd.usage();
     return 0;
@@ -118,6 +121,16 @@ int run_train(const Args& args) {
     std::cerr << "surge: no usable GPU (" << cuda_status().reason << "); training on the CPU\n";
   const rl::TrainConfig config = build_config(cmd, scenario, device);
   const double target = cmd.has("target-return") ? cmd.get_double("target-return", -1e300, 1e300) : NAN;
+  // Every buffer is sized from the config: a run that would not fit stops here, before it allocates.
+  MemoryPlan plan = engine_memory_plan(scenario, device, config.num_envs);
+  for (const rl::TrainerBuffer& buffer : rl::Trainer::memory_plan(config, spec, device))
+    plan.add(buffer.name, buffer.shape, buffer.elements, buffer.element_bytes);
+  if (cmd.flag_set("dry-run")) {
+    std::cout << plan.table(available_memory(device));
+    return 0;
+  }
+  plan.require_fits("surge train on " + device.str(),
+                    "lower --num-envs or --num-steps, or raise num_minibatches (--dry-run shows the plan)");
   std::string out_dir = cmd.get("out");
   if (out_dir == "runs/<scenario>") out_dir = "runs/" + scenario;
   TrainOutput output(out_dir, cmd.complaint("cannot use --out " + out_dir));

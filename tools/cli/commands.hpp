@@ -18,6 +18,7 @@ int run_h5(const Args& args);
 // surge bench sweep and surge bench roofline (cmd_sweep.cpp, cmd_roofline.cpp), dispatched by run_bench.
 int run_bench_sweep(const Args& args);
 int run_bench_roofline(const Args& args);
+int run_bench_train(const Args& args);  // cmd_bench_train.cpp
 
 int run_doctor(const Args& args);
 

@@ -1,0 +1,155 @@
+// surge bench train: end-to-end PPO throughput (rollout, GAE and updates), with CUDA graphs on and off.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+
+#include "rl/train_config.hpp"
+#include "rl/trainer.hpp"
+#include "scenarios/registry.hpp"
+#include "scenarios/train_configs.hpp"
+#include "sim/error.hpp"
+#include "tools/cli/args.hpp"
+#include "tools/cli/commands.hpp"
+#include "tools/cli/io.hpp"
+#include "tools/cli/json.hpp"
+
+#ifndef SURGE_VERSION
+#define SURGE_VERSION "unknown"
+#endif
+
+namespace surge::cli {
+namespace {
+
+constexpr int kWarmupIterations = 2;  // the eager first iteration, and the one that captures the graph
+
+double median_of(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+struct Measurement {
+  std::vector<double> rates;  // env-steps/s of each timed repeat
+  double median = 0;
+};
+
+// Whole iterations back to back, timed from the first enqueue until the device has finished the last.
+Measurement measure(const std::string& scenario, Device device, const rl::TrainConfig& config, int repeats,
+                    std::int64_t iterations) {
+  auto engine = make_engine(scenario, device, config.num_envs, config.seed);
+  rl::Trainer trainer(*engine, config);
+  for (int k = 0; k < kWarmupIterations; ++k) trainer.iterate();
+  trainer.drain();
+  Measurement result;
+  for (int r = 0; r < repeats; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    for (std::int64_t k = 0; k < iterations; ++k) {
+      trainer.iterate();
+      trainer.ready_metrics();  // as surge train reads them: one iteration late on CUDA
+    }
+    trainer.drain();
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    result.rates.push_back(static_cast<double>(config.batch_size() * iterations) / seconds);
+  }
+  result.median = median_of(result.rates);
+  return result;
+}
+
+std::string rate_text(double rate) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.4g", rate);
+  return buffer;
+}
+
+}  // namespace
+
+int run_bench_train(const Args& args) {
+  Command cmd("bench train",
+              "Runs whole PPO iterations (T rollout steps of N environments, GAE, E epochs of M minibatch updates)\n"
+              "as `surge train` does and reports end-to-end env-steps per second, the median over repeats.\n"
+              "On CUDA it measures twice: replaying a CUDA graph of the iteration, and launching every kernel.");
+  cmd.option("scenario", "NAME", "scenario (discrete actions)", "cartpole")
+      .option("device", "DEV", device_help(), "auto")
+      .option("num-envs", "N", "environments [default: 1048576 on CUDA, 256 on the CPU]")
+      .option("num-steps", "T", "steps per environment per iteration", "16")
+      .option("repeats", "R", "timed repeats; the median is reported", "5")
+      .option("iterations", "I", "iterations back to back in one timed repeat", "3")
+      .repeated("set", "KEY=VALUE", "set a config key of the scenario's built-in config (e.g. hidden=[64,64])")
+      .option("json", "FILE", "also write the results as JSON")
+      .note("The config is the scenario's built-in one (with its [cuda] table on a GPU); --num-envs, --num-steps\n"
+            "and --set change it. The first two iterations are not timed: the eager one, and the graph's capture.")
+      .example("surge bench train --device cuda --num-envs 1048576 --json bench-train.json")
+      .example("surge bench train --device cpu --num-envs 256 --num-steps 32");
+  if (!cmd.parse(args)) {
+    std::cout << cmd.usage();
+    return 0;
+  }
+  const std::string scenario = cmd.get("scenario");
+  const ScenarioSpec& spec = scenario_spec(scenario);
+  const Device device = parse_device(cmd.get("device"));
+  const int repeats = static_cast<int>(cmd.get_int("repeats", 1, 1000));
+  const std::int64_t iterations = cmd.get_int("iterations", 1, 100000);
+  const std::string json_path = cmd.has("json") ? cmd.get("json") : "";
+  if (!json_path.empty()) require_writable(json_path, "JSON report");
+
+  rl::TrainConfig config =
+      rl::load_train_config(default_train_config(scenario), default_train_config_name(scenario), device.is_cuda(), "");
+  config.num_envs = cmd.has("num-envs") ? cmd.get_int("num-envs", 1, std::int64_t(1) << 32)
+                                        : (device.is_cuda() ? std::int64_t(1) << 20 : 256);
+  config.num_steps = cmd.get_int("num-steps", 1, 1 << 20);
+  for (const std::string& setting : cmd.get_all("set")) rl::apply_config_setting(config, setting);
+  config.total_steps = config.batch_size() * (kWarmupIterations + repeats * iterations);
+  config.validate();
+
+  std::cerr << "surge bench train: " << scenario << " on " << device.str() << ", " << config.num_envs << " envs x "
+            << config.num_steps << " steps, " << config.update_epochs << " epochs x " << config.num_minibatches
+            << " minibatches, " << repeats << " repeats of " << iterations << " iterations\n";
+  std::vector<bool> graph_modes = device.is_cuda() ? std::vector<bool>{true, false} : std::vector<bool>{false};
+  std::vector<Measurement> results;
+  for (bool graph : graph_modes) {
+    rl::TrainConfig run = config;
+    run.cuda_graph = graph;
+    results.push_back(measure(scenario, device, run, repeats, iterations));
+  }
+
+  std::string hidden;
+  for (std::size_t k = 0; k < config.hidden.size(); ++k) hidden += (k ? "," : "") + std::to_string(config.hidden[k]);
+  std::printf("scenario                  %s\n", spec.name.c_str());
+  std::printf("device                    %s\n", device.str().c_str());
+  std::printf("num_envs x steps          %lld x %lld (%lld epochs x %lld minibatches, hidden %s)\n",
+              static_cast<long long>(config.num_envs), static_cast<long long>(config.num_steps),
+              static_cast<long long>(config.update_epochs), static_cast<long long>(config.num_minibatches), hidden.c_str());
+  for (std::size_t k = 0; k < results.size(); ++k) {
+    const auto& r = results[k];
+    std::printf("env-steps/s, %-12s %s   [min %s, max %s]\n", device.is_cuda() ? (graph_modes[k] ? "graph on" : "graph off") : "cpu",
+                rate_text(r.median).c_str(), rate_text(*std::min_element(r.rates.begin(), r.rates.end())).c_str(),
+                rate_text(*std::max_element(r.rates.begin(), r.rates.end())).c_str());
+  }
+  if (results.size() == 2) std::printf("graph speed-up            %.3gx\n", results[0].median / results[1].median);
+
+  if (!json_path.empty()) {
+    JsonObject json;
+    json.add("surge_version", SURGE_VERSION)
+        .add("benchmark", "train")
+        .add("scenario", spec.name)
+        .add("device", device.str())
+        .add("num_envs", config.num_envs)
+        .add("num_steps", config.num_steps)
+        .add("update_epochs", config.update_epochs)
+        .add("num_minibatches", config.num_minibatches)
+        .add("hidden", hidden)
+        .add("repeats", repeats)
+        .add("iterations_per_repeat", iterations);
+    for (std::size_t k = 0; k < results.size(); ++k) {
+      const std::string suffix = device.is_cuda() ? (graph_modes[k] ? "_graph" : "_no_graph") : "";
+      json.add("env_steps_per_s" + suffix, results[k].median).add("env_steps_per_s" + suffix + "_runs", results[k].rates);
+    }
+    AtomicFile file(json_path);
+    file.stream() << json.str() << "\n";
+    file.commit();
+  }
+  return 0;
+}
+
+}  // namespace surge::cli

@@ -87,7 +87,7 @@ int run_bench_train(const Args& args) {
   }
   const std::string scenario = cmd.get("scenario");
   const ScenarioSpec& spec = scenario_spec(scenario);
-  const Device device = parse_device(cmd.get("device"));
+  const Device device = resolve_device(cmd.get("device"));
   const int repeats = static_cast<int>(cmd.get_int("repeats", 1, 1000));
   const std::int64_t iterations = cmd.get_int("iterations", 1, 100000);
   const std::string json_path = cmd.has("json") ? cmd.get("json") : "";

@@ -42,7 +42,7 @@ int run_eval(const Args& args) {
   if (spec.obs_dim != checkpoint.obs_dim || spec.num_actions != checkpoint.num_actions)
     throw InputError("checkpoint '" + cmd.get("checkpoint") + "' was trained on a " + checkpoint.scenario +
                      " with different observations or actions than this build's");
-  const Device device = parse_device(cmd.get("device"));
+  const Device device = resolve_device(cmd.get("device"));
   rl::NetworkConfig network_config;
   network_config.hidden = checkpoint.config.hidden;
   network_config.activation = rl::parse_activation(checkpoint.config.activation);

@@ -116,9 +116,7 @@ int run_train(const Args& args) {
   }
   const std::string scenario = cmd.get("scenario");
   const ScenarioSpec& spec = scenario_spec(scenario);
-  const Device device = parse_device(cmd.get("device"));
-  if (cmd.get("device") == "auto" && device.is_cpu())
-    std::cerr << "surge: no usable GPU (" << cuda_status().reason << "); training on the CPU\n";
+  const Device device = resolve_device(cmd.get("device"));
   const rl::TrainConfig config = build_config(cmd, scenario, device);
   const double target = cmd.has("target-return") ? cmd.get_double("target-return", -1e300, 1e300) : NAN;
   // Every buffer is sized from the config: a run that would not fit stops here, before it allocates.

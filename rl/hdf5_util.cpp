@@ -184,6 +184,13 @@ std::string read_string_attribute(hid_t object, const std::string& name) {
   return values.front();
 }
 
+std::vector<std::string> read_strings_attribute(hid_t object, const std::string& name) {
+  Handle attribute(H5Aopen(object, name.c_str(), H5P_DEFAULT), "open attribute '" + name + "'");
+  Handle type(H5Aget_type(attribute.get()), "type of attribute '" + name + "'");
+  if (H5Tget_class(type.get()) != H5T_STRING) throw Error("attribute '" + name + "' is not text");
+  return read_strings(attribute.get(), name);
+}
+
 std::int64_t read_int_attribute(hid_t object, const std::string& name) {
   Handle attribute(H5Aopen(object, name.c_str(), H5P_DEFAULT), "open attribute '" + name + "'");
   Handle type(H5Aget_type(attribute.get()), "type of attribute '" + name + "'");

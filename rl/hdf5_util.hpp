@@ -75,6 +75,7 @@ void write_floats_attribute(hid_t object, const std::string& name, const std::ve
 bool has_attribute(hid_t object, const std::string& name);
 std::string read_string_attribute(hid_t object, const std::string& name);
 std::int64_t read_int_attribute(hid_t object, const std::string& name);
+std::vector<std::string> read_strings_attribute(hid_t object, const std::string& name);
 
 // Names of an object's attributes, in creation order where the file tracks it, else by name.
 std::vector<std::string> attribute_names(hid_t object);

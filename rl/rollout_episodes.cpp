@@ -28,8 +28,8 @@ EpisodeReconstruction reconstruct_episodes(const LoggedRollout& r) {
         running_return[m] = static_cast<float>(r.start_return[k * envs + m]);
         running_length[m] = static_cast<std::int64_t>(r.start_length[k * envs + m]);
       } else if (!follows_previous) {
-        // Every env starts afresh at iteration 0; after a gap the running episode's start is unknown.
-        known[m] = r.iterations[k] == 0;
+        // Every env starts afresh at the run's first iteration; after a gap the running episode's start is unknown.
+        known[m] = r.iterations[k] == r.first_iteration;
         running_return[m] = 0.0f;
         running_length[m] = 0;
       }

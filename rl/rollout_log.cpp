@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
@@ -206,6 +207,7 @@ struct RolloutLog::State {
   Handle iteration_dataset, global_step_dataset;
   std::int64_t rows = 0;          // iterations on disk
   std::int64_t reserve_bytes = 0;
+  std::chrono::steady_clock::time_point last_flush = std::chrono::steady_clock::now();
   std::int64_t dropped_earlier = 0;  // counted by the run this one resumes
 
   mutable std::mutex mutex;
@@ -277,6 +279,7 @@ void RolloutLog::State::open_file() {
   hdf5::write_string_attribute(root, kSchemaAttribute, kSchemaName);
   hdf5::write_int_attribute(root, kSchemaVersionAttribute, kRolloutLogSchemaVersion);
   hdf5::write_int_attribute(root, "log_every", options.every);
+  hdf5::write_int_attribute(root, kFirstIterationAttribute, options.first_iteration);
   hdf5::write_int_attribute(root, "num_envs", options.num_envs);
   hdf5::write_int_attribute(root, kDroppedAttribute, 0);
   for (const LogAttribute& attribute : options.attributes) write_attribute(root, attribute);
@@ -389,8 +392,12 @@ void RolloutLog::State::write_slot(const Slot& slot) {
     append_row(datasets[f].get(), rows, fields[f].dtype, slot.buffers[f].data(), fields[f].name);
   append_row(global_step_dataset.get(), rows, LogDtype::Int64, &slot.global_step, kGlobalStepDataset);
   append_row(iteration_dataset.get(), rows, LogDtype::Int64, &slot.iteration, kIterationDataset);
-  hdf5::check(H5Fflush(file.get(), H5F_SCOPE_LOCAL), "flush");
   ++rows;
+  const auto now = std::chrono::steady_clock::now();
+  if (std::chrono::duration<double>(now - last_flush).count() >= options.flush_seconds) {
+    hdf5::check(H5Fflush(file.get(), H5F_SCOPE_LOCAL), "flush");
+    last_flush = now;
+  }
 }
 
 void RolloutLog::State::fail(const std::string& message) {
@@ -481,8 +488,12 @@ RolloutLog::RolloutLog(RolloutLogOptions options, std::vector<LogField> fields) 
     slot_bytes += s.env_bytes.back() * static_cast<std::size_t>(s.options.log_envs * std::max<std::int64_t>(field.steps, 1));
   }
   s.staging_bytes = slot_bytes * static_cast<std::size_t>(s.options.queue_depth);
-  s.reserve_bytes = s.options.reserve_bytes >= 0 ? s.options.reserve_bytes
-                                                 : 4 * static_cast<std::int64_t>(slot_bytes) + (std::int64_t(1) << 20);
+  // By default: room for four more iterations, plus HDF5's chunk cache (up to 1 MiB per dataset)
+  // that the closing flush writes out, plus 1 MiB of metadata.
+  const auto datasets = static_cast<std::int64_t>(s.fields.size()) + 2;
+  s.reserve_bytes = s.options.reserve_bytes >= 0
+                        ? s.options.reserve_bytes
+                        : 4 * static_cast<std::int64_t>(slot_bytes) + (datasets + 1) * (std::int64_t(1) << 20);
   constexpr std::size_t staging_limit = std::size_t(8) << 30;
   if (s.staging_bytes > staging_limit)
     throw InputError("rollout log '" + s.options.path + "': staging " + std::to_string(s.options.queue_depth) +
@@ -521,7 +532,7 @@ RolloutLog::~RolloutLog() { close(); }
 
 bool RolloutLog::wants(std::int64_t iteration) const {
   const State& s = *state_;
-  return iteration % s.options.every == 0 && !s.failed && !s.closed;
+  return (iteration - s.options.first_iteration) % s.options.every == 0 && !s.failed && !s.closed;
 }
 
 namespace {

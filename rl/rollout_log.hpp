@@ -7,7 +7,7 @@
 // at begin_iteration()/end_iteration() their slices are copied on a separate copy stream into
 // staging buffers (page-locked on a GPU; a plain copy on the CPU backend), and a writer thread
 // writes them. When every staging slot is still waiting for the writer, the iteration is dropped
-// whole and counted rather than stalling or growing. The file is flushed after every iteration.
+// whole and counted rather than stalling or growing. The file is flushed every second or so.
 // The log stops with one clear message, and never throws into the training loop, when the disk is
 // about to fill (the file is then closed cleanly and reads back whole) or when HDF5 fails.
 #include <cstdint>
@@ -57,13 +57,18 @@ struct RolloutLogOptions {
   std::int64_t num_envs = 0;        // N: the env axis of the device buffers
   std::int64_t first_env = 0;       // the logged envs are first_env .. first_env + log_envs - 1
   std::int64_t log_envs = 0;        // M
-  std::int64_t every = 1;           // log the iterations with iteration % every == 0
+  std::int64_t every = 1;           // log the iterations with (iteration - first_iteration) % every == 0
+  std::int64_t first_iteration = 0; // the number of a run's first iteration, where every env starts afresh
   int queue_depth = 4;              // iterations staged in host memory at most (one is being written)
   int deflate_level = 1;            // 0 (none, shuffle only) .. 9; 1 packs float rollouts about as
                                     // small as 4 at twice the speed
+  // The file is flushed (its metadata and partly filled chunks written out) at most this often, and
+  // on close. Every flush recompresses the partly filled chunks, so flushing after each of many small
+  // iterations would cost more than writing them. 0: after every iteration.
+  double flush_seconds = 1.0;
   // The log stops, cleanly closing the file, when less room than this is left to it (free disk
   // space, or the process's file-size limit): a write that fails for want of space can leave an
-  // HDF5 file unreadable. -1: four uncompressed iterations plus 1 MiB.
+  // HDF5 file unreadable. -1: four uncompressed iterations plus 1 MiB per dataset plus 1 MiB.
   std::int64_t reserve_bytes = -1;
   std::vector<LogAttribute> attributes;
   // Resuming a run at this iteration: an existing log at `path` is opened and cut back to the
@@ -95,7 +100,7 @@ class RolloutLog {
   RolloutLog(const RolloutLog&) = delete;
   RolloutLog& operator=(const RolloutLog&) = delete;
 
-  bool wants(std::int64_t iteration) const;  // iteration % every == 0 and the log is still open
+  bool wants(std::int64_t iteration) const;  // due by `every`, and the log is still open
 
   // At the top of an iteration, before the rollout writes to the fields. Returns whether this
   // iteration is being logged (false when not wanted, dropped, or the log has stopped). The copies

@@ -9,6 +9,7 @@ inline constexpr const char* kSchemaAttribute = "schema";  // marks the file as 
 inline constexpr const char* kSchemaName = "surge-rollout-log";
 inline constexpr const char* kSchemaVersionAttribute = "schema_version";
 inline constexpr const char* kDroppedAttribute = "dropped_iterations";
+inline constexpr const char* kFirstIterationAttribute = "first_iteration";
 
 // Index datasets: [I] per logged iteration, and [M] for the logged environments.
 inline constexpr const char* kIterationDataset = "iteration";

@@ -232,6 +232,12 @@ void Trainer::restore(const std::vector<float>& params, const std::vector<float>
   from_host(state_.span(), std::vector<TrainState>{state}, stream_);
 }
 
+void Trainer::observe_engine() {
+  // The next iteration moves obs[T] to obs[0].
+  const std::int64_t n = config_.num_envs, d = rollout_.obs_dim();
+  engine_.observe({rollout_.obs(config_.num_steps), n * d, device_}, stream_);
+}
+
 std::vector<TrainerBuffer> Trainer::memory_plan(const TrainConfig& config, const ScenarioSpec& spec, Device device) {
   std::vector<TrainerBuffer> plan;
   const std::int64_t t = config.num_steps, n = config.num_envs, d = spec.obs_dim, a = spec.num_actions;

@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
   try {
     surge::testing::SyntheticRollout rollout;
     surge::rl::RolloutLogOptions options = rollout.options(argv[1], std::atoll(argv[3]));
+    options.flush_seconds = 0;  // every iteration reaches the file at once, as the file-size tests expect
     if (argc == 6) options.reserve_bytes = std::atoll(argv[5]);
     surge::Stream stream(surge::Device::cpu());
     surge::rl::RolloutLog log(options, rollout.fields());

@@ -147,6 +147,7 @@ int h5_episodes(Args args) {
       throw InputError("'" + path + "' has no '" + name + "' dataset, so its episodes cannot be rebuilt");
   rl::LoggedRollout rollout;
   rollout.iterations = file.iterations();
+  if (const auto first = file.attribute(rl::kFirstIterationAttribute)) rollout.first_iteration = std::stoll(*first);
   rollout.env_ids = file.env_ids();
   rl::DatasetValues reward = file.read(rl::kRewardField);
   if (reward.shape.size() != 3) throw InputError("'" + path + "': its 'reward' dataset is not [iteration][step][env]");

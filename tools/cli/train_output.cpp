@@ -6,6 +6,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "rl/tensorboard.hpp"
 #include "rl/trainer.hpp"
 #include "sim/error.hpp"
 #include "tools/cli/io.hpp"
@@ -43,7 +44,15 @@ TrainOutput::TrainOutput(std::string dir, const std::string& complaint) : dir_(s
   std::filesystem::create_directories(dir_, error);
   if (error) throw InputError(complaint + ": " + error.message());
   require_writable(dir_ + "/metrics.csv", "metrics");
+  tensorboard_ = std::make_unique<rl::TensorBoardWriter>(dir_ + "/tb");
   last_flush_ = std::chrono::steady_clock::now();
+}
+
+TrainOutput::~TrainOutput() = default;
+
+void TrainOutput::restore_rows(std::vector<std::vector<double>> rows) {
+  rows_ = std::move(rows);
+  wall_time_offset_s_ = rows_.empty() ? 0.0 : rows_.back()[2];
 }
 
 const std::vector<std::string>& TrainOutput::columns() {
@@ -64,9 +73,19 @@ void TrainOutput::write_config(const rl::TrainConfig& config, const ScenarioSpec
 }
 
 void TrainOutput::add_row(const rl::IterationMetrics& m, double wall_time_s) {
+  wall_time_s += wall_time_offset_s_;
   rows_.push_back({m.iteration, m.global_step, wall_time_s, wall_time_s > 0 ? m.global_step / wall_time_s : NAN,
                    m.episodes, m.episodic_return_mean, m.return_last100, m.episodic_length_mean, m.policy_loss,
                    m.value_loss, m.entropy, m.approx_kl, m.clipfrac, m.explained_variance, m.learning_rate});
+  if (!tensorboard_) return;
+  rl::ScalarValues scalars;
+  for (std::size_t k = 0; k < columns().size(); ++k) scalars.emplace_back(columns()[k], static_cast<float>(rows_.back()[k]));
+  try {
+    tensorboard_->add_scalars(static_cast<std::int64_t>(m.global_step), scalars);
+  } catch (const std::exception& e) {
+    std::cerr << "surge train: " << e.what() << "; TensorBoard events stop here, metrics.csv goes on\n";
+    tensorboard_.reset();
+  }
 }
 
 void TrainOutput::flush_every(double seconds) {

@@ -1,7 +1,8 @@
 #pragma once
-// What `surge train` leaves behind and shows while it runs: metrics.csv, config.toml, the progress line
-// and the closing summary.
+// What `surge train` leaves behind and shows while it runs: metrics.csv (and the same columns as
+// TensorBoard scalars in DIR/tb), config.toml, the progress line and the closing summary.
 #include <chrono>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,7 @@
 
 namespace surge::rl {
 class Trainer;
+class TensorBoardWriter;
 }
 
 namespace surge::cli {
@@ -24,12 +26,18 @@ class TrainOutput {
  public:
   // Creates `dir` if needed; throws InputError starting with `complaint` if it cannot be written.
   TrainOutput(std::string dir, const std::string& complaint);
+  ~TrainOutput();
 
   // The columns of metrics.csv, in order.
   static const std::vector<std::string>& columns();
 
   void write_config(const rl::TrainConfig& config, const ScenarioSpec& spec, Device device);
+  // Adds a row to metrics.csv and its values, tagged by column, to DIR/tb at step global_step.
   void add_row(const rl::IterationMetrics& metrics, double wall_time_s);
+  // The rows so far (a checkpoint keeps them); a resumed run starts from the rows of the run it
+  // continues, and its wall times go on from theirs.
+  const std::vector<std::vector<double>>& rows() const { return rows_; }
+  void restore_rows(std::vector<std::vector<double>> rows);
   // Rewrites metrics.csv (whole, atomically) if `seconds` passed since it was last written.
   void flush_every(double seconds);
   void write_metrics();
@@ -41,6 +49,8 @@ class TrainOutput {
   std::string dir_;
   std::string scenario_, device_;
   std::vector<std::vector<double>> rows_;
+  double wall_time_offset_s_ = 0.0;  // wall time of the run a resumed one continues
+  std::unique_ptr<rl::TensorBoardWriter> tensorboard_;
   std::chrono::steady_clock::time_point last_flush_;
 };
 

@@ -1,0 +1,259 @@
+// What `surge train` leaves for analysis and for picking a run up again: TensorBoard scalars that
+// decode to metrics.csv, a rollout log whose rebuilt episodes agree with the returns the trainer
+// reported, a clean stop on SIGINT, and a resume that is bit-exact: N iterations, stop, resume, N more
+// equal 2N in one go (metrics.csv less its clock columns, the final parameters and optimizer state,
+// the environments' state, and the rollout log).
+#include <catch2/catch.hpp>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "rl/checkpoint.hpp"
+#include "rl/resume_state.hpp"
+#include "rl/rollout_file.hpp"
+#include "rl/tensorboard.hpp"
+#include "tools/cli/io.hpp"
+
+namespace fs = std::filesystem;
+using namespace surge;
+
+namespace {
+
+struct Result {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+fs::path fresh_dir(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("surge_test_train_logs_" + std::to_string(::getpid()) + "_" + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+Result run_surge(const std::string& arguments, const fs::path& scratch) {
+  const fs::path out = scratch / "stdout.txt", err = scratch / "stderr.txt";
+  const std::string command = std::string(SURGE_BINARY) + " " + arguments + " >'" + out.string() + "' 2>'" + err.string() + "' </dev/null";
+  const int status = std::system(command.c_str());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_text(out), read_text(err)};
+}
+
+// A small, quick CartPole run on the CPU: 16 envs x 16 steps per iteration.
+const std::string kSmallRun = "train --scenario cartpole --device cpu --set hidden=[16,16] ";
+constexpr std::int64_t kBatch = 16 * 16;
+
+// metrics.csv as rows of text cells, without the columns that measure the clock.
+std::vector<std::vector<std::string>> deterministic_metrics(const fs::path& dir) {
+  const cli::CsvTable table = cli::CsvTable::read((dir / "metrics.csv").string());
+  const int wall = table.column("wall_time_s"), sps = table.column("sps");
+  REQUIRE(wall >= 0);
+  REQUIRE(sps >= 0);
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& row : table.rows) {
+    std::vector<std::string> kept;
+    for (std::size_t c = 0; c < row.size(); ++c)
+      if (static_cast<int>(c) != wall && static_cast<int>(c) != sps) kept.push_back(row[c]);
+    rows.push_back(kept);
+  }
+  return rows;
+}
+
+}  // namespace
+
+TEST_CASE("Every metrics.csv column also goes to TensorBoard scalars in DIR/tb", "[train][logs]") {
+  const fs::path dir = fresh_dir("tb");
+  const Result r = run_surge(kSmallRun + "--total-steps " + std::to_string(5 * kBatch) + " --out '" + dir.string() + "'", dir);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(dir / "tb")) files.push_back(entry.path());
+  REQUIRE(files.size() == 1);
+  CHECK(files[0].filename().string().rfind("events.out.tfevents.", 0) == 0);
+  const std::vector<rl::TensorBoardEvent> events = rl::read_tensorboard_events(files[0]);
+  const cli::CsvTable metrics = cli::CsvTable::read((dir / "metrics.csv").string());
+  REQUIRE(events.size() == 1 + metrics.rows.size());
+  CHECK(events[0].file_version == "brain.Event:2");
+  for (std::size_t row = 0; row < metrics.rows.size(); ++row) {
+    const rl::TensorBoardEvent& event = events[row + 1];
+    CHECK(event.step == (static_cast<std::int64_t>(row) + 1) * kBatch);
+    REQUIRE(event.scalars.size() == metrics.header.size());
+    for (std::size_t c = 0; c < metrics.header.size(); ++c) {
+      CHECK(event.scalars[c].first == metrics.header[c]);
+      const double csv = std::stod(metrics.rows[row][c]);  // 9 significant digits of the same double
+      const double tb = event.scalars[c].second;
+      if (std::isnan(csv)) {
+        CHECK(std::isnan(tb));
+      } else {
+        CHECK(std::abs(tb - csv) <= 1e-6 * std::abs(csv) + 1e-30);
+      }
+    }
+  }
+}
+
+TEST_CASE("Episodes rebuilt from the rollout log agree with the returns the trainer reported", "[train][logs]") {
+  const fs::path dir = fresh_dir("episodes");
+  const std::string log = (dir / "rollouts.h5").string();
+  const Result r = run_surge(kSmallRun + "--total-steps " + std::to_string(12 * kBatch) + " --out '" + dir.string() +
+                             "' --log-rollouts '" + log + "' --log-every 1 --log-envs 16 --log-queue 64",
+                         dir);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err.find("logged 12 iterations to " + log) != std::string::npos);
+  const rl::RolloutFile file(log);
+  CHECK(file.iterations() == std::vector<std::int64_t>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
+  CHECK(file.global_steps().back() == 12 * kBatch);
+  CHECK(file.attribute("scenario") == std::optional<std::string>("cartpole"));
+  CHECK(file.attribute("first_iteration") == std::optional<std::string>("1"));
+
+  const Result episodes = run_surge("h5 episodes '" + log + "' --out '" + (dir / "episodes.csv").string() + "'", dir);
+  REQUIRE(episodes.exit_code == 0);
+  const cli::CsvTable rebuilt = cli::CsvTable::read((dir / "episodes.csv").string());
+  std::map<long, std::pair<double, double>> per_iteration;  // iteration -> (episodes, return sum)
+  for (std::size_t row = 0; row < rebuilt.rows.size(); ++row) {
+    auto& [count, sum] = per_iteration[std::stol(rebuilt.rows[row][static_cast<std::size_t>(rebuilt.column("end_iteration"))])];
+    count += 1;
+    sum += std::stod(rebuilt.rows[row][static_cast<std::size_t>(rebuilt.column("return"))]);
+  }
+  const cli::CsvTable metrics = cli::CsvTable::read((dir / "metrics.csv").string());
+  REQUIRE(metrics.rows.size() == 12);
+  int compared = 0;
+  for (std::size_t row = 0; row < metrics.rows.size(); ++row) {
+    const long iteration = std::stol(metrics.rows[row][static_cast<std::size_t>(metrics.column("iteration"))]);
+    const double reported_count = std::stod(metrics.rows[row][static_cast<std::size_t>(metrics.column("episodes"))]);
+    const auto found = per_iteration.find(iteration);
+    const double count = found == per_iteration.end() ? 0.0 : found->second.first;
+    INFO("iteration " << iteration);
+    CHECK(count == reported_count);
+    if (count == 0) continue;
+    const double reported = std::stod(metrics.rows[row][static_cast<std::size_t>(metrics.column("episodic_return_mean"))]);
+    const double mean = found->second.second / count;
+    CHECK(std::abs(mean - reported) <= 1e-6 * std::abs(reported));
+    ++compared;
+  }
+  CHECK(compared >= 5);
+}
+
+TEST_CASE("A resumed run is bit-identical to one run straight through", "[train][logs]") {
+  const fs::path dir = fresh_dir("resume");
+  const std::string total = " --total-steps " + std::to_string(8 * kBatch);
+  const std::string first = (dir / "first").string(), straight = (dir / "straight").string();
+  // N = 4 iterations, stop; resume for the other 4; against 8 in one go. Both log every iteration.
+  Result r = run_surge(kSmallRun + total + " --seed 3 --stop-after 4 --out '" + first + "' --log-rollouts '" + first +
+                       "/rollouts.h5' --log-every 1 --log-envs 8 --log-queue 64",
+                   dir);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err.find("stopped as asked (--stop-after) after iteration 4 of 8") != std::string::npos);
+  r = run_surge("train --device cpu --resume '" + first + "/checkpoint.h5' --log-rollouts '" + first +
+                "/rollouts.h5' --log-every 1 --log-envs 8 --log-queue 64",
+            dir);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err.find("resumed after iteration 4") != std::string::npos);
+  r = run_surge(kSmallRun + total + " --seed 3 --out '" + straight + "' --log-rollouts '" + straight +
+                "/rollouts.h5' --log-every 1 --log-envs 8 --log-queue 64",
+            dir);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+
+  const auto resumed_metrics = deterministic_metrics(first), straight_metrics = deterministic_metrics(straight);
+  REQUIRE(straight_metrics.size() == 8);
+  CHECK(resumed_metrics == straight_metrics);
+
+  const rl::Checkpoint a = rl::read_checkpoint(first + "/checkpoint.h5"), b = rl::read_checkpoint(straight + "/checkpoint.h5");
+  CHECK(a.iteration == 8);
+  CHECK(a.params == b.params);
+  CHECK(a.adam_m == b.adam_m);
+  CHECK(a.adam_v == b.adam_v);
+  CHECK(a.adam_step == b.adam_step);
+  const rl::ResumeState sa = rl::read_resume_state(first + "/checkpoint.h5"), sb = rl::read_resume_state(straight + "/checkpoint.h5");
+  CHECK(sa.env_state == sb.env_state);
+  CHECK(sa.env_rng_offsets == sb.env_rng_offsets);
+  CHECK(sa.env_episode_returns == sb.env_episode_returns);
+  CHECK(sa.recent_returns == sb.recent_returns);
+
+  const rl::RolloutFile log_a(first + "/rollouts.h5"), log_b(straight + "/rollouts.h5");
+  CHECK(log_a.iterations() == std::vector<std::int64_t>{1, 2, 3, 4, 5, 6, 7, 8});
+  for (const std::string& name : log_b.dataset_names()) {
+    INFO(name);
+    CHECK(log_a.read(name).values == log_b.read(name).values);
+  }
+}
+
+TEST_CASE("SIGINT stops training at an iteration boundary with everything written", "[train][logs]") {
+  const fs::path dir = fresh_dir("sigint");
+  const std::string out = (dir / "run").string(), log = (dir / "rollouts.h5").string();
+  const std::string command = std::string(SURGE_BINARY) + " " + kSmallRun + "--total-steps 100000000 --out '" + out +
+                              "' --log-rollouts '" + log + "' --log-every 1 --log-envs 4 --checkpoint-every 50";
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    const std::string redirected = "exec " + command + " >'" + (dir / "stdout.txt").string() + "' 2>'" + (dir / "stderr.txt").string() + "'";
+    ::execl("/bin/sh", "sh", "-c", redirected.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  // Let it train a while (its first periodic checkpoint shows it is well under way), then interrupt.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!fs::exists(out + "/checkpoint.h5") && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  REQUIRE(fs::exists(out + "/checkpoint.h5"));
+  REQUIRE(::kill(child, SIGINT) == 0);
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  const std::string err = read_text(dir / "stderr.txt");
+  INFO(err);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 128 + SIGINT);
+  const auto at = err.find("stopped by SIGINT after iteration ");
+  REQUIRE(at != std::string::npos);
+  const long stopped_at = std::stol(err.substr(at + std::string("stopped by SIGINT after iteration ").size()));
+  CHECK(stopped_at >= 50);
+  CHECK(err.find("continue with: surge train --resume " + out + "/checkpoint.h5") != std::string::npos);
+
+  // Every iteration up to the stop is in metrics.csv, the rollout log and the checkpoint.
+  CHECK(cli::CsvTable::read(out + "/metrics.csv").rows.size() == static_cast<std::size_t>(stopped_at));
+  const rl::RolloutFile file(log);
+  REQUIRE(file.iterations().size() + static_cast<std::size_t>(std::stol(file.attribute("dropped_iterations").value())) ==
+          static_cast<std::size_t>(stopped_at));
+  CHECK(file.iterations().back() <= stopped_at);
+  CHECK(file.read("obs").shape[0] == static_cast<std::int64_t>(file.iterations().size()));
+  CHECK(rl::read_checkpoint(out + "/checkpoint.h5").iteration == stopped_at);
+  CHECK(rl::read_resume_state(out + "/checkpoint.h5").metrics_rows.size() == static_cast<std::size_t>(stopped_at));
+
+  // And the run goes on from there.
+  const Result r = run_surge("train --device cpu --resume '" + out + "/checkpoint.h5' --stop-after 2", dir);
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.err.find("resumed after iteration " + std::to_string(stopped_at)) != std::string::npos);
+  CHECK(cli::CsvTable::read(out + "/metrics.csv").rows.size() == static_cast<std::size_t>(stopped_at + 2));
+}
+
+TEST_CASE("Resume refuses flags that would change the run, and checkpoints without resume state", "[train][logs]") {
+  const fs::path dir = fresh_dir("refuse");
+  Result r = run_surge(kSmallRun + "--total-steps " + std::to_string(2 * kBatch) + " --out '" + dir.string() + "/run'", dir);
+  REQUIRE(r.exit_code == 0);
+  r = run_surge("train --resume '" + dir.string() + "/run/checkpoint.h5' --num-envs 32", dir);
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("--num-envs cannot be given with it") != std::string::npos);
+  r = run_surge("train --resume '" + dir.string() + "/missing.h5'", dir);
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("does not exist") != std::string::npos);
+}

@@ -1,0 +1,79 @@
+#include "tools/cli/train_rollout_log.hpp"
+
+#include <algorithm>
+
+#include "rl/rollout_schema.hpp"
+
+#ifndef SURGE_VERSION
+#define SURGE_VERSION "unknown"
+#endif
+
+namespace surge::cli {
+
+std::unique_ptr<rl::RolloutLog> open_train_rollout_log(const RolloutLogRequest& request, Engine& engine,
+                                                       const rl::Trainer& trainer, std::int64_t resume_iteration) {
+  using rl::LogCapture;
+  using rl::LogDtype;
+  const rl::RolloutStorage& rollout = trainer.rollout();
+  const ScenarioSpec& spec = engine.spec();
+  const std::int64_t steps = rollout.num_steps();
+  const std::vector<std::int64_t> obs_shape{rollout.obs_dim()};
+  std::vector<rl::LogField> fields = {
+      {rl::kObsField, LogDtype::Float32, steps, obs_shape, rollout.obs(0), LogCapture::AtEnd, "the observation acted on"},
+      {rl::kActionsField, LogDtype::Int32, steps, {}, rollout.actions(0), LogCapture::AtEnd, "the action taken"},
+      {rl::kLogprobField, LogDtype::Float32, steps, {}, rollout.logprob(0), LogCapture::AtEnd,
+       "log-probability of the action under the policy that took it"},
+      {rl::kValueField, LogDtype::Float32, steps, {}, rollout.value(0), LogCapture::AtEnd, "the critic's value of obs"},
+      {rl::kRewardField, LogDtype::Float32, steps, {}, rollout.reward(0), LogCapture::AtEnd, "the reward of the step"},
+      {rl::kTerminatedField, LogDtype::UInt8, steps, {}, rollout.terminated(0), LogCapture::AtEnd,
+       "1 where the episode ended in a terminal state at this step"},
+      {rl::kTruncatedField, LogDtype::UInt8, steps, {}, rollout.truncated(0), LogCapture::AtEnd,
+       "1 where the episode hit its time limit at this step"},
+      {rl::kAdvantageField, LogDtype::Float32, steps, {}, rollout.advantage(0), LogCapture::AtEnd, "GAE advantage"},
+      {rl::kReturnField, LogDtype::Float32, steps, {}, rollout.returns(0), LogCapture::AtEnd,
+       "the return the critic is fitted to (advantage + value)"},
+      {rl::kStartEpisodeReturnField, LogDtype::Float32, 0, {}, engine.episode_returns().data, LogCapture::AtBegin,
+       "return of each env's running episode when the rollout began"},
+      {rl::kStartEpisodeLengthField, LogDtype::Int32, 0, {}, engine.episode_steps().data, LogCapture::AtBegin,
+       "steps of each env's running episode when the rollout began"},
+  };
+  if (spec.param_count() > 0)
+    fields.push_back({rl::kPhysicsField, LogDtype::Float32, 0, {spec.param_count()}, engine.params().data,
+                      LogCapture::AtBegin, "each env's physics parameters when the rollout began"});
+
+  const rl::TrainConfig& config = trainer.config();
+  const PhysicsConfig& physics = engine.physics();
+  rl::RolloutLogOptions options;
+  options.path = request.path;
+  options.device = trainer.device();
+  options.num_envs = config.num_envs;
+  options.first_env = 0;
+  options.log_envs = std::min(request.envs, config.num_envs);
+  options.every = request.every;
+  options.queue_depth = request.queue_depth;
+  options.first_iteration = 1;
+  options.resume_iteration = resume_iteration;
+  std::vector<std::string> names;
+  std::vector<std::int64_t> randomized;
+  for (int k = 0; k < spec.param_count(); ++k) {
+    names.emplace_back(spec.params[static_cast<std::size_t>(k)].name);
+    randomized.push_back(physics.randomized.empty() ? 0 : physics.randomized[static_cast<std::size_t>(k)]);
+  }
+  options.attributes = {
+      {"scenario", spec.name},
+      {"gym_id", spec.gym_id},
+      {"seed", static_cast<std::int64_t>(config.seed)},
+      {"surge_version", std::string(SURGE_VERSION)},
+      {"device", trainer.device().str()},
+      {"rollout_steps", steps},
+      {"physics_names", names},
+      {"physics_value", physics.value},
+      {"physics_low", physics.low},
+      {"physics_high", physics.high},
+      {"physics_randomized", randomized},
+      {"config", config.to_toml()},
+  };
+  return std::make_unique<rl::RolloutLog>(std::move(options), std::move(fields));
+}
+
+}  // namespace surge::cli

@@ -1,0 +1,27 @@
+#pragma once
+// `surge train --log-rollouts`: the rollout log (rl/rollout_log.hpp) fed from the trainer's rollout
+// storage and the engine's episode accumulators. Built where HDF5 was found.
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "rl/rollout_log.hpp"
+#include "rl/trainer.hpp"
+#include "sim/engine.hpp"
+
+namespace surge::cli {
+
+struct RolloutLogRequest {
+  std::string path;
+  std::int64_t every = 10;  // log iterations 1, 1+K, 1+2K, ... (metrics.csv numbering)
+  std::int64_t envs = 64;   // log envs 0 .. M-1 (at most all of them)
+  int queue_depth = 4;      // iterations staged for the writer at most
+};
+
+// Opens the log (a new file, or when resuming at `resume_iteration` >= 1 the same file cut back to the
+// iterations before it). The fields are obs, actions, logprob, value, reward, terminated, truncated,
+// advantage and return per step, and start_episode_return, start_episode_length and physics per env.
+std::unique_ptr<rl::RolloutLog> open_train_rollout_log(const RolloutLogRequest& request, Engine& engine,
+                                                       const rl::Trainer& trainer, std::int64_t resume_iteration);
+
+}  // namespace surge::cli

@@ -194,6 +194,41 @@ SURGE_HD_INLINE void rollout_tile(const RolloutTile<S>& tile, std::int64_t first
   }
 }
 
+// The hot loops as named functors rather than lambdas: nvcc calls an extended __host__ __device__
+// lambda through a pointer on the host, which stops the CPU backend from inlining and vectorising it.
+template <class S, int kLanes>
+struct RolloutTileKernel {
+  RolloutTile<S> tile;
+  SURGE_HD_INLINE void operator()(std::int64_t k) const { rollout_tile<kLanes>(tile, k * kLanes); }
+};
+
+template <class S>
+struct StepKernel {
+  using Logic = EnvLogic<S>;
+  typename S::State* states;
+  typename S::Params* params;
+  std::int32_t* episode_steps;
+  float* episode_returns;
+  std::uint64_t* rng_offsets;
+  EpisodeTally* tallies;
+  PhysicsTable<EnvLogic<S>::kParamCount> physics;
+  std::uint64_t seed;
+  const std::int32_t* discrete;   // [N] or null
+  const float* continuous;        // [N][action_dim] or null
+  float* obs;                     // [N][obs_dim]
+  float* reward;                  // [N]
+  std::uint8_t* terminated;       // [N]
+  std::uint8_t* truncated;        // [N]
+  float* final_obs;               // [N][obs_dim] or null
+
+  SURGE_HD_INLINE void operator()(std::int64_t i) const {
+    const auto action = Logic::load_action(discrete, continuous, i);
+    reward[i] = Logic::step_env(seed, i, physics, states[i], params[i], episode_steps[i], episode_returns[i], rng_offsets[i],
+                                tallies[i], action, terminated[i], truncated[i], obs + i * S::kObsDim,
+                                final_obs ? final_obs + i * S::kObsDim : nullptr);
+  }
+};
+
 template <class S>
 ScenarioSpec make_spec() {
   ScenarioSpec spec;
@@ -308,27 +343,11 @@ class VecEnv final : public Engine {
     check_view(out.terminated, num_envs_, "terminated");
     check_view(out.truncated, num_envs_, "truncated");
     if (!out.final_obs.empty()) check_view(out.final_obs, num_envs_ * S::kObsDim, "final_obs");
-    const auto states = states_.span();
-    const auto params = params_.span();
-    const auto steps = episode_steps_.span();
-    const auto returns = episode_returns_.span();
-    const auto offsets = rng_offsets_.span();
-    const auto tallies = tallies_.span();
-    const auto table = table_;
-    const auto seed = seed_;
-    const std::int32_t* discrete = actions.discrete.data;
-    const float* continuous = actions.continuous.data;
-    float* obs = out.obs.data;
-    float* reward = out.reward.data;
-    std::uint8_t* terminated = out.terminated.data;
-    std::uint8_t* truncated = out.truncated.data;
-    float* final_obs = out.final_obs.data;
-    parallel_for(stream, num_envs_, [=] SURGE_HD(std::int64_t i) {
-      const auto action = Logic::load_action(discrete, continuous, i);
-      reward[i] = Logic::step_env(seed, i, table, states[i], params[i], steps[i], returns[i], offsets[i], tallies[i], action,
-                                  terminated[i], truncated[i], obs + i * S::kObsDim,
-                                  final_obs ? final_obs + i * S::kObsDim : nullptr);
-    });
+    const StepKernel<S> kernel{states_.data(),      params_.data(),         episode_steps_.data(), episode_returns_.data(),
+                               rng_offsets_.data(), tallies_.data(),        table_,                seed_,
+                               actions.discrete.data, actions.continuous.data, out.obs.data,       out.reward.data,
+                               out.terminated.data, out.truncated.data,     out.final_obs.data};
+    parallel_for(stream, num_envs_, kernel);
   }
 
   void rollout_random(std::int64_t num_steps, const RolloutViews& out, const Stream& stream) override {
@@ -353,9 +372,9 @@ class VecEnv final : public Engine {
     // independent steps overlap in the pipeline and each step's writes are contiguous.
     if (device_.is_cpu()) {
       constexpr int kLanes = 64;
-      parallel_for(stream, (n + kLanes - 1) / kLanes, [=] SURGE_HD(std::int64_t k) { rollout_tile<kLanes>(tile, k * kLanes); });
+      parallel_for(stream, (n + kLanes - 1) / kLanes, RolloutTileKernel<S, kLanes>{tile}, kLanes * num_steps);
     } else {
-      parallel_for(stream, n, [=] SURGE_HD(std::int64_t i) { rollout_tile<1>(tile, i); });
+      parallel_for(stream, n, RolloutTileKernel<S, 1>{tile});
     }
   }
 

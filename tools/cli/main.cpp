@@ -30,6 +30,7 @@ Commands:
   eval        a trained policy's mean return over K episodes, from its checkpoint
   h5          read a rollout log: info, episodes, export as CSV
   doctor      what this machine offers: driver, CUDA, GPUs, architectures, libraries, and a verdict
+  plot        a training run's learning curve (return against steps and wall time) as SVG
 
 Options:
   --help      show this help (every command takes --help too)
@@ -85,6 +86,7 @@ int main(int argc, char** argv) {
 #endif
     }
     if (command == "doctor") return surge::cli::run_doctor(rest);
+    if (command == "plot") return surge::cli::run_plot(rest);
     std::cerr << "surge: unknown command '" << command << "'; see 'surge --help'\n";
     return 2;
   } catch (const surge::InputError& e) {

@@ -16,23 +16,15 @@
 
 #include "sim/device.hpp"
 #include "tests/golden.hpp"
+#include "tests/run_surge.hpp"
 #include "tools/cli/io.hpp"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-struct Result {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using surge::testing::read_text;
+using surge::testing::Result;
 
 void write_text(const fs::path& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);

@@ -17,6 +17,7 @@
 #include "sim/cuda_diagnosis.hpp"
 #include "sim/device.hpp"
 #include "sim/error.hpp"
+#include "tests/run_surge.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/library_versions.hpp"
 
@@ -58,34 +59,8 @@ std::size_t count_severity(const Diagnosis& d, Severity severity) {
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
-struct Result {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-// Runs bin/surge with `arguments`, capturing both streams and the exit code.
-Result run_surge(const std::string& arguments) {
-  static int counter = 0;
-  const fs::path base = fs::temp_directory_path() / ("surge_test_doctor_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-  const fs::path out = base.string() + ".out", err = base.string() + ".err";
-  const std::string command = std::string("'") + SURGE_BINARY + "' " + arguments + " >'" + out.string() + "' 2>'" + err.string() +
-                              "' </dev/null";
-  const int status = std::system(command.c_str());
-  Result result;
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  result.out = read_text(out);
-  result.err = read_text(err);
-  fs::remove(out);
-  fs::remove(err);
-  return result;
-}
+using surge::testing::Result;
+using surge::testing::run_surge;
 
 std::size_t occurrences(const std::string& text, const std::string& part) {
   std::size_t count = 0;

@@ -13,6 +13,7 @@
 
 #include "scenarios/registry.hpp"
 #include "sim/error.hpp"
+#include "tests/run_surge.hpp"
 #include "sim/memory_plan.hpp"
 #include "tools/cli/bench_buffers.hpp"
 
@@ -33,32 +34,8 @@ const PlannedBuffer* find(const MemoryPlan& plan, const std::string& name) {
   return nullptr;
 }
 
-struct Result {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-Result run_surge(const std::string& arguments) {
-  const fs::path base = fs::temp_directory_path() / ("surge_test_memory_plan_" + std::to_string(::getpid()));
-  const fs::path out = base.string() + ".out", err = base.string() + ".err";
-  const std::string command = std::string("'") + SURGE_BINARY + "' " + arguments + " >'" + out.string() + "' 2>'" + err.string() +
-                              "' </dev/null";
-  const int status = std::system(command.c_str());
-  Result result;
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  result.out = read_text(out);
-  result.err = read_text(err);
-  fs::remove(out);
-  fs::remove(err);
-  return result;
-}
+using surge::testing::Result;
+using surge::testing::run_surge;
 
 }  // namespace
 

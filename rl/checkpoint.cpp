@@ -73,6 +73,41 @@ std::vector<float> read_slices(hid_t file, const std::string& group, const Param
   return flat;
 }
 
+// Running moments [2*dim + 1] as <prefix>_mean [dim], <prefix>_var [dim] and attribute <prefix>_count.
+void write_moments(hid_t group, const std::string& prefix, const std::vector<double>& moments) {
+  const hsize_t dim = (moments.size() - 1) / 2;
+  for (int part = 0; part < 2; ++part) {
+    const std::string name = prefix + (part == 0 ? "_mean" : "_var");
+    hdf5::Handle space(H5Screate_simple(1, &dim, nullptr), "dataspace of " + name);
+    hdf5::Handle dataset(H5Dcreate2(group, name.c_str(), H5T_IEEE_F64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+                         "create dataset " + name);
+    hdf5::check(H5Dwrite(dataset.get(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, moments.data() + part * dim),
+                "write dataset " + name);
+  }
+  write_double_attribute(group, prefix + "_count", moments.back());
+}
+
+std::vector<double> read_moments(hid_t file, const std::string& prefix, int dim, const std::string& path) {
+  std::vector<double> moments(static_cast<std::size_t>(2 * dim + 1), 0.0);
+  if (H5Lexists(file, "normalization", H5P_DEFAULT) <= 0)
+    throw InputError("checkpoint '" + path + "' lacks /normalization, which its config's " + prefix +
+                     " normalisation needs; it was not written by surge train");
+  hdf5::Handle group(H5Gopen2(file, "normalization", H5P_DEFAULT), "open /normalization");
+  for (int part = 0; part < 2; ++part) {
+    const std::string name = prefix + (part == 0 ? "_mean" : "_var");
+    if (H5Lexists(group.get(), name.c_str(), H5P_DEFAULT) <= 0)
+      throw InputError("checkpoint '" + path + "' lacks /normalization/" + name);
+    hdf5::Handle dataset(H5Dopen2(group.get(), name.c_str(), H5P_DEFAULT), "open " + name);
+    hdf5::Handle space(H5Dget_space(dataset.get()), "dataspace of " + name);
+    if (H5Sget_simple_extent_npoints(space.get()) != dim)
+      throw InputError("checkpoint '" + path + "': /normalization/" + name + " does not hold " + std::to_string(dim) + " values");
+    hdf5::check(H5Dread(dataset.get(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, moments.data() + part * dim),
+                "read " + name);
+  }
+  moments.back() = read_double_attribute(group.get(), prefix + "_count");
+  return moments;
+}
+
 }  // namespace
 
 void write_checkpoint(const std::string& path, const Checkpoint& c) {
@@ -82,6 +117,9 @@ void write_checkpoint(const std::string& path, const Checkpoint& c) {
                   static_cast<std::int64_t>(c.adam_m.size()) == table.total() &&
                   static_cast<std::int64_t>(c.adam_v.size()) == table.total(),
               "checkpoint buffers do not match the network's table");
+  SURGE_CHECK(c.obs_moments.size() == (c.config.normalize_obs ? static_cast<std::size_t>(2 * c.obs_dim + 1) : 0u) &&
+                  c.reward_moments.size() == (c.config.normalize_reward ? 3u : 0u),
+              "checkpoint normalisation statistics do not match the config");
   const std::string temporary = path + ".partial." + std::to_string(::getpid());
   {
     hdf5::Lock lock;
@@ -117,6 +155,11 @@ void write_checkpoint(const std::string& path, const Checkpoint& c) {
       write_slices(v.get(), table, c.adam_v);
     }
     optimizer.reset();
+    if (!c.obs_moments.empty() || !c.reward_moments.empty()) {
+      hdf5::Handle normalization = create_group(root, "normalization");
+      if (!c.obs_moments.empty()) write_moments(normalization.get(), "obs", c.obs_moments);
+      if (!c.reward_moments.empty()) write_moments(normalization.get(), "reward", c.reward_moments);
+    }
     if (file.close() < 0) {
       std::remove(temporary.c_str());
       throw Error("could not finish writing checkpoint '" + path + "': " + hdf5::error_stack());
@@ -144,6 +187,8 @@ void write_checkpoint(const std::string& path, const Trainer& trainer) {
   const OptimizerScalars optimizer = trainer.optimizer_scalars();
   c.adam_step = optimizer.step;
   c.learning_rate = optimizer.learning_rate;
+  c.obs_moments = to_host(trainer.obs_moments(), trainer.stream());
+  c.reward_moments = to_host(trainer.reward_moments(), trainer.stream());
   write_checkpoint(path, c);
 }
 
@@ -176,6 +221,8 @@ Checkpoint read_checkpoint(const std::string& path) {
   hdf5::Handle optimizer(H5Gopen2(root, "optimizer", H5P_DEFAULT), "open /optimizer");
   c.adam_step = read_double_attribute(optimizer.get(), "step");
   c.learning_rate = read_double_attribute(optimizer.get(), "learning_rate");
+  if (c.config.normalize_obs) c.obs_moments = read_moments(root, "obs", c.obs_dim, path);
+  if (c.config.normalize_reward) c.reward_moments = read_moments(root, "reward", 1, path);
   return c;
 }
 

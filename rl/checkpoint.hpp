@@ -7,6 +7,9 @@
 //   /parameters/<slice>  float32 [rows][cols], e.g. /parameters/actor.0.weight [64][4]
 //   /optimizer           attributes step, learning_rate, beta1, beta2, eps, max_grad_norm
 //   /optimizer/adam_m/<slice>, /optimizer/adam_v/<slice>   float32, shaped as the parameters
+//   /normalization       where the config has normalize_obs or normalize_reward: float64 datasets
+//                        obs_mean, obs_var [obs_dim] and reward_mean, reward_var [1], with attributes
+//                        obs_count and reward_count (Gymnasium's RunningMeanStd mean, var and count)
 // Built only where HDF5 was found (SURGE_WITH_HDF5).
 #include <cstdint>
 #include <string>
@@ -30,6 +33,9 @@ struct Checkpoint {
   std::vector<float> params, adam_m, adam_v;
   double adam_step = 0.0;
   double learning_rate = 0.0;
+  // Running statistics where config.normalize_obs / normalize_reward (rl/normalization.hpp layout:
+  // mean, var, count): [2*obs_dim + 1] and [3]; empty otherwise.
+  std::vector<double> obs_moments, reward_moments;
 };
 
 // Writes the trainer's state whole or not at all (into a temporary beside `path`, renamed when done).

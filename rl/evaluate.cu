@@ -18,14 +18,22 @@ void accumulate_first_episode(const Stream& stream, std::int64_t num_envs, const
   });
 }
 
-std::vector<double> evaluate_policy(Engine& engine, const ActorCritic& network, Span<const float> params, bool sample) {
+std::vector<double> evaluate_policy(Engine& engine, const ActorCritic& network, Span<const float> params, bool sample,
+                                    const FrozenObsNormalization& normalization) {
   const Device device = engine.device();
   const ScenarioSpec& spec = engine.spec();
   const std::int64_t n = engine.num_envs();
   SURGE_CHECK(spec.obs_dim == network.obs_dim() && spec.num_actions == network.num_actions(),
               "the network does not fit the scenario");
   SURGE_CHECK(params.size == network.table().total() && params.device == device, "parameters do not fit the network");
+  const bool normalized = !normalization.moments.empty();
+  SURGE_CHECK(!normalized || (normalization.moments.size == moments_size(spec.obs_dim) && normalization.moments.device == device),
+              "observation statistics do not fit the scenario");
   Stream stream(device);
+  // In place, with the frozen statistics.
+  auto normalize = [&](float* rows) {
+    if (normalized) normalize_rows(stream, rows, n, spec.obs_dim, normalization.moments.data, normalization.clip);
+  };
   PpoGradient<float> workspace(device, network, n);
   DeviceBuffer<float> obs(device, n * spec.obs_dim), logits(device, n * spec.num_actions), reward(device, n);
   DeviceBuffer<std::int32_t> actions(device, n);
@@ -34,6 +42,7 @@ std::vector<double> evaluate_policy(Engine& engine, const ActorCritic& network, 
   zero_bytes(finished.data(), device, finished.bytes(), stream);
   zero_bytes(returns.data(), device, returns.bytes(), stream);
   engine.observe(obs.span(), stream);
+  normalize(obs.data());
   // Every episode ends by the time limit; check now and then whether all have, to stop early.
   const std::int64_t check_every = 32;
   for (std::int64_t t = 0; t < spec.max_episode_steps; ++t) {
@@ -42,6 +51,7 @@ std::vector<double> evaluate_policy(Engine& engine, const ActorCritic& network, 
     sample_actions(stream, logits.data(), n, spec.num_actions, draw, !sample, actions.data(), nullptr);
     engine.step(ActionView{actions.cspan(), {}}, StepViews{obs.span(), reward.span(), terminated.span(), truncated.span(), {}},
                 stream);
+    normalize(obs.data());
     accumulate_first_episode(stream, n, reward.data(), terminated.data(), truncated.data(), finished.data(), returns.data());
     if ((t + 1) % check_every == 0) {
       const std::vector<std::uint8_t> done = to_host(finished.cspan(), stream);

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "rl/actor_critic.hpp"
+#include "rl/normalization.hpp"
 #include "sim/engine.hpp"
 
 namespace surge::rl {
@@ -12,7 +13,14 @@ namespace surge::rl {
 // `engine` holds the K environments (K = engine.num_envs(), freshly reset); `params` the network's
 // parameters on the engine's device ([network.table().total()]). Returns each environment's first
 // episode return, in environment order. Sampling draws from the engine's seed on the Action streams.
-std::vector<double> evaluate_policy(Engine& engine, const ActorCritic& network, Span<const float> params, bool sample);
+// With observation statistics (a policy trained with normalize_obs), the policy sees observations
+// normalised by them, frozen; the returns stay in raw reward units.
+struct FrozenObsNormalization {
+  Span<const double> moments;  // [2*obs_dim + 1] on the engine's device, or empty for none
+  double clip = 10.0;
+};
+std::vector<double> evaluate_policy(Engine& engine, const ActorCritic& network, Span<const float> params, bool sample,
+                                    const FrozenObsNormalization& normalization = {});
 
 // Per environment: adds this step's reward to the return of its first episode until that episode ends.
 void accumulate_first_episode(const Stream& stream, std::int64_t num_envs, const float* reward,

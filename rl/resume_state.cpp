@@ -78,6 +78,7 @@ ResumeState ResumeState::capture(const Trainer& trainer, Engine& engine) {
   s.env_episode_steps = to_host(engine.episode_steps(), stream);
   s.env_episode_returns = to_host(engine.episode_returns(), stream);
   s.env_rng_offsets = to_host(engine.rng_offsets(), stream);
+  s.reward_accumulator = to_host(trainer.reward_accumulator(), stream);
   return s;
 }
 
@@ -91,6 +92,7 @@ void ResumeState::restore(const Checkpoint& agent, Trainer& trainer, Engine& eng
   upload(engine.episode_steps(), env_episode_steps, "episode step counters", stream);
   upload(engine.episode_returns(), env_episode_returns, "episode returns", stream);
   upload(engine.rng_offsets(), env_rng_offsets, "environment RNG offsets", stream);
+  trainer.restore_normalization(agent.obs_moments, agent.reward_moments, reward_accumulator);
   trainer.observe_engine();  // the restored environments' observation starts the next iteration
   stream.synchronize();
 }
@@ -119,6 +121,7 @@ void append_resume_state(const std::string& checkpoint_path, const ResumeState& 
   write_dataset(group.get(), "env_episode_steps", s.env_episode_steps);
   write_dataset(group.get(), "env_episode_returns", s.env_episode_returns);
   write_dataset(group.get(), "env_rng_offsets", s.env_rng_offsets);
+  if (!s.reward_accumulator.empty()) write_dataset(group.get(), "reward_accumulator", s.reward_accumulator);
   group.reset();
   hdf5::check(file.close(), "close " + checkpoint_path);
 }
@@ -158,6 +161,8 @@ ResumeState read_resume_state(const std::string& path) {
   s.env_episode_steps = read_dataset<std::int32_t>(group.get(), "env_episode_steps", path);
   s.env_episode_returns = read_dataset<float>(group.get(), "env_episode_returns", path);
   s.env_rng_offsets = read_dataset<std::uint64_t>(group.get(), "env_rng_offsets", path);
+  if (H5Lexists(group.get(), "reward_accumulator", H5P_DEFAULT) > 0)
+    s.reward_accumulator = read_dataset<float>(group.get(), "reward_accumulator", path);
   return s;
 }
 

@@ -12,6 +12,8 @@
 //   /resume/recent_returns float64 [100]; /resume/running_return float32 [N]
 //   /resume/env_state float32 [N][state_dim]; /resume/env_params float32 [N][params];
 //   /resume/env_episode_steps int32 [N]; /resume/env_episode_returns float32 [N]; /resume/env_rng_offsets uint64 [N]
+//   /resume/reward_accumulator float32 [N], where normalize_reward: each env's discounted return so far
+//   (the normalisation statistics themselves are the agent's, under /normalization)
 // Built only where HDF5 was found.
 #include <cstdint>
 #include <string>
@@ -39,6 +41,7 @@ struct ResumeState {
   std::vector<std::int32_t> env_episode_steps;
   std::vector<float> env_episode_returns;
   std::vector<std::uint64_t> env_rng_offsets;
+  std::vector<float> reward_accumulator;  // [N] where normalize_reward, else empty
   std::vector<std::string> metrics_columns;
   std::vector<std::vector<double>> metrics_rows;
 

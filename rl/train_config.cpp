@@ -101,6 +101,10 @@ const std::vector<Key>& keys() {
       number_key("max_grad_norm", &TrainConfig::max_grad_norm),
       number_key("target_kl", &TrainConfig::target_kl),
       number_key("adam_eps", &TrainConfig::adam_eps),
+      bool_key("normalize_obs", &TrainConfig::normalize_obs),
+      number_key("obs_clip", &TrainConfig::obs_clip),
+      bool_key("normalize_reward", &TrainConfig::normalize_reward),
+      number_key("reward_clip", &TrainConfig::reward_clip),
       {"hidden", "a list of layer widths such as [64, 64]",
        [](TrainConfig& c, const toml::node& n, const std::string& where) {
          const auto* array = n.as_array();
@@ -202,6 +206,8 @@ void TrainConfig::validate() const {
   require_range(target_kl >= 0 && std::isfinite(target_kl), "target_kl", text(target_kl),
                 "it must be >= 0 (0 turns the early stop off)");
   require_range(adam_eps > 0 && std::isfinite(adam_eps), "adam_eps", text(adam_eps), "it must be positive");
+  require_range(obs_clip > 0 && !std::isnan(obs_clip), "obs_clip", text(obs_clip), "it must be positive");
+  require_range(reward_clip > 0 && !std::isnan(reward_clip), "reward_clip", text(reward_clip), "it must be positive");
   require_range(cpu_threads >= 0 && cpu_threads <= 4096, "cpu_threads", text(cpu_threads),
                 "it must lie in 0..4096 (0 leaves OpenMP's default)");
   require_range(!hidden.empty(), "hidden", "[]", "give at least one hidden layer, e.g. [64, 64]");

@@ -28,6 +28,12 @@ struct TrainConfig {
   double max_grad_norm = 0.5;           // 0: no clipping
   double target_kl = 0.0;               // 0: no early stop
   double adam_eps = 1e-5;
+  // Normalisation on the device, as Gymnasium's NormalizeObservation and NormalizeReward wrappers
+  // (rl/normalization.hpp), each followed by clipping to +-clip
+  bool normalize_obs = false;
+  double obs_clip = 10.0;
+  bool normalize_reward = false;        // divides rewards by the running std of the discounted return
+  double reward_clip = 10.0;
   // Networks
   std::vector<int> hidden = {64, 64};
   std::string activation = "tanh";

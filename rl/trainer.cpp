@@ -31,6 +31,16 @@ const ScenarioSpec& checked_spec(const Engine& engine, const TrainConfig& config
   return spec;
 }
 
+NormalizationConfig normalization_config(const TrainConfig& config) {
+  NormalizationConfig normalization;
+  normalization.observations = config.normalize_obs;
+  normalization.obs_clip = config.obs_clip;
+  normalization.rewards = config.normalize_reward;
+  normalization.reward_clip = config.reward_clip;
+  normalization.gamma = config.gamma;
+  return normalization;
+}
+
 }  // namespace
 
 Trainer::Trainer(Engine& engine, const TrainConfig& config)
@@ -61,6 +71,7 @@ Trainer::Trainer(Engine& engine, const TrainConfig& config)
       small_sums_(device_, 3 + 4),
       reduce_scratch_(device_, reduce_scratch_doubles(device_, 4)),
       metrics_(device_, 1),
+      normalization_(device_, normalization_config(config), engine.spec().obs_dim, config.num_steps, config.num_envs),
       graph_(stream_),
       metrics_mirror_(device_, sizeof(IterationMetrics), 2) {
   loss_config_.clip_coef = config.clip_coef;
@@ -83,6 +94,8 @@ Trainer::Trainer(Engine& engine, const TrainConfig& config)
   // The first observation sits in obs[T]: every iteration starts by moving obs[T] to obs[0].
   const std::int64_t n = config.num_envs, d = rollout_.obs_dim();
   engine_.observe({rollout_.obs(config.num_steps), n * d, device_}, stream_);
+  normalization_.reset(stream_);
+  normalization_.observe(stream_, rollout_.obs(config.num_steps));
   engine_.clear_episode_stats(stream_);
   stream_.synchronize();
 }
@@ -113,6 +126,7 @@ void Trainer::enqueue_iteration(PhaseClock* clock) {
     sample_actions(stream_, rollout_logits_.data(), n, actions, draw, false, rollout_.actions(t), rollout_.logprob(t));
     lap(TrainPhase::Sampling);
     engine_.step(rollout_.action_view(t), rollout_.step_views(t), stream_);
+    normalization_.observe(stream_, rollout_.obs(t + 1), rollout_.final_obs(), rollout_.terminated(t), rollout_.truncated(t));
     lap(TrainPhase::EnvStep);
     // V(final observation) of episodes that ended at this step; GAE reads it only where they were truncated.
     workspace_.forward_critic(stream_, params, rollout_.final_obs(), n, rollout_.final_value(t));
@@ -120,6 +134,11 @@ void Trainer::enqueue_iteration(PhaseClock* clock) {
   }
   workspace_.forward_critic(stream_, params, rollout_.obs(steps), n, rollout_.value(steps));
   lap(TrainPhase::PolicyForward);
+  // Episode returns in raw reward units; GAE sees the scaled rewards (the advantage buffer is scratch until GAE).
+  track_episode_returns(stream_, steps, n, rollout_.reward(0), rollout_.terminated(0), rollout_.truncated(0),
+                        running_return_.data(), ended_return_.data());
+  normalization_.scale(stream_, rollout_.reward(0), rollout_.terminated(0), rollout_.truncated(0), rollout_.advantage(0));
+  lap(TrainPhase::Other);
   compute_gae(stream_, steps, n, static_cast<float>(config_.gamma), static_cast<float>(config_.gae_lambda),
               rollout_.reward(0), rollout_.terminated(0), rollout_.truncated(0), rollout_.value(0), rollout_.final_value(0),
               rollout_.advantage(0), rollout_.returns(0));
@@ -127,8 +146,6 @@ void Trainer::enqueue_iteration(PhaseClock* clock) {
 
   // ---- episode statistics and the rollout's explained variance
   const std::int64_t slots = steps * n;
-  track_episode_returns(stream_, steps, n, rollout_.reward(0), rollout_.terminated(0), rollout_.truncated(0),
-                        running_return_.data(), ended_return_.data());
   count_finished(stream_, slots, rollout_.terminated(0), rollout_.truncated(0), chunk_counts_.data(), group_counts_.data());
   update_recent_returns(stream_, slots, rollout_.terminated(0), rollout_.truncated(0), ended_return_.data(),
                         chunk_counts_.data(), group_counts_.data(), recent_returns_.data(), state);
@@ -236,6 +253,20 @@ void Trainer::observe_engine() {
   // The next iteration moves obs[T] to obs[0].
   const std::int64_t n = config_.num_envs, d = rollout_.obs_dim();
   engine_.observe({rollout_.obs(config_.num_steps), n * d, device_}, stream_);
+  normalization_.normalize(stream_, rollout_.obs(config_.num_steps));
+}
+
+void Trainer::restore_normalization(const std::vector<double>& obs, const std::vector<double>& reward,
+                                    const std::vector<float>& accumulator) {
+  auto upload = [this](auto view, const auto& host, const char* what) {
+    if (static_cast<std::int64_t>(host.size()) != view.size)
+      throw InputError(std::string("the checkpoint's ") + what + " holds " + std::to_string(host.size()) +
+                       " values where this run has " + std::to_string(view.size) + "; resume with the checkpoint's own config");
+    if (view.size > 0) from_host(view, host, stream_);
+  };
+  upload(obs_moments(), obs, "observation statistics");
+  upload(reward_moments(), reward, "reward statistics");
+  upload(reward_accumulator(), accumulator, "discounted-return accumulators");
 }
 
 std::vector<TrainerBuffer> Trainer::memory_plan(const TrainConfig& config, const ScenarioSpec& spec, Device device) {
@@ -265,6 +296,9 @@ std::vector<TrainerBuffer> Trainer::memory_plan(const TrainConfig& config, const
   plan.push_back({"metrics.sums", "[7]", 7, sizeof(double)});
   plan.push_back({"metrics.reduce_scratch", "[scratch]", reduce_scratch_doubles(device, 4), sizeof(double)});
   plan.push_back({"metrics.iteration", "[1]", 1, sizeof(IterationMetrics)});
+  for (const TrainerBuffer& buffer :
+       Normalization::memory_plan(device, normalization_config(config), static_cast<int>(d), t, n))
+    plan.push_back(buffer);
   return plan;
 }
 
@@ -273,7 +307,7 @@ std::size_t Trainer::device_bytes() const {
          optimizer_.bytes() + state_.bytes() + workspace_.device_bytes() + rollout_logits_.bytes() + mb_obs_.bytes() +
          mb_actions_.bytes() + mb_fields_.bytes() + loss_terms_.bytes() + running_return_.bytes() + ended_return_.bytes() +
          chunk_counts_.bytes() + group_counts_.bytes() + recent_returns_.bytes() + small_sums_.bytes() +
-         reduce_scratch_.bytes() + metrics_.bytes();
+         reduce_scratch_.bytes() + metrics_.bytes() + normalization_.device_bytes();
 }
 
 }  // namespace surge::rl

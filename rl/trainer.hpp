@@ -11,6 +11,7 @@
 #include "rl/actor_critic.hpp"
 #include "rl/adam.hpp"
 #include "rl/device_graph.hpp"
+#include "rl/normalization.hpp"
 #include "rl/rollout.hpp"
 #include "rl/train_config.hpp"
 #include "rl/train_state.hpp"
@@ -70,7 +71,17 @@ class Trainer {
   // so far in its running episode, [N], and the ring of recent finished returns, [kRecentEpisodes].
   Span<float> running_returns() const { return running_return_.span(); }
   Span<double> recent_returns() const { return recent_returns_.span(); }
-  // Takes the engine's current observation as the start of the next iteration (after its state was restored).
+  // The observation statistics [2*obs_dim + 1], the discounted-return statistics [3] and each env's
+  // discounted-return accumulator [N], on the device; empty where the config turns that part off.
+  Span<double> obs_moments() const { return normalization_.obs_moments(); }
+  Span<double> reward_moments() const { return normalization_.reward_moments(); }
+  Span<float> reward_accumulator() const { return normalization_.reward_accumulator(); }
+  // Puts saved statistics and accumulators back (each sized as the spans above); throws InputError when
+  // a size differs from this run's.
+  void restore_normalization(const std::vector<double>& obs, const std::vector<double>& reward,
+                             const std::vector<float>& accumulator);
+  // Takes the engine's current observation as the start of the next iteration (after its state was
+  // restored), normalised by the statistics as restored: they counted that observation already.
   void observe_engine();
 
   // Every device buffer a run of `config` allocates besides the engine's, computed from the config
@@ -112,6 +123,7 @@ class Trainer {
   DeviceBuffer<double> small_sums_;           // [3 + 4] episode stats, explained-variance sums
   DeviceBuffer<double> reduce_scratch_;       // [reduce_scratch_size(device, 4)]
   DeviceBuffer<IterationMetrics> metrics_;    // [1]
+  Normalization normalization_;               // observation and reward statistics (rl/normalization.hpp)
 
   IterationGraph graph_;
   HostMirror metrics_mirror_;  // two slots: iteration k lands in slot k % 2

@@ -152,8 +152,11 @@ TEST_CASE("Episodes rebuilt from the rollout log agree with the returns the trai
 }
 
 TEST_CASE("A resumed run is bit-identical to one run straight through", "[train][logs]") {
-  const fs::path dir = fresh_dir("resume");
-  const std::string total = " --total-steps " + std::to_string(8 * kBatch);
+  // Also with observation normalisation and reward scaling, whose statistics and accumulators resume too.
+  const bool normalized = GENERATE(false, true);
+  const fs::path dir = fresh_dir(normalized ? "resume_normalized" : "resume");
+  const std::string total = " --total-steps " + std::to_string(8 * kBatch) +
+                            (normalized ? " --set normalize_obs=true --set normalize_reward=true" : "");
   const std::string first = (dir / "first").string(), straight = (dir / "straight").string();
   // N = 4 iterations, stop; resume for the other 4; against 8 in one go. Both log every iteration.
   Result r = run_surge(kSmallRun + total + " --seed 3 --stop-after 4 --out '" + first + "' --log-rollouts '" + first +
@@ -189,6 +192,11 @@ TEST_CASE("A resumed run is bit-identical to one run straight through", "[train]
   CHECK(sa.env_rng_offsets == sb.env_rng_offsets);
   CHECK(sa.env_episode_returns == sb.env_episode_returns);
   CHECK(sa.recent_returns == sb.recent_returns);
+  CHECK(a.obs_moments == b.obs_moments);
+  CHECK(a.reward_moments == b.reward_moments);
+  CHECK(sa.reward_accumulator == sb.reward_accumulator);
+  CHECK(a.obs_moments.size() == (normalized ? 9u : 0u));
+  CHECK(sa.reward_accumulator.size() == (normalized ? 16u : 0u));
 
   const rl::RolloutFile log_a(first + "/rollouts.h5"), log_b(straight + "/rollouts.h5");
   CHECK(log_a.iterations() == std::vector<std::int64_t>{1, 2, 3, 4, 5, 6, 7, 8});

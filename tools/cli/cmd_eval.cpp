@@ -50,8 +50,12 @@ int run_eval(const Args& args) {
   Stream stream(device);
   DeviceBuffer<float> params(device, network.table().total());
   from_host(params.span(), checkpoint.params, stream);
+  // A policy trained on normalised observations sees them normalised by its training statistics, frozen.
+  DeviceBuffer<double> obs_moments(device, static_cast<std::int64_t>(checkpoint.obs_moments.size()));
+  if (!checkpoint.obs_moments.empty()) from_host(obs_moments.span(), checkpoint.obs_moments, stream);
+  const rl::FrozenObsNormalization normalization{obs_moments.cspan(), checkpoint.config.obs_clip};
   auto engine = make_engine(checkpoint.scenario, device, episodes, seed);
-  const std::vector<double> returns = rl::evaluate_policy(*engine, network, params.cspan(), sample);
+  const std::vector<double> returns = rl::evaluate_policy(*engine, network, params.cspan(), sample, normalization);
 
   double mean = 0.0;
   for (double r : returns) mean += r;

@@ -1,0 +1,212 @@
+// Running moments, observation normalisation and reward scaling, single-source.
+#include "rl/normalization.hpp"
+
+#include <cmath>
+
+#include "rl/device_util.hpp"
+#include "sim/error.hpp"
+#include "sim/parallel.cuh"
+
+namespace surge::rl {
+namespace {
+
+constexpr int kSumsWidth = 2 * kMaxNormalizedDim;  // shifted sums and sums of squares, per dimension
+
+// Chan et al.'s merge of a batch (mean, population variance, count) into running moments, exactly as
+// Gymnasium's update_mean_var_count_from_moments writes it.
+SURGE_HD_INLINE void merge_moments(double& mean, double& var, double count, double batch_mean, double batch_var,
+                                   double batch_count) {
+  const double delta = batch_mean - mean;
+  const double total = count + batch_count;
+  const double m2 = var * count + batch_var * batch_count + delta * delta * count * batch_count / total;
+  mean = mean + delta * batch_count / total;
+  var = m2 / total;
+}
+
+// A batch's mean and population variance from sums of (x - shift) and (x - shift)^2.
+SURGE_HD_INLINE void batch_moments(double shift, double sum, double sum_sq, double count, double& mean, double& var) {
+  const double centred = sum / count;
+  mean = shift + centred;
+  const double v = sum_sq / count - centred * centred;
+  var = v > 0.0 ? v : 0.0;
+}
+
+SURGE_HD_INLINE float clamp_to(double x, double clip) {
+  return static_cast<float>(x < -clip ? -clip : (x > clip ? clip : x));
+}
+
+}  // namespace
+
+// ============================== launchers ==============================
+
+std::int64_t normalization_scratch_doubles(Device device) { return reduce_scratch_size(device, kSumsWidth); }
+
+void reset_moments(const Stream& stream, int dim, double* moments) {
+  parallel_for(stream, moments_size(dim), [=] SURGE_HD(std::int64_t i) {
+    moments[i] = i < dim ? 0.0 : (i < 2 * dim ? 1.0 : kMomentsInitialCount);
+  });
+}
+
+void update_moments(const Stream& stream, const float* samples, std::int64_t count, int dim, double* moments,
+                    double* batch_sums, double* scratch) {
+  SURGE_CHECK(dim >= 1 && dim <= kMaxNormalizedDim, "update_moments: dimension out of range");
+  if (count <= 0) return;
+  // Shifted by the running mean, so the sums stay small once the statistics have settled.
+  parallel_reduce<kSumsWidth>(
+      stream, count,
+      [=] SURGE_HD(std::int64_t i, double* acc) {
+        for (int k = 0; k < dim; ++k) {
+          const double d = static_cast<double>(samples[i * dim + k]) - moments[k];
+          acc[k] += d;
+          acc[kMaxNormalizedDim + k] += d * d;
+        }
+      },
+      scratch, batch_sums);
+  const double n = static_cast<double>(count);
+  parallel_for(stream, 1, [=] SURGE_HD(std::int64_t) {
+    double* mean = moments;
+    double* var = moments + dim;
+    double& running_count = moments[2 * dim];
+    for (int k = 0; k < dim; ++k) {
+      double b_mean = 0.0, b_var = 0.0;
+      batch_moments(mean[k], batch_sums[k], batch_sums[kMaxNormalizedDim + k], n, b_mean, b_var);
+      merge_moments(mean[k], var[k], running_count, b_mean, b_var, n);
+    }
+    running_count += n;
+  });
+}
+
+void normalize_rows(const Stream& stream, float* rows, std::int64_t count, int dim, const double* moments, double clip,
+                    const std::uint8_t* terminated, const std::uint8_t* truncated) {
+  const bool masked = terminated != nullptr;
+  SURGE_CHECK(!masked || truncated != nullptr, "normalize_rows: give both flags or neither");
+  parallel_for(
+      stream, count,
+      [=] SURGE_HD(std::int64_t n) {
+        if (masked && !(terminated[n] || truncated[n])) return;
+        for (int k = 0; k < dim; ++k) {
+          const double x = static_cast<double>(rows[n * dim + k]);
+          rows[n * dim + k] = clamp_to((x - moments[k]) / sqrt(moments[dim + k] + kNormalizationEpsilon), clip);
+        }
+      },
+      dim);
+}
+
+void scale_rewards(const Stream& stream, std::int64_t num_steps, std::int64_t num_envs, double gamma, double clip,
+                   float* reward, const std::uint8_t* terminated, const std::uint8_t* truncated, float* accumulator,
+                   float* discounted, double* moments, double* step_sums, double* scratch) {
+  const std::int64_t steps = num_steps, n = num_envs;
+  if (steps <= 0 || n <= 0) return;
+  // Every env's accumulator after each step, before the reset at an episode's end.
+  const float gamma_f = static_cast<float>(gamma);
+  parallel_for(
+      stream, n,
+      [=] SURGE_HD(std::int64_t i) {
+        float running = accumulator[i];
+        for (std::int64_t t = 0; t < steps; ++t) {
+          const std::int64_t slot = t * n + i;
+          running = (terminated[slot] ? 0.0f : running * gamma_f) + reward[slot];
+          discounted[slot] = running;
+          if (terminated[slot] || truncated[slot]) running = 0.0f;
+        }
+        accumulator[i] = running;
+      },
+      steps);
+  // Each step's batch sums, shifted by its first env's accumulator.
+  for (std::int64_t t = 0; t < steps; ++t) {
+    const float* row = discounted + t * n;
+    parallel_reduce<2>(
+        stream, n,
+        [=] SURGE_HD(std::int64_t i, double* acc) {
+          const double d = static_cast<double>(row[i]) - static_cast<double>(row[0]);
+          acc[0] += d;
+          acc[1] += d * d;
+        },
+        scratch, step_sums + 2 * t);
+  }
+  // The steps' merges in order; step_sums[2t] then holds step t's divisor.
+  const double count = static_cast<double>(n);
+  parallel_for(stream, 1, [=] SURGE_HD(std::int64_t) {
+    for (std::int64_t t = 0; t < steps; ++t) {
+      double b_mean = 0.0, b_var = 0.0;
+      batch_moments(static_cast<double>(discounted[t * n]), step_sums[2 * t], step_sums[2 * t + 1], count, b_mean, b_var);
+      merge_moments(moments[0], moments[1], moments[2], b_mean, b_var, count);
+      moments[2] += count;
+      step_sums[2 * t] = sqrt(moments[1] + kNormalizationEpsilon);
+    }
+  });
+  parallel_for(stream, steps * n, [=] SURGE_HD(std::int64_t slot) {
+    reward[slot] = clamp_to(static_cast<double>(reward[slot]) / step_sums[2 * (slot / n)], clip);
+  });
+}
+
+// ============================== the trainer's state ==============================
+
+Normalization::Normalization(Device device, const NormalizationConfig& config, int obs_dim, std::int64_t num_steps,
+                             std::int64_t num_envs)
+    : config_(config),
+      obs_dim_(obs_dim),
+      num_steps_(num_steps),
+      num_envs_(num_envs),
+      obs_moments_(device, config.observations ? moments_size(obs_dim) : 0),
+      obs_batch_sums_(device, config.observations ? kSumsWidth : 0),
+      reward_moments_(device, config.rewards ? moments_size(1) : 0),
+      reward_accumulator_(device, config.rewards ? num_envs : 0),
+      reward_step_sums_(device, config.rewards ? 2 * num_steps : 0),
+      scratch_(device, config.observations || config.rewards ? normalization_scratch_doubles(device) : 0) {
+  if (config.observations && (obs_dim < 1 || obs_dim > kMaxNormalizedDim))
+    throw InputError("normalize_obs handles observations of up to " + std::to_string(kMaxNormalizedDim) +
+                     " values, and this scenario has " + std::to_string(obs_dim) + "; set normalize_obs = false");
+}
+
+void Normalization::reset(const Stream& stream) {
+  if (config_.observations) reset_moments(stream, obs_dim_, obs_moments_.data());
+  if (config_.rewards) {
+    reset_moments(stream, 1, reward_moments_.data());
+    fill(stream, reward_accumulator_.data(), num_envs_, 0.0f);
+  }
+}
+
+void Normalization::observe(const Stream& stream, float* obs, float* final_obs, const std::uint8_t* terminated,
+                            const std::uint8_t* truncated) {
+  if (!config_.observations) return;
+  update_moments(stream, obs, num_envs_, obs_dim_, obs_moments_.data(), obs_batch_sums_.data(), scratch_.data());
+  normalize_rows(stream, obs, num_envs_, obs_dim_, obs_moments_.data(), config_.obs_clip);
+  if (final_obs)
+    normalize_rows(stream, final_obs, num_envs_, obs_dim_, obs_moments_.data(), config_.obs_clip, terminated, truncated);
+}
+
+void Normalization::normalize(const Stream& stream, float* obs) const {
+  if (config_.observations) normalize_rows(stream, obs, num_envs_, obs_dim_, obs_moments_.data(), config_.obs_clip);
+}
+
+void Normalization::scale(const Stream& stream, float* reward, const std::uint8_t* terminated,
+                          const std::uint8_t* truncated, float* discounted) {
+  if (!config_.rewards) return;
+  scale_rewards(stream, num_steps_, num_envs_, config_.gamma, config_.reward_clip, reward, terminated, truncated,
+                reward_accumulator_.data(), discounted, reward_moments_.data(), reward_step_sums_.data(), scratch_.data());
+}
+
+std::vector<TrainerBuffer> Normalization::memory_plan(Device device, const NormalizationConfig& config, int obs_dim,
+                                                      std::int64_t num_steps, std::int64_t num_envs) {
+  std::vector<TrainerBuffer> plan;
+  if (config.observations) {
+    plan.push_back({"normalization.obs_moments", "[2*obs_dim+1]", moments_size(obs_dim), sizeof(double)});
+    plan.push_back({"normalization.obs_batch_sums", "[16]", kSumsWidth, sizeof(double)});
+  }
+  if (config.rewards) {
+    plan.push_back({"normalization.reward_moments", "[3]", moments_size(1), sizeof(double)});
+    plan.push_back({"normalization.reward_accumulator", "[N]", num_envs, sizeof(float)});
+    plan.push_back({"normalization.reward_step_sums", "[2*T]", 2 * num_steps, sizeof(double)});
+  }
+  if (config.observations || config.rewards)
+    plan.push_back({"normalization.reduce_scratch", "[scratch]", normalization_scratch_doubles(device), sizeof(double)});
+  return plan;
+}
+
+std::size_t Normalization::device_bytes() const {
+  return obs_moments_.bytes() + obs_batch_sums_.bytes() + reward_moments_.bytes() + reward_accumulator_.bytes() +
+         reward_step_sums_.bytes() + scratch_.bytes();
+}
+
+}  // namespace surge::rl

@@ -1,0 +1,100 @@
+#pragma once
+// Observation normalisation and reward scaling on the device, with the semantics of Gymnasium's
+// vector NormalizeObservation and NormalizeReward wrappers (same-step auto-reset) and their
+// RunningMeanStd: running moments start at mean 0, variance 1, count 1e-4; each batch's mean and
+// population variance are merged with Chan's parallel formula; values are divided by
+// sqrt(variance + 1e-8). Normalised observations and scaled rewards are then clipped to +-clip.
+// Every launcher only enqueues: nothing waits for the device, so all of it can be captured in a graph.
+#include <cstdint>
+#include <vector>
+
+#include "rl/actor_critic.hpp"
+#include "sim/memory.hpp"
+#include "sim/stream.hpp"
+
+namespace surge::rl {
+
+inline constexpr double kMomentsInitialCount = 1e-4;   // RunningMeanStd's epsilon
+inline constexpr double kNormalizationEpsilon = 1e-8;  // under the square root of the divisor
+// The widest sample normalize_obs handles: the batch sums are one fixed-width reduction.
+inline constexpr int kMaxNormalizedDim = 8;
+
+// Running moments of dim-dimensional samples live in [2*dim + 1] doubles: mean[dim], var[dim], count.
+inline std::int64_t moments_size(int dim) { return 2 * static_cast<std::int64_t>(dim) + 1; }
+// Doubles of scratch update_moments and scale_rewards need on `device`.
+std::int64_t normalization_scratch_doubles(Device device);
+
+// mean 0, var 1, count 1e-4.
+void reset_moments(const Stream& stream, int dim, double* moments);
+
+// Merges the batch samples[count][dim] into the moments: the batch's mean and population variance
+// from sums shifted by the running mean (a deterministic reduction in double), then one thread
+// applies Chan's formula. batch_sums: [2 * kMaxNormalizedDim]; scratch: normalization_scratch_doubles.
+void update_moments(const Stream& stream, const float* samples, std::int64_t count, int dim, double* moments,
+                    double* batch_sums, double* scratch);
+
+// In place, rows[count][dim]: x = clamp((x - mean) / sqrt(var + 1e-8), -clip, clip). Where `ended` is
+// given, only the rows n with terminated[n] or truncated[n] set (final observations).
+void normalize_rows(const Stream& stream, float* rows, std::int64_t count, int dim, const double* moments, double clip,
+                    const std::uint8_t* terminated = nullptr, const std::uint8_t* truncated = nullptr);
+
+// Scales reward[T][N] in place as the vector NormalizeReward wrapper does at every step t = 0..T-1:
+//   accumulator[n] = accumulator[n] * gamma * (1 - terminated[t][n]) + reward[t][n]   (float, as Gymnasium's)
+//   the moments merge the batch of the N accumulators
+//   reward[t][n] = clamp(reward[t][n] / sqrt(var + 1e-8), -clip, clip)
+//   accumulator[n] = 0 where the episode ended at t (terminated or truncated: the env was reset)
+// moments: [3]; accumulator: [N], carried across calls; discounted: [T][N] scratch; step_sums: [2*T].
+void scale_rewards(const Stream& stream, std::int64_t num_steps, std::int64_t num_envs, double gamma, double clip,
+                   float* reward, const std::uint8_t* terminated, const std::uint8_t* truncated, float* accumulator,
+                   float* discounted, double* moments, double* step_sums, double* scratch);
+
+// What the trainer normalises, from its config.
+struct NormalizationConfig {
+  bool observations = false;
+  double obs_clip = 10.0;
+  bool rewards = false;
+  double reward_clip = 10.0;
+  double gamma = 0.99;
+};
+
+// The trainer's normalisation state and scratch. Buffers of a switched-off part are empty.
+class Normalization {
+ public:
+  Normalization(Device device, const NormalizationConfig& config, int obs_dim, std::int64_t num_steps,
+                std::int64_t num_envs);
+
+  const NormalizationConfig& config() const { return config_; }
+  // Starting statistics and zero accumulators.
+  void reset(const Stream& stream);
+  // obs[N][obs_dim] just observed (a reset or a step's next observation): counts it into the statistics,
+  // then normalises it, and the final observations of the episodes that ended where final_obs is given.
+  void observe(const Stream& stream, float* obs, float* final_obs = nullptr, const std::uint8_t* terminated = nullptr,
+               const std::uint8_t* truncated = nullptr);
+  // Normalises obs[N][obs_dim] with the statistics as they are (the observation is counted already).
+  void normalize(const Stream& stream, float* obs) const;
+  // Scales the rollout's rewards in place (see scale_rewards); discounted: [T][N] scratch.
+  void scale(const Stream& stream, float* reward, const std::uint8_t* terminated, const std::uint8_t* truncated,
+             float* discounted);
+
+  // [2*obs_dim + 1] and [3] (empty when off), and each env's discounted-return accumulator [N].
+  Span<double> obs_moments() const { return obs_moments_.span(); }
+  Span<double> reward_moments() const { return reward_moments_.span(); }
+  Span<float> reward_accumulator() const { return reward_accumulator_.span(); }
+
+  static std::vector<TrainerBuffer> memory_plan(Device device, const NormalizationConfig& config, int obs_dim,
+                                                std::int64_t num_steps, std::int64_t num_envs);
+  std::size_t device_bytes() const;
+
+ private:
+  NormalizationConfig config_;
+  int obs_dim_;
+  std::int64_t num_steps_, num_envs_;
+  DeviceBuffer<double> obs_moments_;        // [2*obs_dim + 1]
+  DeviceBuffer<double> obs_batch_sums_;     // [2 * kMaxNormalizedDim]
+  DeviceBuffer<double> reward_moments_;     // [3]
+  DeviceBuffer<float> reward_accumulator_;  // [N]
+  DeviceBuffer<double> reward_step_sums_;   // [2*T]
+  DeviceBuffer<double> scratch_;            // [normalization_scratch_doubles]
+};
+
+}  // namespace surge::rl

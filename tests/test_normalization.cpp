@@ -206,6 +206,11 @@ TEST_CASE("the trainer counts every observation it returns and trains on normali
   auto engine = make_engine("acrobot", Device::cpu(), config.num_envs, config.seed);
   Trainer trainer(*engine, config);
   const int d = engine->spec().obs_dim;
+  // The memory plan lists the normalisation buffers too.
+  std::size_t planned = 0;
+  for (const TrainerBuffer& buffer : Trainer::memory_plan(config, engine->spec(), Device::cpu())) planned += buffer.bytes();
+  CHECK(planned == trainer.device_bytes());
+  CHECK(trainer.reward_accumulator().size == config.num_envs);
   // The first observation counts at once.
   std::vector<double> moments = to_host(trainer.obs_moments(), trainer.stream());
   REQUIRE(moments.size() == static_cast<std::size_t>(2 * d + 1));

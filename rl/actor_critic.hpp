@@ -1,7 +1,7 @@
 #pragma once
-// The actor (observation -> action logits) and the critic (observation -> value): two separate MLPs
-// whose parameters share one ParamTable, and the pass that turns a minibatch into the PPO gradient of
-// both.
+// The actor (observation -> action logits, or the means of a diagonal Gaussian) and the critic
+// (observation -> value): two separate MLPs whose parameters share one ParamTable (with the Gaussian's
+// log standard deviations), and the pass that turns a minibatch into the PPO gradient of both.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -9,6 +9,7 @@
 #include "rl/mlp.hpp"
 #include "rl/param_table.hpp"
 #include "rl/ppo_loss.hpp"
+#include "sim/engine.hpp"
 #include "sim/memory.hpp"
 
 namespace surge::rl {
@@ -33,7 +34,14 @@ class ActorCritic {
   static constexpr double kActorHeadGain = 0.01;
   static constexpr double kCriticHeadGain = 1.0;
 
+  // A categorical policy over `num_actions` actions.
   ActorCritic(int obs_dim, int num_actions, const NetworkConfig& config);
+  // kind Discrete: as above, action_size actions. Continuous: a diagonal Gaussian over action_size
+  // dimensions, whose actor outputs the means and whose log standard deviations are the slice
+  // "actor.log_std" [action_size][1], initialised to 0.
+  ActorCritic(int obs_dim, ActionKind kind, int action_size, const NetworkConfig& config);
+  // The policy the scenario's action space needs.
+  static ActorCritic for_scenario(const ScenarioSpec& spec, const NetworkConfig& config);
   ActorCritic(const ActorCritic&) = delete;  // the MLPs hold offsets into table_
   ActorCritic& operator=(const ActorCritic&) = delete;
 
@@ -42,7 +50,12 @@ class ActorCritic {
   const Mlp& critic() const { return critic_; }
   const NetworkConfig& config() const { return config_; }
   int obs_dim() const { return obs_dim_; }
-  int num_actions() const { return num_actions_; }
+  bool continuous() const { return kind_ == ActionKind::Continuous; }
+  ActionKind action_kind() const { return kind_; }
+  int num_actions() const { return continuous() ? 0 : head_width_; }  // discrete actions; 0 when continuous
+  int action_dim() const { return continuous() ? head_width_ : 0; }    // Gaussian dimensions; 0 when discrete
+  int head_width() const { return head_width_; }                       // the actor's outputs per row
+  std::int64_t log_std_offset() const { return log_std_offset_; }      // Gaussian only: the log_std slice
 
   // Initial parameters [table().total()]: orthogonal weights drawn from the Philox stream
   // (seed, rng_subsequence(Init, 0)), actor's layers first, zero biases and padding.
@@ -50,9 +63,12 @@ class ActorCritic {
 
  private:
   NetworkConfig config_;
-  int obs_dim_, num_actions_;
+  int obs_dim_;
+  ActionKind kind_;
+  int head_width_;
   ParamTable table_;
   Mlp actor_, critic_;
+  std::int64_t log_std_offset_ = -1;
 };
 
 // Device workspace for running both networks on up to `max_batch` rows, and the PPO gradient.
@@ -61,7 +77,7 @@ class PpoGradient {
  public:
   PpoGradient(Device device, const ActorCritic& net, std::int64_t max_batch);
 
-  // logits [batch][num_actions] and values [batch] of obs [batch][obs_dim]. The hidden activations stay
+  // logits [batch][head_width] (the Gaussian's means when continuous) and values [batch] of obs [batch][obs_dim]. The hidden activations stay
   // in the workspace, where compute() needs them.
   void forward(const Stream& stream, const Scalar* params, const Scalar* obs, std::int64_t batch, Scalar* logits,
                Scalar* values);
@@ -90,9 +106,10 @@ class PpoGradient {
   std::int64_t max_batch_;
   DeviceBuffer<Scalar> actor_activations_;   // [actor.activation_size(max_batch)]
   DeviceBuffer<Scalar> critic_activations_;  // [critic.activation_size(max_batch)]
-  DeviceBuffer<Scalar> logits_;              // [max_batch][num_actions]
+  DeviceBuffer<Scalar> logits_;              // [max_batch][head_width]: logits, or the Gaussian's means
   DeviceBuffer<Scalar> values_;              // [max_batch]
-  DeviceBuffer<Scalar> d_logits_;            // [max_batch][num_actions]
+  DeviceBuffer<Scalar> d_logits_;            // [max_batch][head_width]
+  DeviceBuffer<Scalar> d_log_std_rows_;      // Gaussian: [max_batch][action_dim] per-sample d log_std; else empty
   DeviceBuffer<Scalar> d_values_;            // [max_batch]
   DeviceBuffer<Scalar> scratch_;             // [max(actor, critic).scratch_size(max_batch)]
   DeviceBuffer<Scalar> ones_;                // [max_batch], all 1: bias gradients as GEMMs

@@ -110,8 +110,13 @@ std::vector<double> read_moments(hid_t file, const std::string& prefix, int dim,
 
 }  // namespace
 
+ActorCritic checkpoint_network(const Checkpoint& c) {
+  if (c.action_dim > 0) return ActorCritic(c.obs_dim, ActionKind::Continuous, c.action_dim, network_of(c.config));
+  return ActorCritic(c.obs_dim, c.num_actions, network_of(c.config));
+}
+
 void write_checkpoint(const std::string& path, const Checkpoint& c) {
-  const ActorCritic network(c.obs_dim, c.num_actions, network_of(c.config));
+  const ActorCritic network = checkpoint_network(c);
   const ParamTable& table = network.table();
   SURGE_CHECK(static_cast<std::int64_t>(c.params.size()) == table.total() &&
                   static_cast<std::int64_t>(c.adam_m.size()) == table.total() &&
@@ -131,6 +136,7 @@ void write_checkpoint(const std::string& path, const Checkpoint& c) {
     hdf5::write_string_attribute(root, "gym_id", c.gym_id);
     hdf5::write_int_attribute(root, "obs_dim", c.obs_dim);
     hdf5::write_int_attribute(root, "num_actions", c.num_actions);
+    hdf5::write_int_attribute(root, "action_dim", c.action_dim);
     hdf5::write_int_attribute(root, "global_step", c.global_step);
     hdf5::write_int_attribute(root, "iteration", c.iteration);
     hdf5::write_string_attribute(root, "config", c.config.to_toml());
@@ -177,6 +183,7 @@ void write_checkpoint(const std::string& path, const Trainer& trainer) {
   c.gym_id = trainer.spec().gym_id;
   c.obs_dim = trainer.network().obs_dim();
   c.num_actions = trainer.network().num_actions();
+  c.action_dim = trainer.network().action_dim();
   c.config = trainer.config();
   const TrainState state = trainer.train_state();
   c.iteration = state.iteration;
@@ -211,10 +218,14 @@ Checkpoint read_checkpoint(const std::string& path) {
   c.gym_id = hdf5::read_string_attribute(root, "gym_id");
   c.obs_dim = static_cast<int>(hdf5::read_int_attribute(root, "obs_dim"));
   c.num_actions = static_cast<int>(hdf5::read_int_attribute(root, "num_actions"));
-  c.global_step = hdf5::read_int_attribute(root, "global_step");
+  // Checkpoints from before continuous actions lack it: they are discrete.
+  c.action_dim = hdf5::has_attribute(root, "action_dim") ? static_cast<int>(hdf5::read_int_attribute(root, "action_dim")) : 0;
+  if (c.action_dim < 0 || c.action_dim > 64 || (c.action_dim == 0) == (c.num_actions == 0))
+    throw InputError("checkpoint '" + path + "' has num_actions = " + std::to_string(c.num_actions) + " and action_dim = " +
+                     std::to_string(c.action_dim) + "; exactly one of them must be positive");  c.global_step = hdf5::read_int_attribute(root, "global_step");
   c.iteration = hdf5::read_int_attribute(root, "iteration");
   c.config = load_train_config(hdf5::read_string_attribute(root, "config"), path + " (config)", false, "");
-  const ActorCritic network(c.obs_dim, c.num_actions, network_of(c.config));
+  const ActorCritic network = checkpoint_network(c);
   c.params = read_slices(root, "parameters", network.table(), path);
   c.adam_m = read_slices(root, "optimizer/adam_m", network.table(), path);
   c.adam_v = read_slices(root, "optimizer/adam_v", network.table(), path);

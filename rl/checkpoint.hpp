@@ -3,7 +3,8 @@
 // the Adam state, one dataset per ParamTable slice, shaped as the slice; the config as TOML; the
 // scenario; the step count. Layout:
 //   /                    attributes format ("surge-checkpoint"), format_version, scenario, gym_id, obs_dim,
-//                        num_actions, global_step, iteration, config (TOML text)
+//                        num_actions (0 when continuous), action_dim (0 when discrete), global_step,
+//                        iteration, config (TOML text)
 //   /parameters/<slice>  float32 [rows][cols], e.g. /parameters/actor.0.weight [64][4]
 //   /optimizer           attributes step, learning_rate, beta1, beta2, eps, max_grad_norm
 //   /optimizer/adam_m/<slice>, /optimizer/adam_v/<slice>   float32, shaped as the parameters
@@ -19,17 +20,19 @@
 
 namespace surge::rl {
 
+class ActorCritic;
 class Trainer;
 
 struct Checkpoint {
   std::string scenario;
   std::string gym_id;
   int obs_dim = 0;
-  int num_actions = 0;
+  int num_actions = 0;  // discrete actions, or 0
+  int action_dim = 0;   // continuous action dimensions (a Gaussian policy with /parameters/actor.log_std), or 0
   TrainConfig config;
   std::int64_t global_step = 0;
   std::int64_t iteration = 0;
-  // Flat, laid out by the ParamTable of ActorCritic(obs_dim, num_actions, network of config).
+  // Flat, laid out by the ParamTable of network() below.
   std::vector<float> params, adam_m, adam_v;
   double adam_step = 0.0;
   double learning_rate = 0.0;
@@ -37,6 +40,9 @@ struct Checkpoint {
   // mean, var, count): [2*obs_dim + 1] and [3]; empty otherwise.
   std::vector<double> obs_moments, reward_moments;
 };
+
+// The network (untrained) whose table lays out a checkpoint's parameters.
+ActorCritic checkpoint_network(const Checkpoint& checkpoint);
 
 // Writes the trainer's state whole or not at all (into a temporary beside `path`, renamed when done).
 // Waits for the trainer's stream. Throws Error when the file cannot be written.

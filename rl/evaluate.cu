@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "rl/categorical.hpp"
+#include "rl/gaussian.hpp"
 #include "sim/error.hpp"
 #include "sim/parallel.cuh"
 
@@ -23,7 +24,8 @@ std::vector<double> evaluate_policy(Engine& engine, const ActorCritic& network, 
   const Device device = engine.device();
   const ScenarioSpec& spec = engine.spec();
   const std::int64_t n = engine.num_envs();
-  SURGE_CHECK(spec.obs_dim == network.obs_dim() && spec.num_actions == network.num_actions(),
+  SURGE_CHECK(spec.obs_dim == network.obs_dim() && spec.action_kind == network.action_kind() &&
+                  spec.num_actions == network.num_actions() && spec.action_dim == network.action_dim(),
               "the network does not fit the scenario");
   SURGE_CHECK(params.size == network.table().total() && params.device == device, "parameters do not fit the network");
   const bool normalized = !normalization.moments.empty();
@@ -35,12 +37,19 @@ std::vector<double> evaluate_policy(Engine& engine, const ActorCritic& network, 
     if (normalized) normalize_rows(stream, rows, n, spec.obs_dim, normalization.moments.data, normalization.clip);
   };
   PpoGradient<float> workspace(device, network, n);
-  DeviceBuffer<float> obs(device, n * spec.obs_dim), logits(device, n * spec.num_actions), reward(device, n);
-  DeviceBuffer<std::int32_t> actions(device, n);
+  const int action_dim = network.action_dim();
+  DeviceBuffer<float> obs(device, n * spec.obs_dim), logits(device, n * network.head_width()), reward(device, n);
+  DeviceBuffer<std::int32_t> actions(device, network.continuous() ? 0 : n);
+  DeviceBuffer<float> continuous_actions(device, n * action_dim), bounds(device, 2 * action_dim);  // [N][A], [2][A]
   DeviceBuffer<std::uint8_t> terminated(device, n), truncated(device, n), finished(device, n);
   DeviceBuffer<double> returns(device, n);
   zero_bytes(finished.data(), device, finished.bytes(), stream);
   zero_bytes(returns.data(), device, returns.bytes(), stream);
+  if (network.continuous()) {
+    std::vector<float> low_high = spec.action_low;
+    low_high.insert(low_high.end(), spec.action_high.begin(), spec.action_high.end());
+    from_host(bounds.span(), low_high, stream);
+  }
   engine.observe(obs.span(), stream);
   normalize(obs.data());
   // Every episode ends by the time limit; check now and then whether all have, to stop early.
@@ -48,9 +57,15 @@ std::vector<double> evaluate_policy(Engine& engine, const ActorCritic& network, 
   for (std::int64_t t = 0; t < spec.max_episode_steps; ++t) {
     workspace.forward_actor(stream, params.data, obs.data(), n, logits.data());
     ActionDraw draw{engine.seed(), nullptr, 0, t};
-    sample_actions(stream, logits.data(), n, spec.num_actions, draw, !sample, actions.data(), nullptr);
-    engine.step(ActionView{actions.cspan(), {}}, StepViews{obs.span(), reward.span(), terminated.span(), truncated.span(), {}},
-                stream);
+    if (network.continuous()) {
+      // Without sampling the action is the Gaussian's mean; either way the environment gets it clipped.
+      sample_gaussian_actions(stream, logits.data(), params.data + network.log_std_offset(), n, action_dim, bounds.data(),
+                              bounds.data() + action_dim, draw, !sample, nullptr, nullptr, continuous_actions.data());
+    } else {
+      sample_actions(stream, logits.data(), n, spec.num_actions, draw, !sample, actions.data(), nullptr);
+    }
+    engine.step(ActionView{actions.cspan(), continuous_actions.cspan()},
+                StepViews{obs.span(), reward.span(), terminated.span(), truncated.span(), {}}, stream);
     normalize(obs.data());
     accumulate_first_episode(stream, n, reward.data(), terminated.data(), truncated.data(), finished.data(), returns.data());
     if ((t + 1) % check_every == 0) {

@@ -1,6 +1,6 @@
 #pragma once
 // Evaluating a policy: K environments each play one episode to its end, greedily (the most probable
-// action) or sampling from the policy, and the K returns come back.
+// action, or a Gaussian's mean) or sampling from the policy, and the K returns come back.
 #include <cstdint>
 #include <vector>
 

@@ -1,6 +1,6 @@
 #pragma once
-// The PPO loss of one minibatch and its gradient with respect to the networks' outputs (logits and
-// values), as CleanRL's ppo.py defines it: clipped surrogate, clipped value loss, entropy bonus, and
+// The PPO loss of one minibatch and its gradient with respect to the networks' outputs (logits, or a
+// Gaussian's means and log standard deviations, and values), as CleanRL's ppo.py defines it: clipped surrogate, clipped value loss, entropy bonus, and
 // advantages normalised within the minibatch.
 #include <cstdint>
 
@@ -26,6 +26,7 @@ struct MinibatchView {
   const Scalar* old_value = nullptr;     // [B] V_old(s) from the rollout
   const Scalar* advantage = nullptr;     // [B]
   const Scalar* returns = nullptr;       // [B]
+  const Scalar* continuous_actions = nullptr;  // [B][action_dim] for a Gaussian policy (actions is then unused)
 };
 
 // Sums over the minibatch that ppo_loss() leaves in terms[kLossTermCount] (divide by B for means).
@@ -43,6 +44,16 @@ template <class Scalar>
 void ppo_loss(const Stream& stream, const PpoLossConfig& config, const MinibatchView<Scalar>& minibatch, int num_actions,
               const Scalar* logits, const Scalar* values, double* advantage_stats, double* scratch, Scalar* d_logits,
               Scalar* d_values, double* terms);
+
+// The same loss for a diagonal Gaussian policy: means [B][action_dim] from the actor, log_std
+// [action_dim] (a parameter slice), the sampled actions in minibatch.continuous_actions. Writes
+// dloss/dmeans [B][action_dim], the per-sample terms of dloss/dlog_std into d_log_std_rows
+// [B][action_dim] (their column sums are the gradient), dloss/dvalues [B] and the term sums.
+template <class Scalar>
+void gaussian_ppo_loss(const Stream& stream, const PpoLossConfig& config, const MinibatchView<Scalar>& minibatch,
+                       int action_dim, const Scalar* means, const Scalar* log_std, const Scalar* values,
+                       double* advantage_stats, double* scratch, Scalar* d_means, Scalar* d_log_std_rows,
+                       Scalar* d_values, double* terms);
 
 // The scalar loss from the term sums of a minibatch of `batch` samples (host).
 double total_loss(const PpoLossConfig& config, const double* term_sums, std::int64_t batch);

@@ -12,15 +12,21 @@ namespace surge::rl {
 
 class RolloutStorage {
  public:
-  RolloutStorage(Device device, std::int64_t num_steps, std::int64_t num_envs, int obs_dim);
+  // action_dim 0: discrete actions (int32 [T][N]); otherwise continuous actions (float [T][N][action_dim]).
+  RolloutStorage(Device device, std::int64_t num_steps, std::int64_t num_envs, int obs_dim, int action_dim = 0);
 
   std::int64_t num_steps() const { return num_steps_; }
   std::int64_t num_envs() const { return num_envs_; }
   int obs_dim() const { return obs_dim_; }
+  int action_dim() const { return action_dim_; }
+  bool continuous() const { return action_dim_ > 0; }
 
   // Row t of each field (t in [0, T] for obs and value, [0, T) for the rest).
   float* obs(std::int64_t t) const { return obs_.data() + t * num_envs_ * obs_dim_; }
-  std::int32_t* actions(std::int64_t t) const { return actions_.data() + t * num_envs_; }
+  std::int32_t* actions(std::int64_t t) const { return actions_.data() + t * num_envs_; }  // discrete
+  // Continuous: the policy's samples before clipping to the action bounds, which the log-probabilities
+  // are of; the environment received them clipped.
+  float* continuous_actions(std::int64_t t) const { return continuous_actions_.data() + t * num_envs_ * action_dim_; }
   float* logprob(std::int64_t t) const { return logprob_.data() + t * num_envs_; }
   float* value(std::int64_t t) const { return value_.data() + t * num_envs_; }
   float* reward(std::int64_t t) const { return reward_.data() + t * num_envs_; }
@@ -33,7 +39,8 @@ class RolloutStorage {
 
   // Where engine.step() writes step t: obs[t+1], reward[t], flags[t], and the final observations.
   StepViews step_views(std::int64_t t) const;
-  // The policy's actions of step t, as the engine reads them.
+  // The policy's actions of step t, as the engine reads them (discrete only: continuous ones reach the
+  // engine clipped, from the trainer's own buffer).
   ActionView action_view(std::int64_t t) const;
 
   std::size_t device_bytes() const;
@@ -49,14 +56,15 @@ class RolloutStorage {
     std::int64_t elements;
     std::size_t element_bytes;
   };
-  static std::vector<Buffer> layout(std::int64_t num_steps, std::int64_t num_envs, int obs_dim);
+  static std::vector<Buffer> layout(std::int64_t num_steps, std::int64_t num_envs, int obs_dim, int action_dim = 0);
 
  private:
   Device device_;
   std::int64_t num_steps_, num_envs_;
-  int obs_dim_;
+  int obs_dim_, action_dim_;
   DeviceBuffer<float> obs_;                // [T+1][N][obs_dim]
-  DeviceBuffer<std::int32_t> actions_;     // [T][N]
+  DeviceBuffer<std::int32_t> actions_;     // [T][N] when discrete, else empty
+  DeviceBuffer<float> continuous_actions_; // [T][N][action_dim] when continuous, else empty
   DeviceBuffer<float> logprob_;            // [T][N]
   DeviceBuffer<float> value_;              // [T+1][N]
   DeviceBuffer<float> reward_;             // [T][N]

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "rl/categorical.hpp"
+#include "rl/gaussian.hpp"
 #include "rl/device_util.hpp"
 #include "rl/gae.hpp"
 #include "rl/gemm.hpp"
@@ -22,10 +23,6 @@ NetworkConfig network_config(const TrainConfig& config) {
 const ScenarioSpec& checked_spec(const Engine& engine, const TrainConfig& config) {
   config.validate();
   const ScenarioSpec& spec = engine.spec();
-  if (spec.action_kind != ActionKind::Discrete)
-    throw InputError("scenario " + spec.name +
-                     " has continuous actions; the trainer has only a categorical policy so far (choose a discrete "
-                     "scenario such as cartpole)");
   SURGE_CHECK(engine.num_envs() == config.num_envs, "the engine holds " + std::to_string(engine.num_envs()) +
                                                         " environments, the config asks for " + std::to_string(config.num_envs));
   return spec;
@@ -48,8 +45,8 @@ Trainer::Trainer(Engine& engine, const TrainConfig& config)
       config_(config),
       device_(engine.device()),
       stream_(engine.device()),
-      network_(checked_spec(engine, config).obs_dim, engine.spec().num_actions, network_config(config)),
-      rollout_(device_, config.num_steps, config.num_envs, engine.spec().obs_dim),
+      network_(ActorCritic::for_scenario(checked_spec(engine, config), network_config(config))),
+      rollout_(device_, config.num_steps, config.num_envs, engine.spec().obs_dim, network_.action_dim()),
       minibatch_size_(config.minibatch_size()),
       params_(device_, network_.table().total()),
       grads_(device_, network_.table().total()),
@@ -58,9 +55,12 @@ Trainer::Trainer(Engine& engine, const TrainConfig& config)
       optimizer_(device_, 1),
       state_(device_, 1),
       workspace_(device_, network_, std::max(config.num_envs, config.minibatch_size())),
-      rollout_logits_(device_, config.num_envs * engine.spec().num_actions),
+      rollout_logits_(device_, config.num_envs * network_.head_width()),
+      env_actions_(device_, config.num_envs * network_.action_dim()),
+      action_bounds_(device_, 2 * network_.action_dim()),
       mb_obs_(device_, config.minibatch_size() * engine.spec().obs_dim),
-      mb_actions_(device_, config.minibatch_size()),
+      mb_actions_(device_, network_.continuous() ? 0 : config.minibatch_size()),
+      mb_continuous_actions_(device_, config.minibatch_size() * network_.action_dim()),
       mb_fields_(device_, 4 * config.minibatch_size()),
       loss_terms_(device_, config.update_epochs * config.num_minibatches * kLossTermCount),
       running_return_(device_, config.num_envs),
@@ -84,6 +84,11 @@ Trainer::Trainer(Engine& engine, const TrainConfig& config)
   if (device_.is_cuda()) set_cuda_gemm_tf32(config.tf32);
   if (device_.is_cpu() && config.cpu_threads > 0) set_cpu_threads(static_cast<int>(config.cpu_threads));
 
+  if (network_.continuous()) {
+    std::vector<float> bounds = engine.spec().action_low;
+    bounds.insert(bounds.end(), engine.spec().action_high.begin(), engine.spec().action_high.end());
+    from_host(action_bounds_.span(), bounds, stream_);
+  }
   const std::vector<double> initial = network_.initial_parameters(config.seed);
   from_host(params_.span(), std::vector<float>(initial.begin(), initial.end()), stream_);
   for (const DeviceBuffer<float>* zeroed : {&grads_, &adam_m_, &adam_v_, &running_return_, &ended_return_})
@@ -108,7 +113,7 @@ void Trainer::enqueue_iteration(PhaseClock* clock) {
   };
   if (clock) clock->start();
   const std::int64_t steps = config_.num_steps, n = config_.num_envs, b = minibatch_size_;
-  const int d = rollout_.obs_dim(), actions = network_.num_actions();
+  const int d = rollout_.obs_dim(), actions = network_.num_actions(), action_dim = network_.action_dim();
   const float* params = params_.data();
   TrainState* state = state_.data();
   OptimizerScalars* optimizer = optimizer_.data();
@@ -123,9 +128,17 @@ void Trainer::enqueue_iteration(PhaseClock* clock) {
     workspace_.forward_critic(stream_, params, rollout_.obs(t), n, rollout_.value(t));
     lap(TrainPhase::PolicyForward);
     const ActionDraw draw{config_.seed, &state->iteration, steps, t};
-    sample_actions(stream_, rollout_logits_.data(), n, actions, draw, false, rollout_.actions(t), rollout_.logprob(t));
+    if (network_.continuous()) {
+      // The rollout keeps the unclipped sample its log-probability belongs to; the engine gets it clipped.
+      sample_gaussian_actions(stream_, rollout_logits_.data(), params + network_.log_std_offset(), n, action_dim,
+                              action_bounds_.data(), action_bounds_.data() + action_dim, draw, false,
+                              rollout_.continuous_actions(t), rollout_.logprob(t), env_actions_.data());
+    } else {
+      sample_actions(stream_, rollout_logits_.data(), n, actions, draw, false, rollout_.actions(t), rollout_.logprob(t));
+    }
     lap(TrainPhase::Sampling);
-    engine_.step(rollout_.action_view(t), rollout_.step_views(t), stream_);
+    const ActionView env_actions = network_.continuous() ? ActionView{{}, env_actions_.cspan()} : rollout_.action_view(t);
+    engine_.step(env_actions, rollout_.step_views(t), stream_);
     normalization_.observe(stream_, rollout_.obs(t + 1), rollout_.final_obs(), rollout_.terminated(t), rollout_.truncated(t));
     lap(TrainPhase::EnvStep);
     // V(final observation) of episodes that ended at this step; GAE reads it only where they were truncated.
@@ -157,10 +170,12 @@ void Trainer::enqueue_iteration(PhaseClock* clock) {
 
   // ---- updates
   const Permutation permutation = Permutation::make(slots, config_.seed, 0);
-  const BatchView batch{rollout_.obs(0), rollout_.actions(0), rollout_.logprob(0), rollout_.value(0),
-                        rollout_.advantage(0),  rollout_.returns(0), d};
+  const BatchView batch{rollout_.obs(0),      rollout_.actions(0),   rollout_.continuous_actions(0), rollout_.logprob(0),
+                        rollout_.value(0),    rollout_.advantage(0), rollout_.returns(0),            d,
+                        action_dim};
   float* fields = mb_fields_.data();
-  const MinibatchBuffers buffers{mb_obs_.data(), mb_actions_.data(), fields, fields + b, fields + 2 * b, fields + 3 * b};
+  const MinibatchBuffers buffers{mb_obs_.data(), mb_actions_.data(), mb_continuous_actions_.data(), fields, fields + b,
+                                 fields + 2 * b, fields + 3 * b};
   MinibatchView<float> minibatch;
   minibatch.size = b;
   minibatch.obs = buffers.obs;
@@ -169,6 +184,7 @@ void Trainer::enqueue_iteration(PhaseClock* clock) {
   minibatch.old_value = buffers.value;
   minibatch.advantage = buffers.advantage;
   minibatch.returns = buffers.returns;
+  minibatch.continuous_actions = network_.continuous() ? buffers.continuous_actions : nullptr;
   const std::int64_t epochs = config_.update_epochs, minibatches = config_.num_minibatches;
   for (std::int64_t epoch = 0; epoch < epochs; ++epoch) {
     double* terms = nullptr;
@@ -271,20 +287,30 @@ void Trainer::restore_normalization(const std::vector<double>& obs, const std::v
 
 std::vector<TrainerBuffer> Trainer::memory_plan(const TrainConfig& config, const ScenarioSpec& spec, Device device) {
   std::vector<TrainerBuffer> plan;
-  const std::int64_t t = config.num_steps, n = config.num_envs, d = spec.obs_dim, a = spec.num_actions;
+  const ActorCritic network = ActorCritic::for_scenario(spec, network_config(config));
+  const std::int64_t t = config.num_steps, n = config.num_envs, d = spec.obs_dim, a = network.head_width();
+  const std::int64_t action_dim = network.action_dim();
   const std::int64_t b = config.minibatch_size(), slots = config.batch_size();
-  for (const auto& buffer : RolloutStorage::layout(t, n, static_cast<int>(d)))
+  for (const auto& buffer : RolloutStorage::layout(t, n, static_cast<int>(d), network.action_dim()))
     plan.push_back({buffer.name, buffer.shape, buffer.elements, buffer.element_bytes});
-  const ActorCritic network(static_cast<int>(d), static_cast<int>(a), network_config(config));
   const std::int64_t p = network.table().total();
   for (const char* name : {"learner.params", "learner.grads", "learner.adam_m", "learner.adam_v"})
     plan.push_back({name, "[P]", p, sizeof(float)});
   plan.push_back({"learner.optimizer_scalars", "[1]", 1, sizeof(OptimizerScalars)});
   plan.push_back({"learner.train_state", "[1]", 1, sizeof(TrainState)});
   for (const TrainerBuffer& buffer : PpoGradient<float>::layout(device, network, std::max(n, b))) plan.push_back(buffer);
-  plan.push_back({"learner.rollout_logits", "[N][num_actions]", n * a, sizeof(float)});
+  if (network.continuous()) {
+    plan.push_back({"learner.rollout_means", "[N][action_dim]", n * a, sizeof(float)});
+    plan.push_back({"learner.env_actions", "[N][action_dim]", n * action_dim, sizeof(float)});
+    plan.push_back({"learner.action_bounds", "[2][action_dim]", 2 * action_dim, sizeof(float)});
+  } else {
+    plan.push_back({"learner.rollout_logits", "[N][num_actions]", n * a, sizeof(float)});
+  }
   plan.push_back({"minibatch.obs", "[B][obs_dim]", b * d, sizeof(float)});
-  plan.push_back({"minibatch.actions", "[B]", b, sizeof(std::int32_t)});
+  if (network.continuous())
+    plan.push_back({"minibatch.actions", "[B][action_dim]", b * action_dim, sizeof(float)});
+  else
+    plan.push_back({"minibatch.actions", "[B]", b, sizeof(std::int32_t)});
   plan.push_back({"minibatch.fields", "[4][B]", 4 * b, sizeof(float)});
   plan.push_back({"metrics.loss_terms", "[E*M][5]", config.update_epochs * config.num_minibatches * kLossTermCount,
                   sizeof(double)});
@@ -304,8 +330,9 @@ std::vector<TrainerBuffer> Trainer::memory_plan(const TrainConfig& config, const
 
 std::size_t Trainer::device_bytes() const {
   return rollout_.device_bytes() + params_.bytes() + grads_.bytes() + adam_m_.bytes() + adam_v_.bytes() +
-         optimizer_.bytes() + state_.bytes() + workspace_.device_bytes() + rollout_logits_.bytes() + mb_obs_.bytes() +
-         mb_actions_.bytes() + mb_fields_.bytes() + loss_terms_.bytes() + running_return_.bytes() + ended_return_.bytes() +
+         optimizer_.bytes() + state_.bytes() + workspace_.device_bytes() + rollout_logits_.bytes() + env_actions_.bytes() +
+         action_bounds_.bytes() + mb_obs_.bytes() + mb_actions_.bytes() + mb_continuous_actions_.bytes() + mb_fields_.bytes() +
+         loss_terms_.bytes() + running_return_.bytes() + ended_return_.bytes() +
          chunk_counts_.bytes() + group_counts_.bytes() + recent_returns_.bytes() + small_sums_.bytes() +
          reduce_scratch_.bytes() + metrics_.bytes() + normalization_.device_bytes();
 }

@@ -29,8 +29,8 @@ inline constexpr int kTrainPhaseCount = 8;
 
 class Trainer {
  public:
-  // `engine` holds config.num_envs environments of a discrete-action scenario on the device to train
-  // on, freshly reset; it must outlive the trainer. Throws InputError for a config that does not fit
+  // `engine` holds config.num_envs environments of a scenario on the device to train on (a categorical
+  // policy for discrete actions, a diagonal Gaussian for continuous ones), freshly reset; it must outlive the trainer. Throws InputError for a config that does not fit
   // the scenario, after config.validate().
   Trainer(Engine& engine, const TrainConfig& config);
   Trainer(const Trainer&) = delete;
@@ -110,9 +110,12 @@ class Trainer {
   DeviceBuffer<OptimizerScalars> optimizer_;  // [1]
   DeviceBuffer<TrainState> state_;            // [1]
   PpoGradient<float> workspace_;              // rows: max(N, B)
-  DeviceBuffer<float> rollout_logits_;        // [N][num_actions]
+  DeviceBuffer<float> rollout_logits_;        // [N][head_width]: logits, or the Gaussian's means
+  DeviceBuffer<float> env_actions_;           // [N][action_dim] the samples clipped to the bounds (continuous)
+  DeviceBuffer<float> action_bounds_;         // [2][action_dim] low, then high (continuous)
   DeviceBuffer<float> mb_obs_;                // [B][obs_dim]
-  DeviceBuffer<std::int32_t> mb_actions_;     // [B]
+  DeviceBuffer<std::int32_t> mb_actions_;     // [B] (discrete)
+  DeviceBuffer<float> mb_continuous_actions_; // [B][action_dim] (continuous)
   DeviceBuffer<float> mb_fields_;             // [4][B] logprob, value, advantage, return
   DeviceBuffer<double> loss_terms_;           // [E*M][kLossTermCount]
   DeviceBuffer<float> running_return_;        // [N] return of each env's current episode

@@ -33,7 +33,12 @@ struct GatherMinibatch {
     const std::int64_t s = p(first + j);
     const int d = in.obs_dim;
     for (int k = 0; k < d; ++k) to.obs[j * d + k] = in.obs[s * d + k];
-    to.actions[j] = in.actions[s];
+    if (in.action_dim > 0) {
+      const int a = in.action_dim;
+      for (int k = 0; k < a; ++k) to.continuous_actions[j * a + k] = in.continuous_actions[s * a + k];
+    } else {
+      to.actions[j] = in.actions[s];
+    }
     to.logprob[j] = in.logprob[s];
     to.value[j] = in.value[s];
     to.advantage[j] = in.advantage[s];

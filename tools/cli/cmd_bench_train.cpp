@@ -69,7 +69,7 @@ int run_bench_train(const Args& args) {
               "Runs whole PPO iterations (T rollout steps of N environments, GAE, E epochs of M minibatch updates)\n"
               "as `surge train` does and reports end-to-end env-steps per second, the median over repeats.\n"
               "On CUDA it measures twice: replaying a CUDA graph of the iteration, and launching every kernel.");
-  cmd.option("scenario", "NAME", "scenario (discrete actions)", "cartpole")
+  cmd.option("scenario", "NAME", "scenario", "cartpole")
       .option("device", "DEV", device_help(), "auto")
       .option("num-envs", "N", "environments [default: 1048576 on CUDA, 256 on the CPU]")
       .option("num-steps", "T", "steps per environment per iteration", "16")

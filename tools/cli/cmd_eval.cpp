@@ -20,7 +20,8 @@ namespace surge::cli {
 int run_eval(const Args& args) {
   Command cmd("eval",
               "Loads the policy from a checkpoint that `surge train` wrote and lets K environments play one\n"
-              "episode each, choosing the most probable action (or, with --sample, drawing from the policy).\n"
+              "episode each, choosing the most probable action or a Gaussian policy's mean (or, with --sample,\n"
+              "drawing from the policy); continuous actions are clipped to their bounds.\n"
               "Prints the mean and standard deviation of the K returns.");
   cmd.option("checkpoint", "FILE", "checkpoint.h5 written by surge train", "", true)
       .option("episodes", "K", "episodes to play (one per environment, all at once)", "100")
@@ -39,14 +40,12 @@ int run_eval(const Args& args) {
   const bool sample = cmd.flag_set("sample");
   const rl::Checkpoint checkpoint = rl::read_checkpoint(cmd.get("checkpoint"));
   const ScenarioSpec& spec = scenario_spec(checkpoint.scenario);
-  if (spec.obs_dim != checkpoint.obs_dim || spec.num_actions != checkpoint.num_actions)
+  if (spec.obs_dim != checkpoint.obs_dim || spec.num_actions != checkpoint.num_actions ||
+      spec.action_dim != checkpoint.action_dim)
     throw InputError("checkpoint '" + cmd.get("checkpoint") + "' was trained on a " + checkpoint.scenario +
                      " with different observations or actions than this build's");
   const Device device = resolve_device(cmd.get("device"));
-  rl::NetworkConfig network_config;
-  network_config.hidden = checkpoint.config.hidden;
-  network_config.activation = rl::parse_activation(checkpoint.config.activation);
-  const rl::ActorCritic network(checkpoint.obs_dim, checkpoint.num_actions, network_config);
+  const rl::ActorCritic network = rl::checkpoint_network(checkpoint);
   Stream stream(device);
   DeviceBuffer<float> params(device, network.table().total());
   from_host(params.span(), checkpoint.params, stream);

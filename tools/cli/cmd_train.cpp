@@ -88,9 +88,11 @@ std::string keys_note() {
 
 int run_train(const Args& args) {
   Command cmd("train",
-              "Trains a PPO agent (separate actor and critic MLPs, categorical policy) on N environments of a\n"
-              "scenario. Every iteration steps each environment T times, computes GAE, and runs E epochs of M\n"
-              "minibatch updates, all on one device with no host synchronisation inside the iteration.\n"
+              "Trains a PPO agent (separate actor and critic MLPs; a categorical policy for discrete actions,\n"
+              "a diagonal Gaussian with a state-independent log-std for continuous ones, whose samples reach\n"
+              "the environment clipped to the action bounds) on N environments of a scenario. Every iteration\n"
+              "steps each environment T times, computes GAE, and runs E epochs of M minibatch updates, all on\n"
+              "one device with no host synchronisation inside the iteration.\n"
               "Writes DIR/metrics.csv (one row per iteration), DIR/config.toml (the config used) and\n"
               "DIR/checkpoint.h5 (parameters, optimiser state, config; see `surge eval`), and ends with a\n"
               "one-line summary.");

@@ -20,7 +20,11 @@ std::unique_ptr<rl::RolloutLog> open_train_rollout_log(const RolloutLogRequest& 
   const std::vector<std::int64_t> obs_shape{rollout.obs_dim()};
   std::vector<rl::LogField> fields = {
       {rl::kObsField, LogDtype::Float32, steps, obs_shape, rollout.obs(0), LogCapture::AtEnd, "the observation acted on"},
-      {rl::kActionsField, LogDtype::Int32, steps, {}, rollout.actions(0), LogCapture::AtEnd, "the action taken"},
+      rollout.continuous()
+          ? rl::LogField{rl::kActionsField, LogDtype::Float32, steps, {rollout.action_dim()}, rollout.continuous_actions(0),
+                         LogCapture::AtEnd, "the policy's sample, before the environment clipped it to the action bounds"}
+          : rl::LogField{rl::kActionsField, LogDtype::Int32, steps, {}, rollout.actions(0), LogCapture::AtEnd,
+                         "the action taken"},
       {rl::kLogprobField, LogDtype::Float32, steps, {}, rollout.logprob(0), LogCapture::AtEnd,
        "log-probability of the action under the policy that took it"},
       {rl::kValueField, LogDtype::Float32, steps, {}, rollout.value(0), LogCapture::AtEnd, "the critic's value of obs"},

@@ -72,6 +72,39 @@ TEST_CASE("a checkpoint reads back exactly what the trainer held", "[checkpoint]
   CHECK_FALSE(std::filesystem::exists(path.string() + ".partial"));
 }
 
+TEST_CASE("a Gaussian policy's checkpoint keeps its log-std and plays as the live policy", "[checkpoint][gaussian]") {
+  const TrainConfig config = small_config();
+  auto engine = surge::make_engine("pendulum", surge::Device::cpu(), config.num_envs, config.seed);
+  Trainer trainer(*engine, config);
+  for (int k = 0; k < 2; ++k) trainer.iterate();
+  trainer.drain();
+  const auto path = temp_path("gaussian.h5");
+  write_checkpoint(path.string(), trainer);
+  const Checkpoint c = read_checkpoint(path.string());
+  CHECK(c.scenario == "pendulum");
+  CHECK(c.num_actions == 0);
+  CHECK(c.action_dim == 1);
+  CHECK(c.params == to_host(trainer.parameters(), trainer.stream()));
+  CHECK(c.adam_v == to_host(trainer.adam_second_moment(), trainer.stream()));
+  const ActorCritic network = checkpoint_network(c);
+  REQUIRE(network.continuous());
+  // The log-std was trained: Adam moved it off its initial 0.
+  CHECK(c.params[static_cast<std::size_t>(network.log_std_offset())] != 0.0f);
+  for (const bool sample : {false, true}) {
+    auto eval_a = surge::make_engine("pendulum", surge::Device::cpu(), 6, 99);
+    auto eval_b = surge::make_engine("pendulum", surge::Device::cpu(), 6, 99);
+    const std::vector<double> live = evaluate_policy(*eval_a, trainer.network(), trainer.parameters(), sample);
+    const std::vector<double> loaded =
+        evaluate_policy(*eval_b, network, {c.params.data(), static_cast<std::int64_t>(c.params.size())}, sample);
+    CHECK(live == loaded);
+    for (double r : live) {
+      CHECK(r <= 0.0);
+      CHECK(r >= -200.0 * 16.3);  // 200 steps of at most pi^2 + 0.1 * 64 + 0.001 * 4
+    }
+  }
+  std::filesystem::remove(path);
+}
+
 TEST_CASE("reading something that is not a checkpoint is an input error", "[checkpoint]") {
   CHECK_THROWS_AS(read_checkpoint("/nonexistent/checkpoint.h5"), surge::InputError);
   const auto text = temp_path("not_hdf5.h5");

@@ -70,6 +70,41 @@ TEST_CASE("surge train writes metrics.csv, config.toml and a summary", "[train][
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("surge train, eval and bench train run a Gaussian policy on pendulum", "[train][cli][gaussian]") {
+  const auto dir = fresh_dir("pendulum");
+  const Result r = run_surge("train --scenario pendulum --device cpu --num-envs 8 --num-steps 64 --total-steps 2048 "
+                             "--seed 3 --set hidden=[16,16] --out " + dir.string());
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.output.find("surge train: pendulum on cpu: 2,048 steps in") != std::string::npos);
+  const auto table = surge::cli::CsvTable::read((dir / "metrics.csv").string());
+  REQUIRE(table.rows.size() == 4);
+  // 8 envs x 256 steps finish 8 episodes of 200 steps; Pendulum's returns are negative.
+  const double last100 = surge::cli::parse_cell(table, 3, table.column("return_last100"));
+  CHECK(last100 < 0.0);
+  CHECK(last100 > -200.0 * 16.3);
+
+  const std::string checkpoint = (dir / "checkpoint.h5").string();
+  for (const char* mode : {"greedy", "sampled"}) {
+    const Result e = run_surge("eval --checkpoint " + checkpoint + " --episodes 12 --device cpu" +
+                               (std::string(mode) == "sampled" ? " --sample" : ""));
+    INFO(e.output);
+    REQUIRE(e.exit_code == 0);
+    CHECK(e.output.find(std::string("pendulum, 12 episodes (") + mode + ") on cpu after 2048 training steps: return -") !=
+          std::string::npos);
+  }
+  const Result resumed = run_surge("train --resume " + checkpoint + " --device cpu --stop-after 1");
+  INFO(resumed.output);
+  CHECK(resumed.exit_code == 0);
+
+  const Result bench = run_surge("bench train --scenario mountain_car_continuous --device cpu --num-envs 16 --num-steps 8 "
+                                 "--repeats 1 --iterations 2");
+  INFO(bench.output);
+  CHECK(bench.exit_code == 0);
+  CHECK(bench.output.find("env-steps/s, cpu") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("surge train --preset cleanrl takes CleanRL's defaults", "[train][cli]") {
   const auto dir = fresh_dir("cleanrl");
   const Result r = run_surge("train --device cpu --preset cleanrl --total-steps 512 --out " + dir.string());

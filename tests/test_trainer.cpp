@@ -91,8 +91,8 @@ TrainConfig small_config() {
   return config;
 }
 
-std::vector<IterationMetrics> run(const TrainConfig& config, std::int64_t iterations) {
-  auto engine = surge::make_engine("cartpole", surge::Device::cpu(), config.num_envs, config.seed);
+std::vector<IterationMetrics> run(const TrainConfig& config, std::int64_t iterations, const std::string& scenario = "cartpole") {
+  auto engine = surge::make_engine(scenario, surge::Device::cpu(), config.num_envs, config.seed);
   Trainer trainer(*engine, config);
   std::vector<IterationMetrics> all;
   for (std::int64_t k = 0; k < iterations; ++k) {
@@ -106,11 +106,13 @@ std::vector<IterationMetrics> run(const TrainConfig& config, std::int64_t iterat
 }  // namespace
 
 TEST_CASE("the memory plan lists exactly what the trainer allocates", "[trainer]") {
+  for (const char* scenario : {"cartpole", "pendulum"})
   for (std::int64_t envs : {8, 100}) {
+    INFO(scenario << ", " << envs << " envs");
     TrainConfig config = small_config();
     config.num_envs = envs;
     config.total_steps = envs * config.num_steps;
-    auto engine = surge::make_engine("cartpole", surge::Device::cpu(), envs, 1);
+    auto engine = surge::make_engine(scenario, surge::Device::cpu(), envs, 1);
     const Trainer trainer(*engine, config);
     std::size_t planned = 0;
     for (const TrainerBuffer& buffer : Trainer::memory_plan(config, engine->spec(), surge::Device::cpu()))
@@ -137,6 +139,42 @@ TEST_CASE("training is deterministic for a seed and changes with it", "[trainer]
   TrainConfig other = config;
   other.seed = 6;
   CHECK(run(other, 1)[0].value_loss != a[0].value_loss);
+}
+
+TEST_CASE("a Gaussian policy trains deterministically; its rollout keeps the unclipped samples", "[trainer][gaussian]") {
+  const TrainConfig config = small_config();
+  for (const char* scenario : {"pendulum", "mountain_car_continuous"}) {
+    INFO(scenario);
+    const auto a = run(config, 3, scenario), b = run(config, 3, scenario);
+    REQUIRE(a.size() == 3);
+    for (std::size_t k = 0; k < a.size(); ++k) {
+      CHECK(a[k].policy_loss == b[k].policy_loss);
+      CHECK(a[k].value_loss == b[k].value_loss);
+      CHECK(std::isfinite(a[k].approx_kl));
+      // One dimension with log_std near its initial 0: 0.5 + 0.5 log(2 pi) = 1.419.
+      CHECK(a[k].entropy == Approx(1.4189385).margin(0.05));
+    }
+  }
+  // Pendulum's torque is bounded by 2; samples N(mean, 1) with a mean near 0 exceed it now and then, and
+  // the rollout keeps them as drawn.
+  auto engine = surge::make_engine("pendulum", surge::Device::cpu(), config.num_envs, config.seed);
+  Trainer trainer(*engine, config);
+  trainer.iterate();
+  trainer.drain();
+  const RolloutStorage& rollout = trainer.rollout();
+  REQUIRE(rollout.continuous());
+  const std::int64_t slots = config.num_steps * config.num_envs;
+  const auto actions = surge::to_host(surge::Span<const float>{rollout.continuous_actions(0), slots, surge::Device::cpu()},
+                                      trainer.stream());
+  const auto logprob = surge::to_host(surge::Span<const float>{rollout.logprob(0), slots, surge::Device::cpu()},
+                                      trainer.stream());
+  int beyond = 0;
+  for (std::int64_t s = 0; s < slots; ++s) {
+    beyond += std::abs(actions[s]) > 2.0f;
+    CHECK(std::isfinite(logprob[s]));
+    CHECK(logprob[s] < 0.0f);
+  }
+  CHECK(beyond > 0);
 }
 
 TEST_CASE("the learning rate anneals linearly to zero over the run", "[trainer]") {

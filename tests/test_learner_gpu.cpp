@@ -9,6 +9,7 @@
 #include "rl/actor_critic.hpp"
 #include "rl/categorical.hpp"
 #include "rl/gae.hpp"
+#include "rl/gaussian.hpp"
 #include "rl/gemm.hpp"
 #include "rl/shuffle.hpp"
 #include "rl/trainer.hpp"
@@ -152,6 +153,27 @@ TEST_CASE("sampling, shuffling and GAE on CUDA match the CPU", "[gpu][kernels]")
   check_close(to_host(d_ret.cspan(), gpu), ret, 1e-5, 1e-5, "returns");
 }
 
+TEST_CASE("Gaussian sampling on CUDA matches the CPU", "[gpu][kernels][gaussian]") {
+  Stream gpu(kGpu), cpu(Device::cpu());
+  const std::int64_t n = 50000;
+  const int dims = 3;
+  const auto mean = random_vector<float>(n * dims, 20, -2.0f, 2.0f);
+  const std::vector<float> log_std = {-0.5f, 0.0f, 0.4f}, low = {-1.0f, -2.0f, -1.5f}, high = {1.0f, 2.0f, 0.5f};
+  std::vector<float> actions(n * dims), env_actions(n * dims), logprob(n);
+  auto d_mean = upload(mean, gpu), d_log_std = upload(log_std, gpu), d_low = upload(low, gpu), d_high = upload(high, gpu);
+  DeviceBuffer<float> d_actions(kGpu, n * dims), d_env_actions(kGpu, n * dims), d_logprob(kGpu, n);
+  const ActionDraw draw{78, nullptr, 0, 6};
+  sample_gaussian_actions(cpu, mean.data(), log_std.data(), n, dims, low.data(), high.data(), draw, false, actions.data(),
+                          logprob.data(), env_actions.data());
+  sample_gaussian_actions(gpu, d_mean.data(), d_log_std.data(), n, dims, d_low.data(), d_high.data(), draw, false,
+                          d_actions.data(), d_logprob.data(), d_env_actions.data());
+  // The same Philox words; the device's __sincosf (as cuRAND's curand_normal) differs from the host's
+  // sinf and cosf by a few ulps.
+  check_close(to_host(d_actions.cspan(), gpu), actions, 1e-5, 1e-5, "Gaussian samples");
+  check_close(to_host(d_env_actions.cspan(), gpu), env_actions, 1e-5, 1e-5, "clipped samples");
+  check_close(to_host(d_logprob.cspan(), gpu), logprob, 1e-4, 1e-5, "Gaussian log-probabilities");
+}
+
 namespace {
 
 TrainConfig iteration_config(bool graph) {
@@ -206,30 +228,56 @@ TEST_CASE("one full training iteration on CUDA matches the CPU on the same seed"
 }
 
 TEST_CASE("a replayed CUDA graph trains exactly as eager launches do", "[gpu][trainer][graph]") {
-  std::vector<std::vector<float>> params;
-  std::vector<std::vector<IterationMetrics>> metrics;
-  for (bool graph : {false, true}) {
-    const TrainConfig config = iteration_config(graph);
-    auto engine = make_engine("cartpole", kGpu, config.num_envs, config.seed);
-    Trainer trainer(*engine, config);
-    CHECK(trainer.uses_graph() == graph);
-    std::vector<IterationMetrics> all;
-    for (int k = 0; k < 4; ++k) {
-      trainer.iterate();
-      for (const auto& m : trainer.ready_metrics()) all.push_back(m);
-      CHECK(all.size() == static_cast<std::size_t>(k));  // on CUDA the metrics arrive one iteration late
+  for (const char* scenario : {"cartpole", "pendulum"}) {
+    INFO(scenario);
+    std::vector<std::vector<float>> params;
+    std::vector<std::vector<IterationMetrics>> metrics;
+    for (bool graph : {false, true}) {
+      const TrainConfig config = iteration_config(graph);
+      auto engine = make_engine(scenario, kGpu, config.num_envs, config.seed);
+      Trainer trainer(*engine, config);
+      CHECK(trainer.uses_graph() == graph);
+      std::vector<IterationMetrics> all;
+      for (int k = 0; k < 4; ++k) {
+        trainer.iterate();
+        for (const auto& m : trainer.ready_metrics()) all.push_back(m);
+        CHECK(all.size() == static_cast<std::size_t>(k));  // on CUDA the metrics arrive one iteration late
+      }
+      for (const auto& m : trainer.drain()) all.push_back(m);
+      params.push_back(to_host(trainer.parameters(), trainer.stream()));
+      metrics.push_back(all);
     }
-    for (const auto& m : trainer.drain()) all.push_back(m);
-    params.push_back(to_host(trainer.parameters(), trainer.stream()));
-    metrics.push_back(all);
+    CHECK(params[0] == params[1]);
+    REQUIRE(metrics[0].size() == 4);
+    REQUIRE(metrics[1].size() == 4);
+    for (std::size_t k = 0; k < 4; ++k) {
+      CHECK(metrics[1][k].iteration == k + 1);
+      CHECK(metrics[1][k].policy_loss == metrics[0][k].policy_loss);
+      CHECK(metrics[1][k].return_last100 == metrics[0][k].return_last100);
+      CHECK(metrics[1][k].learning_rate == metrics[0][k].learning_rate);
+    }
   }
-  CHECK(params[0] == params[1]);
-  REQUIRE(metrics[0].size() == 4);
-  REQUIRE(metrics[1].size() == 4);
-  for (std::size_t k = 0; k < 4; ++k) {
-    CHECK(metrics[1][k].iteration == k + 1);
-    CHECK(metrics[1][k].policy_loss == metrics[0][k].policy_loss);
-    CHECK(metrics[1][k].return_last100 == metrics[0][k].return_last100);
-    CHECK(metrics[1][k].learning_rate == metrics[0][k].learning_rate);
-  }
+}
+
+TEST_CASE("one Gaussian training iteration on CUDA matches the CPU on the same seed", "[gpu][trainer][gaussian]") {
+  const TrainConfig config = iteration_config(false);
+  auto cpu_engine = make_engine("pendulum", Device::cpu(), config.num_envs, config.seed);
+  auto gpu_engine = make_engine("pendulum", kGpu, config.num_envs, config.seed);
+  Trainer cpu_trainer(*cpu_engine, config), gpu_trainer(*gpu_engine, config);
+  cpu_trainer.iterate();
+  gpu_trainer.iterate();
+  const IterationMetrics cpu_metrics = cpu_trainer.drain().at(0), gpu_metrics = gpu_trainer.drain().at(0);
+  const RolloutStorage &a = cpu_trainer.rollout(), &b = gpu_trainer.rollout();
+  const std::int64_t slots = config.batch_size();
+  const Stream& gs = gpu_trainer.stream();
+  auto gpu_view = [&](const float* pointer, std::int64_t count) { return to_host(Span<const float>{pointer, count, kGpu}, gs); };
+  auto cpu_view = [&](const float* pointer, std::int64_t count) { return std::vector<float>(pointer, pointer + count); };
+  // Samples differ by the ulps of the device's sine and cosine, so the trajectories agree closely, not exactly.
+  check_close(gpu_view(b.continuous_actions(0), slots), cpu_view(a.continuous_actions(0), slots), 1e-4, 1e-4, "actions");
+  check_close(gpu_view(b.reward(0), slots), cpu_view(a.reward(0), slots), 1e-3, 1e-3, "rewards");
+  check_close(gpu_view(b.logprob(0), slots), cpu_view(a.logprob(0), slots), 1e-4, 1e-4, "log-probabilities");
+  check_close(to_host(gpu_trainer.parameters(), gs), to_host(cpu_trainer.parameters(), cpu_trainer.stream()), 1e-4, 1e-2,
+              "parameters after one iteration");
+  CHECK(gpu_metrics.episodes == cpu_metrics.episodes);
+  CHECK(gpu_metrics.entropy == Approx(cpu_metrics.entropy).epsilon(1e-4));
 }

@@ -40,7 +40,7 @@ struct TrainConfig {
   // Runtime
   bool cuda_graph = true;               // capture an iteration as a CUDA graph and replay it
   bool tf32 = false;                    // let cuBLASLt round GEMM inputs to TF32
-  std::int64_t cpu_threads = 0;         // CPU backend: OpenMP and OpenBLAS threads; 0 leaves their defaults
+  std::int64_t cpu_threads = 0;         // CPU backend: OpenMP and OpenBLAS threads; 0: 1 below 4096 envs, else all cores
 
   std::int64_t batch_size() const { return num_envs * num_steps; }
   std::int64_t minibatch_size() const { return batch_size() / num_minibatches; }

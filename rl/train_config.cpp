@@ -1,6 +1,7 @@
 // TOML config files and --set overrides for the trainer.
 #include "rl/train_config.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <functional>
@@ -146,7 +147,47 @@ const Key* find_key(const std::string& name) {
 std::string known_keys() {
   std::string list;
   for (const Key& key : keys()) list += (list.empty() ? "" : ", ") + std::string(key.name);
-  return list;
+  return list + ", physics.<parameter>";
+}
+
+// One entry of a [physics] table: a number fixes the parameter, [low, high] gives it a range.
+// Whether the scenario has such a parameter, and whether the values make sense, is resolve_physics()'s
+// business: the config does not know its scenario yet.
+void read_physics_entry(TrainConfig& config, const std::string& name, const toml::node& node, const std::string& where) {
+  const std::string what = "physics." + name + " must be a number (a fixed value) or a range [low, high] of two numbers";
+  PhysicsSetting setting;
+  setting.name = name;
+  if (const auto* array = node.as_array()) {
+    if (array->size() != 2) throw InputError(where + ": " + what);
+    setting.is_range = true;
+    const auto bound = [&](std::size_t k) {
+      const toml::node& element = *array->get(k);
+      if (!element.is_number()) throw InputError(where + ": " + what);
+      return static_cast<float>(read_number(element, where, "physics"));
+    };
+    setting.low = bound(0);
+    setting.high = bound(1);
+  } else {
+    if (!node.is_number()) throw InputError(where + ": " + what);
+    setting.low = setting.high = static_cast<float>(read_number(node, where, "physics"));
+  }
+  if (!std::isfinite(setting.low) || !std::isfinite(setting.high))
+    throw InputError(where + ": physics." + name + " must be finite");
+  set_physics(config.physics, setting);
+}
+
+void read_physics_table(TrainConfig& config, const toml::node& node, const std::string& where) {
+  const toml::table* table = node.as_table();
+  if (!table)
+    throw InputError(where + ": 'physics' must be a table of parameters, e.g. [physics] masspole = [0.05, 0.2]");
+  // In the order the file gives them (toml++ iterates a table by name), so config.toml reads as written.
+  std::vector<std::pair<std::string, const toml::node*>> entries;
+  for (const auto& [name, value] : *table) entries.emplace_back(std::string(name.str()), &value);
+  std::stable_sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) {
+    const toml::source_position pa = a.second->source().begin, pb = b.second->source().begin;
+    return pa.line != pb.line ? pa.line < pb.line : pa.column < pb.column;
+  });
+  for (const auto& [name, value] : entries) read_physics_entry(config, name, *value, where + " [physics]");
 }
 
 // Applies every key of `table` except the sub-tables named in `skip`.
@@ -157,6 +198,10 @@ void apply_table(TrainConfig& config, const toml::table& table, const std::strin
     bool skipped = false;
     for (const std::string& s : skip) skipped = skipped || key == s;
     if (skipped) continue;
+    if (key == "physics") {
+      read_physics_table(config, node, where);
+      continue;
+    }
     const Key* known = find_key(key);
     if (!known) throw InputError(where + ": unknown config key '" + key + "'; known keys are " + known_keys());
     known->read(config, node, where);
@@ -226,6 +271,10 @@ void TrainConfig::validate() const {
 std::string TrainConfig::to_toml() const {
   std::string text;
   for (const Key& key : keys()) text += std::string(key.name) + " = " + key.write(*this) + "\n";
+  if (!physics.empty()) {
+    text += "\n[physics]\n";
+    for (const PhysicsSetting& setting : physics) text += physics_toml_line(setting) + "\n";
+  }
   return text;
 }
 
@@ -268,6 +317,16 @@ void apply_config_setting(TrainConfig& config, const std::string& setting) {
     throw InputError("--set '" + setting + "' is not of the form key=value (e.g. --set learning_rate=3e-4)");
   const std::string key = setting.substr(0, eq);
   std::string value = setting.substr(eq + 1);
+  if (key.rfind("physics.", 0) == 0) {
+    toml::table parsed;
+    try {
+      parsed = toml::parse("value = " + value);
+    } catch (const toml::parse_error&) {
+      throw InputError("--set " + setting + ": cannot read '" + value + "' as a number or a range [low, high]");
+    }
+    read_physics_entry(config, key.substr(8), *parsed.get("value"), "--set " + setting);
+    return;
+  }
   const Key* known = find_key(key);
   if (!known) throw InputError("--set: unknown config key '" + key + "'; known keys are " + known_keys());
   if (key == "hidden" && !value.empty() && value.front() != '[') value = "[" + value + "]";

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "sim/physics_settings.hpp"
+
 namespace surge::rl {
 
 struct TrainConfig {
@@ -41,6 +43,8 @@ struct TrainConfig {
   bool cuda_graph = true;               // capture an iteration as a CUDA graph and replay it
   bool tf32 = false;                    // let cuBLASLt round GEMM inputs to TF32
   std::int64_t cpu_threads = 0;         // CPU backend: OpenMP and OpenBLAS threads; 0: 1 below 4096 envs, else all cores
+  // Physics: the [physics] table, by parameter name; checked against the scenario by resolve_physics().
+  PhysicsSettings physics;
 
   std::int64_t batch_size() const { return num_envs * num_steps; }
   std::int64_t minibatch_size() const { return batch_size() / num_minibatches; }
@@ -49,7 +53,8 @@ struct TrainConfig {
   // Throws InputError (one line naming the key, the value and what is allowed) when a value or a
   // combination is out of range: a batch not divisible into minibatches, fewer steps than one batch...
   void validate() const;
-  // Every key with its value, as TOML that load_train_config() reads back to the same config.
+  // Every key with its value (then the [physics] table, if any), as TOML that load_train_config()
+  // reads back to the same config.
   std::string to_toml() const;
 };
 
@@ -57,7 +62,9 @@ struct TrainConfig {
 std::vector<std::string> train_config_keys();
 
 // Builds a config from TOML text: the built-in defaults above, then the file's top-level keys, then
-// its [cuda] table when `on_cuda`, then its [presets.<preset>] table when `preset` is not empty.
+// its [cuda] table when `on_cuda`, then its [presets.<preset>] table when `preset` is not empty. Each
+// of these may hold a [physics] table (masspole = 0.2 fixes a value, masspole = [0.05, 0.2] draws
+// U(0.05, 0.2) per env at every reset), merged by parameter name.
 // Unknown keys, values of the wrong type, an unknown preset and TOML syntax errors throw InputError
 // naming `source` (the file name). Does not validate(): flags and --set may still change it.
 TrainConfig load_train_config(const std::string& toml_text, const std::string& source, bool on_cuda,
@@ -67,7 +74,8 @@ TrainConfig load_train_config(const std::string& toml_text, const std::string& s
 std::vector<std::string> train_config_presets(const std::string& toml_text, const std::string& source);
 
 // Applies one `key=value` (the value in TOML syntax; a bare word is taken as a string, and hidden
-// also accepts "64,64"). Throws InputError for an unknown key or a bad value.
+// also accepts "64,64"; physics.NAME=0.2 or physics.NAME=[0.05,0.2] sets one physics parameter).
+// Throws InputError for an unknown key or a bad value.
 void apply_config_setting(TrainConfig& config, const std::string& setting);
 
 }  // namespace surge::rl

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -300,4 +301,169 @@ TEST_CASE("--device cuda without a usable GPU is bad input", "[cli][device]") {
   CHECK(step.exit_code == 2);
   CHECK(is_one_line(step.err));
   CHECK_FALSE(fs::exists(scratch / "out.csv"));
+}
+
+TEST_CASE("surge step rejects actions of the wrong kind for the scenario", "[cli][step]") {
+  struct Case {
+    const char* scenario;
+    std::string csv;
+    std::vector<std::string> named;
+  };
+  const std::string acrobot = "s_theta1,s_theta2,s_dtheta1,s_dtheta2,action\n";
+  const std::string pendulum = "s_theta,s_theta_dot,action\n";
+  const Case cases[] = {
+      {"acrobot", acrobot + "0.1,0.2,0,0,3\n", {"row 1", "action", "'3'", "0..2"}},
+      {"acrobot", acrobot + "0.1,0.2,0,0,1\n0.1,0.2,0,0,1.5\n", {"row 2", "action", "'1.5'", "integer"}},
+      {"mountain_car", "s_position,s_velocity,action\n-0.5,0,-1\n", {"row 1", "action", "'-1'", "0..2"}},
+      {"cartpole", std::string(kHeader) + "0.01,0.02,0.03,0.04,left\n", {"row 1", "action", "left"}},
+      {"pendulum", pendulum + "0.1,0.2,strong\n", {"row 1", "action", "strong"}},
+      {"pendulum", pendulum + "0.1,0.2,1\n0.1,0.2,nan\n", {"row 2", "action", "nan"}},
+      {"mountain_car_continuous", "s_position,s_velocity,action\n-0.5,0,\n", {"row 1", "action"}},
+  };
+  for (const Case& c : cases) {
+    INFO(c.scenario << ": " << c.csv);
+    Scratch scratch;
+    const fs::path input = scratch / "in.csv", output = scratch / "out.csv";
+    write_text(input, c.csv);
+    const Result r = scratch.surge(std::string("step --scenario ") + c.scenario + " --device cpu --input " +
+                                   quoted(input.string()) + " --output " + quoted(output.string()));
+    INFO("stderr: " << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(is_one_line(r.err));
+    for (const std::string& word : c.named) CHECK(r.err.find(word) != std::string::npos);
+    CHECK_FALSE(fs::exists(output));
+    CHECK_FALSE(any_partial_file(scratch.path()));
+  }
+}
+
+TEST_CASE("an unknown scenario gets the list of known ones from every command", "[cli]") {
+  Scratch scratch;
+  const std::string out = quoted((scratch / "out").string());
+  const std::vector<std::string> commands = {
+      "step --scenario nosuch --device cpu --input x.csv --output " + out, "bench env --scenario nosuch --device cpu",
+      "bench train --scenario nosuch --device cpu", "bench sweep --scenario nosuch --device cpu",
+      "bench roofline --scenario nosuch --device cpu", "train --scenario nosuch --device cpu --out " + out};
+  for (const std::string& arguments : commands) {
+    const Result r = scratch.surge(arguments);
+    INFO("surge " << arguments << "\nstderr: " << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(is_one_line(r.err));
+    CHECK(r.err.find("'nosuch'") != std::string::npos);
+    CHECK(r.err.find("cartpole, mountain_car, acrobot, pendulum, mountain_car_continuous") != std::string::npos);
+    CHECK_FALSE(fs::exists(scratch / "out"));
+  }
+}
+
+TEST_CASE("surge step --physics: fixed values and per-row draws, each row's value in the output", "[cli][step][physics]") {
+  Scratch scratch;
+  const fs::path input = scratch / "in.csv", output = scratch / "out.csv";
+  // Pendulum: theta_dot' = theta_dot + (3 g / (2 l) sin(theta) + 3 / (m l^2) u) dt, as Gymnasium steps it.
+  std::string csv = "s_theta,s_theta_dot,action\n";
+  const int rows = 64;
+  for (int row = 0; row < rows; ++row) csv += std::to_string(0.05 * row - 1.5) + ",0.25," + std::to_string(-1.0 + row / 32.0) + "\n";
+  write_text(input, csv);
+  auto expected_theta_dot = [](double theta, double theta_dot, double u, double g, double m, double l, double dt) {
+    return theta_dot + (3.0 * g / (2.0 * l) * std::sin(theta) + 3.0 / (m * l * l) * u) * dt;
+  };
+  const surge::cli::CsvTable in = surge::cli::CsvTable::read(input.string());
+
+  SECTION("fixed values") {
+    const Result r = scratch.surge("step --scenario pendulum --device cpu --physics gravity=9.81 --physics mass=2,length=0.8 "
+                                   "--input " + quoted(input.string()) + " --output " + quoted(output.string()));
+    INFO("stderr: " << r.err);
+    REQUIRE(r.exit_code == 0);
+    const surge::cli::CsvTable table = surge::cli::CsvTable::read(output.string());
+    CHECK(table.column("param_mass") < 0);  // nothing randomised, no parameter columns
+    for (int row = 0; row < rows; ++row) {
+      const double reference = expected_theta_dot(surge::cli::parse_cell(in, row, 0), 0.25, surge::cli::parse_cell(in, row, 2),
+                                                  9.81, 2.0, 0.8, 0.05);
+      CHECK(surge::cli::parse_cell(table, row, table.column("next_theta_dot")) ==
+            Approx(reference).margin(1e-5).epsilon(1e-5));
+    }
+  }
+  SECTION("a range: every row draws its own mass, written beside it") {
+    const Result r = scratch.surge("step --scenario pendulum --device cpu --physics mass=0.5:2 --input " +
+                                   quoted(input.string()) + " --output " + quoted(output.string()));
+    INFO("stderr: " << r.err);
+    REQUIRE(r.exit_code == 0);
+    const surge::cli::CsvTable table = surge::cli::CsvTable::read(output.string());
+    const int mass_column = table.column("param_mass");
+    REQUIRE(mass_column >= 0);
+    CHECK(table.column("param_gravity") < 0);
+    std::vector<double> masses;
+    for (int row = 0; row < rows; ++row) {
+      const double mass = surge::cli::parse_cell(table, row, mass_column);
+      CHECK(mass >= 0.5);
+      CHECK(mass <= 2.0);
+      masses.push_back(mass);
+      const double reference = expected_theta_dot(surge::cli::parse_cell(in, row, 0), 0.25, surge::cli::parse_cell(in, row, 2),
+                                                  10.0, mass, 1.0, 0.05);
+      CHECK(surge::cli::parse_cell(table, row, table.column("next_theta_dot")) ==
+            Approx(reference).margin(1e-5).epsilon(1e-5));
+    }
+    std::sort(masses.begin(), masses.end());
+    CHECK(std::unique(masses.begin(), masses.end()) - masses.begin() > rows * 9 / 10);
+  }
+}
+
+TEST_CASE("bad --physics is one line, exit code 2 and nothing written, on every command", "[cli][physics]") {
+  struct Case {
+    std::string physics;
+    std::vector<std::string> named;
+  };
+  const Case cases[] = {
+      {"mass=0.2", {"cartpole has no physics parameter 'mass'", "masscart, masspole"}},
+      {"masspole=0.3:0.2", {"masspole", "low must not exceed high"}},
+      {"masspole=-0.1:0.2", {"masspole", "-0.1"}},
+      {"masscart=-1", {"masscart", "-1"}},
+      {"masspole=0.1:", {"--physics", "masspole=0.1:"}},
+      {"masspole=[0.1,0.2]", {"--physics", "[0.1"}},
+      {"masspole", {"--physics", "NAME=VALUE"}},
+  };
+  for (const Case& c : cases) {
+    Scratch scratch;
+    const fs::path input = scratch / "in.csv", output = scratch / "out.csv", json = scratch / "b.json";
+    write_text(input, std::string(kHeader) + kGoodRow);
+    const std::string physics = " --physics " + quoted(c.physics);
+    const std::vector<std::string> commands = {
+        "step --scenario cartpole --device cpu --input " + quoted(input.string()) + " --output " + quoted(output.string()) + physics,
+        "bench env --device cpu --num-envs 16 --steps 2 --repeats 1 --json " + quoted(json.string()) + physics,
+        "bench train --device cpu --num-envs 16 --num-steps 4 --repeats 1 --iterations 1 --json " + quoted(json.string()) + physics,
+        "bench sweep --device cpu --from 16 --to 32 --steps 2 --repeats 1 --json " + quoted(json.string()) + physics,
+        "train --device cpu --total-steps 512 --out " + quoted((scratch / "run").string()) + physics,
+    };
+    for (const std::string& arguments : commands) {
+      const Result r = scratch.surge(arguments);
+      INFO("surge " << arguments << "\nstderr: " << r.err);
+      CHECK(r.exit_code == 2);
+      CHECK(is_one_line(r.err));
+      for (const std::string& word : c.named) CHECK(r.err.find(word) != std::string::npos);
+      CHECK_FALSE(fs::exists(output));
+      CHECK_FALSE(fs::exists(json));
+      CHECK_FALSE(fs::exists(scratch / "run"));
+      CHECK_FALSE(any_partial_file(scratch.path()));
+    }
+  }
+}
+
+TEST_CASE("surge bench env reports the randomised physics on stdout and in its JSON", "[cli][bench][physics]") {
+  Scratch scratch;
+  const fs::path json_path = scratch / "bench.json";
+  const Result r = scratch.surge("bench env --scenario acrobot --device cpu --num-envs 64 --steps 8 --repeats 1 "
+                                 "--physics link_mass_2=0.5:1.5 --physics gravity=9 --json " + quoted(json_path.string()));
+  INFO("stderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("randomised physics       link_mass_2 ~ U(0.5, 1.5)\n") != std::string::npos);
+  CHECK(r.out.find("physics vs defaults      link_mass_2 ~ U(0.5, 1.5), gravity = 9\n") != std::string::npos);
+  const nlohmann::json json = nlohmann::json::parse(read_text(json_path));
+  CHECK(json.value("randomised_physics", "") == "link_mass_2 ~ U(0.5, 1.5)");
+  const nlohmann::json& physics = json.at("physics");
+  CHECK(physics.size() == 8);  // every acrobot parameter
+  CHECK(physics.at("link_mass_2") == nlohmann::json::array({0.5, 1.5}));
+  CHECK(physics.at("gravity").get<double>() == 9.0);
+  CHECK(physics.at("link_mass_1").get<double>() == 1.0);
+  // Without --physics: the defaults, nothing randomised.
+  const Result plain = scratch.surge("bench env --device cpu --num-envs 16 --steps 2 --repeats 1");
+  CHECK(plain.out.find("randomised physics       none\n") != std::string::npos);
+  CHECK(plain.out.find("physics vs defaults      defaults\n") != std::string::npos);
 }

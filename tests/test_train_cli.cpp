@@ -169,3 +169,50 @@ TEST_CASE("surge train --dry-run prints the memory plan and writes nothing", "[t
   CHECK(r.output.find("workspace.actor_activations") != std::string::npos);
   CHECK_FALSE(std::filesystem::exists(dir));
 }
+
+TEST_CASE("surge train with domain randomisation: reported, kept in config.toml and the checkpoint, used by eval",
+          "[train][cli][physics]") {
+  const auto dir = fresh_dir("physics");
+  const Result r = run_surge("train --scenario cartpole --device cpu --total-steps 512 --set hidden=[8] "
+                             "--physics masspole=0.05:0.2 --set physics.length=0.6 --out " + dir.string());
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.output.find("physics: masspole ~ U(0.05, 0.2), length = 0.6") != std::string::npos);
+  const std::string written = read_file(dir / "config.toml");
+  CHECK(written.find("\n[physics]\nmasspole = [0.05, 0.2]\nlength = 0.6\n") != std::string::npos);
+  const surge::rl::TrainConfig config = surge::rl::load_train_config(written, "config.toml", false, "");
+  REQUIRE(config.physics.size() == 2);
+  CHECK(config.physics[0].is_range);
+  CHECK(config.physics[0].low == 0.05f);
+  CHECK(config.physics[0].high == 0.2f);
+  CHECK(config.physics[1].low == 0.6f);
+  // config.toml runs again as a config file, and gives the same physics.
+  const auto again = fresh_dir("physics_again");
+  const Result rerun = run_surge("train --device cpu --config " + (dir / "config.toml").string() + " --out " + again.string());
+  INFO(rerun.output);
+  CHECK(rerun.exit_code == 0);
+  CHECK(read_file(again / "config.toml").find("\n[physics]\nmasspole = [0.05, 0.2]\nlength = 0.6\n") != std::string::npos);
+  std::filesystem::remove_all(again);
+  // eval runs under the physics the policy was trained with, and --physics changes it by name (in
+  // builds with HDF5, which writes checkpoints).
+  const std::string checkpoint = (dir / "checkpoint.h5").string();
+  if (std::filesystem::exists(checkpoint)) {
+    const Result trained = run_surge("eval --checkpoint " + checkpoint + " --episodes 8 --device cpu");
+    INFO(trained.output);
+    CHECK(trained.exit_code == 0);
+    CHECK(trained.output.find("physics: masspole ~ U(0.05, 0.2), length = 0.6\n") != std::string::npos);
+    const Result heavier = run_surge("eval --checkpoint " + checkpoint + " --episodes 8 --device cpu --physics masspole=0.5");
+    INFO(heavier.output);
+    CHECK(heavier.exit_code == 0);
+    CHECK(heavier.output.find("physics: masspole = 0.5, length = 0.6\n") != std::string::npos);
+    const Result bad = run_surge("eval --checkpoint " + checkpoint + " --episodes 8 --device cpu --physics masspole=-1");
+    CHECK(bad.exit_code == 2);
+    CHECK(bad.output.find("masspole") != std::string::npos);
+    CHECK(std::count(bad.output.begin(), bad.output.end(), '\n') == 1);
+    // A resumed run keeps the physics it was started with; --physics cannot change it.
+    const Result resume = run_surge("train --resume " + checkpoint + " --physics masspole=0.1");
+    CHECK(resume.exit_code == 2);
+    CHECK(resume.output.find("--physics") != std::string::npos);
+  }
+  std::filesystem::remove_all(dir);
+}

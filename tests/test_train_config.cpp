@@ -131,3 +131,77 @@ TEST_CASE("the built-in CartPole config is valid, and its cleanrl preset is Clea
   CHECK(cleanrl.hidden == std::vector<int>{64, 64});
   CHECK(cleanrl.activation == "tanh");
 }
+
+TEST_CASE("[physics] tables: values and ranges, layered by name, round-tripped", "[config][physics]") {
+  const char* text = R"(
+num_envs = 8
+[physics]
+masspole = [0.05, 0.2]
+length = 0.6
+[cuda.physics]
+length = [0.4, 0.6]
+[presets.heavy.physics]
+masscart = 2
+)";
+  const TrainConfig cpu = surge::rl::load_train_config(text, "dr.toml", false, "");
+  REQUIRE(cpu.physics.size() == 2);
+  CHECK(cpu.physics[0].name == "masspole");
+  CHECK(cpu.physics[0].is_range);
+  CHECK(cpu.physics[0].low == 0.05f);
+  CHECK(cpu.physics[0].high == 0.2f);
+  CHECK(cpu.physics[1].name == "length");
+  CHECK_FALSE(cpu.physics[1].is_range);
+  CHECK(cpu.physics[1].low == 0.6f);
+  const TrainConfig gpu = surge::rl::load_train_config(text, "dr.toml", true, "heavy");
+  REQUIRE(gpu.physics.size() == 3);
+  CHECK(gpu.physics[1].is_range);  // [cuda.physics] replaces the value by name
+  CHECK(gpu.physics[1].low == 0.4f);
+  CHECK(gpu.physics[2].name == "masscart");
+  CHECK(gpu.physics[2].low == 2.0f);
+
+  // --set physics.NAME takes a number or a [low, high] list, and overrides by name.
+  TrainConfig config = cpu;
+  surge::rl::apply_config_setting(config, "physics.masspole=0.3");
+  surge::rl::apply_config_setting(config, "physics.gravity=[9,10.5]");
+  REQUIRE(config.physics.size() == 3);
+  CHECK_FALSE(config.physics[0].is_range);
+  CHECK(config.physics[0].low == 0.3f);
+  CHECK(config.physics[2].name == "gravity");
+  CHECK(config.physics[2].high == 10.5f);
+
+  // config.toml as a run writes it: the table comes back the same.
+  const std::string toml = config.to_toml();
+  CHECK(toml.find("\n[physics]\nmasspole = 0.3\nlength = 0.6\ngravity = [9, 10.5]\n") != std::string::npos);
+  const TrainConfig back = surge::rl::load_train_config(toml, "round trip", false, "");
+  CHECK(back.to_toml() == toml);
+  REQUIRE(back.physics.size() == 3);
+  for (std::size_t k = 0; k < 3; ++k) {
+    CHECK(back.physics[k].name == config.physics[k].name);
+    CHECK(back.physics[k].low == config.physics[k].low);
+    CHECK(back.physics[k].high == config.physics[k].high);
+    CHECK(back.physics[k].is_range == config.physics[k].is_range);
+  }
+  // No table at all when nothing was set.
+  CHECK(TrainConfig{}.to_toml().find("[physics]") == std::string::npos);
+}
+
+TEST_CASE("malformed [physics] entries are InputErrors naming the entry", "[config][physics]") {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"[physics]\nmasspole = [0.1, 0.2, 0.3]", "physics.masspole"},
+      {"[physics]\nmasspole = [0.1]", "physics.masspole"},
+      {"[physics]\nmasspole = \"heavy\"", "physics.masspole"},
+      {"[physics]\nmasspole = [\"a\", 0.2]", "physics.masspole"},
+      {"[physics]\nmasspole = nan", "physics.masspole"},
+      {"[physics]\nmasspole = [0.1, inf]", "physics.masspole"},
+      {"physics = 3", "'physics' must be a table"},
+  };
+  for (const auto& [text, named] : cases) {
+    INFO(text);
+    CHECK_THROWS_AS(surge::rl::load_train_config(text, "f.toml", false, ""), InputError);
+    CHECK_THROWS_WITH(surge::rl::load_train_config(text, "f.toml", false, ""), Catch::Contains(named) && Catch::Contains("f.toml"));
+  }
+  TrainConfig config;
+  CHECK_THROWS_WITH(surge::rl::apply_config_setting(config, "physics.masspole=heavy"), Catch::Contains("physics.masspole=heavy"));
+  CHECK_THROWS_WITH(surge::rl::apply_config_setting(config, "physics.masspole=[1,2,3]"), Catch::Contains("physics.masspole"));
+  CHECK(config.physics.empty());
+}

@@ -15,6 +15,7 @@
 #include "tools/cli/env_bench.hpp"
 #include "tools/cli/io.hpp"
 #include "tools/cli/json.hpp"
+#include "tools/cli/physics_option.hpp"
 
 #ifndef SURGE_VERSION
 #define SURGE_VERSION "unknown"
@@ -44,8 +45,10 @@ int bench_env(const Args& args) {
                               "actions in a buffer, as training runs it", "fused")
       .option("seed", "K", "random seed", "1")
       .option("json", "FILE", "also write the results as JSON")
-      .flag("dry-run", "print the memory plan (every buffer, the total, whether it fits) and stop")
+      .flag("dry-run", "print the memory plan (every buffer, the total, whether it fits) and stop");
+  add_physics_option(cmd)
       .example("surge bench env --scenario cartpole --num-envs 65536 --steps 128 --device cpu")
+      .example("surge bench env --scenario acrobot --physics link_mass_2=0.5:1.5,gravity=9.8 --device cpu")
       .example("surge bench env --num-envs 1048576 --device cuda --json bench.json")
       .example("surge bench env --num-envs 16777216 --steps 256 --device cuda --dry-run");
   if (!cmd.parse(args)) {
@@ -53,6 +56,7 @@ int bench_env(const Args& args) {
     return 0;
   }
   const ScenarioSpec& spec = scenario_spec(cmd.get("scenario"));
+  const PhysicsConfig physics = resolve_physics(spec, physics_options(cmd));
   const std::int64_t num_envs = cmd.get_int("num-envs", 1, std::int64_t(1) << 31);
   const std::int64_t steps = cmd.get_int("steps", 1, 1 << 20);
   const int repeats = static_cast<int>(cmd.get_int("repeats", 1, 1000));
@@ -81,6 +85,7 @@ int bench_env(const Args& args) {
   config.repeats = repeats;
   config.step_mode = step_mode;
   config.seed = seed;
+  config.physics = physics;
   config.show_progress = ::isatty(STDERR_FILENO);
   std::cerr << "surge bench env: " << spec.name << " on " << device.str() << ", " << num_envs << " envs x " << steps
             << " steps, " << repeats << " repeats (" << mode << ")\n";
@@ -108,6 +113,7 @@ int bench_env(const Args& args) {
   std::printf("episodes finished        %.0f (mean return %.2f, mean length %.1f)\n", episodes.episodes,
               episodes.mean_return(), episodes.mean_length());
   std::printf("randomised physics       %s\n", run.physics.c_str());
+  std::printf("physics vs defaults      %s\n", describe_physics(spec, physics).c_str());
 
   if (!json_path.empty()) {
     JsonObject json;
@@ -130,7 +136,9 @@ int bench_env(const Args& args) {
         .add("engine_device_bytes", static_cast<std::int64_t>(run.engine_bytes))
         .add("rollout_device_bytes", static_cast<std::int64_t>(run.rollout_bytes))
         .add("episodes_finished", episodes.episodes)
-        .add("mean_episode_return", episodes.mean_return());
+        .add("mean_episode_return", episodes.mean_return())
+        .add("randomised_physics", run.physics)
+        .add("physics", physics_json(spec, physics));
     AtomicFile file(json_path);
     file.stream() << json.str() << "\n";
     file.commit();

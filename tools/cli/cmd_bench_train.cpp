@@ -12,6 +12,7 @@
 #include "tools/cli/args.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/io.hpp"
+#include "tools/cli/physics_option.hpp"
 #include "tools/cli/json.hpp"
 
 #ifndef SURGE_VERSION
@@ -37,7 +38,7 @@ struct Measurement {
 // Whole iterations back to back, timed from the first enqueue until the device has finished the last.
 Measurement measure(const std::string& scenario, Device device, const rl::TrainConfig& config, int repeats,
                     std::int64_t iterations) {
-  auto engine = make_engine(scenario, device, config.num_envs, config.seed);
+  auto engine = make_engine(scenario, device, config.num_envs, config.seed, resolve_physics(scenario_spec(scenario), config.physics));
   rl::Trainer trainer(*engine, config);
   for (int k = 0; k < kWarmupIterations; ++k) trainer.iterate();
   trainer.drain();
@@ -76,9 +77,10 @@ int run_bench_train(const Args& args) {
       .option("repeats", "R", "timed repeats; the median is reported", "5")
       .option("iterations", "I", "iterations back to back in one timed repeat", "3")
       .repeated("set", "KEY=VALUE", "set a config key of the scenario's built-in config (e.g. hidden=[64,64])")
-      .option("json", "FILE", "also write the results as JSON")
+      .option("json", "FILE", "also write the results as JSON");
+  add_physics_option(cmd)
       .note("The config is the scenario's built-in one (with its [cuda] table on a GPU); --num-envs, --num-steps\n"
-            "and --set change it. The first two iterations are not timed: the eager one, and the graph's capture.")
+            "--physics and --set change it. The first two iterations are not timed: the eager one, and the graph's capture.")
       .example("surge bench train --device cuda --num-envs 1048576 --json bench-train.json")
       .example("surge bench train --device cpu --num-envs 256 --num-steps 32");
   if (!cmd.parse(args)) {
@@ -98,13 +100,16 @@ int run_bench_train(const Args& args) {
   config.num_envs = cmd.has("num-envs") ? cmd.get_int("num-envs", 1, std::int64_t(1) << 32)
                                         : (device.is_cuda() ? std::int64_t(1) << 20 : 256);
   config.num_steps = cmd.get_int("num-steps", 1, 1 << 20);
+  set_physics(config.physics, physics_options(cmd));
   for (const std::string& setting : cmd.get_all("set")) rl::apply_config_setting(config, setting);
+  const PhysicsConfig physics = resolve_physics(spec, config.physics);
   config.total_steps = config.batch_size() * (kWarmupIterations + repeats * iterations);
   config.validate();
 
   std::cerr << "surge bench train: " << scenario << " on " << device.str() << ", " << config.num_envs << " envs x "
             << config.num_steps << " steps, " << config.update_epochs << " epochs x " << config.num_minibatches
-            << " minibatches, " << repeats << " repeats of " << iterations << " iterations\n";
+            << " minibatches, " << repeats << " repeats of " << iterations << " iterations, physics: "
+            << describe_physics(spec, physics) << "\n";
   std::vector<bool> graph_modes = device.is_cuda() ? std::vector<bool>{true, false} : std::vector<bool>{false};
   std::vector<Measurement> results;
   for (bool graph : graph_modes) {
@@ -140,7 +145,8 @@ int run_bench_train(const Args& args) {
         .add("num_minibatches", config.num_minibatches)
         .add("hidden", hidden)
         .add("repeats", repeats)
-        .add("iterations_per_repeat", iterations);
+        .add("iterations_per_repeat", iterations)
+        .add("physics", physics_json(spec, physics));
     for (std::size_t k = 0; k < results.size(); ++k) {
       const std::string suffix = device.is_cuda() ? (graph_modes[k] ? "_graph" : "_no_graph") : "";
       json.add("env_steps_per_s" + suffix, results[k].median).add("env_steps_per_s" + suffix + "_runs", results[k].rates);

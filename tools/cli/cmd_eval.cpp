@@ -10,6 +10,7 @@
 #include "sim/error.hpp"
 #include "tools/cli/args.hpp"
 #include "tools/cli/commands.hpp"
+#include "tools/cli/physics_option.hpp"
 
 #if defined(SURGE_WITH_CHECKPOINTS)
 #include "rl/checkpoint.hpp"
@@ -27,9 +28,13 @@ int run_eval(const Args& args) {
       .option("episodes", "K", "episodes to play (one per environment, all at once)", "100")
       .option("device", "DEV", device_help(), "auto")
       .option("seed", "S", "seed of the environments' resets (and of the actions with --sample)", "12345")
-      .flag("sample", "draw actions from the policy instead of taking the most probable one")
+      .flag("sample", "draw actions from the policy instead of taking the most probable one");
+  add_physics_option(cmd)
+      .note("The environments run under the physics the policy was trained with (the checkpoint keeps it);\n"
+            "--physics changes parameters by name on top of it, to test how robust the policy is.")
       .example("surge eval --checkpoint runs/cartpole/checkpoint.h5 --episodes 100")
-      .example("surge eval --checkpoint runs/cartpole/checkpoint.h5 --episodes 1000 --sample --device cpu");
+      .example("surge eval --checkpoint runs/cartpole/checkpoint.h5 --episodes 1000 --sample --device cpu")
+      .example("surge eval --checkpoint runs/dr/checkpoint.h5 --physics masspole=0.3");
   if (!cmd.parse(args)) {
     std::cout << cmd.usage();
     return 0;
@@ -44,6 +49,9 @@ int run_eval(const Args& args) {
       spec.action_dim != checkpoint.action_dim)
     throw InputError("checkpoint '" + cmd.get("checkpoint") + "' was trained on a " + checkpoint.scenario +
                      " with different observations or actions than this build's");
+  PhysicsSettings physics_settings = checkpoint.config.physics;
+  set_physics(physics_settings, physics_options(cmd));
+  const PhysicsConfig physics = resolve_physics(spec, physics_settings);
   const Device device = resolve_device(cmd.get("device"));
   const rl::ActorCritic network = rl::checkpoint_network(checkpoint);
   Stream stream(device);
@@ -53,7 +61,7 @@ int run_eval(const Args& args) {
   DeviceBuffer<double> obs_moments(device, static_cast<std::int64_t>(checkpoint.obs_moments.size()));
   if (!checkpoint.obs_moments.empty()) from_host(obs_moments.span(), checkpoint.obs_moments, stream);
   const rl::FrozenObsNormalization normalization{obs_moments.cspan(), checkpoint.config.obs_clip};
-  auto engine = make_engine(checkpoint.scenario, device, episodes, seed);
+  auto engine = make_engine(checkpoint.scenario, device, episodes, seed, physics);
   const std::vector<double> returns = rl::evaluate_policy(*engine, network, params.cspan(), sample, normalization);
 
   double mean = 0.0;
@@ -63,9 +71,11 @@ int run_eval(const Args& args) {
   for (double r : returns) variance += (r - mean) * (r - mean);
   variance /= static_cast<double>(returns.size());
   const auto [low, high] = std::minmax_element(returns.begin(), returns.end());
-  std::printf("surge eval: %s, %lld episodes (%s) on %s after %lld training steps: return %.2f ± %.2f (min %.1f, max %.1f)\n",
+  std::printf("surge eval: %s, %lld episodes (%s) on %s after %lld training steps: return %.2f ± %.2f (min %.1f, max %.1f)"
+              "; physics: %s\n",
               checkpoint.scenario.c_str(), static_cast<long long>(episodes), sample ? "sampled" : "greedy",
-              device.str().c_str(), static_cast<long long>(checkpoint.global_step), mean, std::sqrt(variance), *low, *high);
+              device.str().c_str(), static_cast<long long>(checkpoint.global_step), mean, std::sqrt(variance), *low, *high,
+              describe_physics(spec, physics).c_str());
   return 0;
 #else
   throw InputError("surge eval reads HDF5 checkpoints, and this build has no HDF5; install libhdf5-dev and rebuild");

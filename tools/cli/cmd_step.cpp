@@ -9,6 +9,7 @@
 #include "tools/cli/args.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/io.hpp"
+#include "tools/cli/physics_option.hpp"
 
 namespace surge::cli {
 
@@ -28,15 +29,20 @@ int run_step(const Args& args) {
   cmd.option("scenario", "NAME", "scenario to step", "", true)
       .option("input", "IN.csv", "states and actions: columns s_<state> and action (others are ignored)", "", true)
       .option("output", "OUT.csv", "written with next_<state>, obs_<i>, reward, terminated", "", true)
-      .option("device", "DEV", device_help(), "auto")
+      .option("device", "DEV", device_help(), "auto");
+  add_physics_option(cmd)
       .note("Continuous scenarios with several action dimensions read action_0, action_1, ...\n"
+            "Each row's environment draws its own value of a randomised parameter; the output then has a\n"
+            "param_<name> column per randomised parameter with the value the row ran under.\n"
             "The output is written whole or not at all.")
-      .example("surge step --scenario cartpole --input ../shared/golden/gymnasium/cartpole.csv --output next.csv");
+      .example("surge step --scenario cartpole --input ../shared/golden/gymnasium/cartpole.csv --output next.csv")
+      .example("surge step --scenario pendulum --input in.csv --output next.csv --physics mass=1.2,gravity=9:11");
   if (!cmd.parse(args)) {
     std::cout << cmd.usage();
     return 0;
   }
   const ScenarioSpec& spec = scenario_spec(cmd.get("scenario"));
+  const PhysicsConfig physics = resolve_physics(spec, physics_options(cmd));
   const std::string output_path = cmd.get("output");
   require_writable(output_path, "output");
   const Device device = resolve_device(cmd.get("device"));
@@ -87,7 +93,7 @@ int run_step(const Args& args) {
   }
 
   Stream stream(device);
-  auto engine = make_engine(spec.name, device, n, 0);
+  auto engine = make_engine(spec.name, device, n, 0, physics);
   DeviceBuffer<float> states_device(device, n * state_dim), next_states(device, n * state_dim);
   DeviceBuffer<float> obs(device, n * spec.obs_dim), reward(device, n);
   DeviceBuffer<std::uint8_t> terminated(device, n);
@@ -102,16 +108,24 @@ int run_step(const Args& args) {
   const auto obs_host = to_host(obs.cspan(), stream);
   const auto reward_host = to_host(reward.cspan(), stream);
   const auto terminated_host = to_host(terminated.cspan(), stream);
+  const auto params_host = to_host(Span<const float>(engine->params()), stream);  // [N][param_count]
+  std::vector<int> randomized;
+  for (int j = 0; j < spec.param_count(); ++j)
+    if (physics.randomized[j]) randomized.push_back(j);
 
   AtomicFile file(output_path);
   auto& out = file.stream();
   for (const std::string& name : spec.state_names) out << "next_" << name << ",";
   for (int k = 0; k < spec.obs_dim; ++k) out << "obs_" << k << ",";
-  out << "reward,terminated\n";
+  out << "reward,terminated";
+  for (int j : randomized) out << ",param_" << spec.params[j].name;
+  out << "\n";
   for (std::int64_t row = 0; row < n; ++row) {
     for (int k = 0; k < state_dim; ++k) out << format_float(next_host[row * state_dim + k]) << ",";
     for (int k = 0; k < spec.obs_dim; ++k) out << format_float(obs_host[row * spec.obs_dim + k]) << ",";
-    out << format_float(reward_host[row]) << "," << int(terminated_host[row]) << "\n";
+    out << format_float(reward_host[row]) << "," << int(terminated_host[row]);
+    for (int j : randomized) out << "," << format_float(params_host[row * spec.param_count() + j]);
+    out << "\n";
   }
   file.commit();
   std::cerr << "surge step: " << n << " " << spec.name << " transitions on " << device.str() << " -> " << output_path << "\n";

@@ -11,6 +11,7 @@
 #include "tools/cli/args.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/io.hpp"
+#include "tools/cli/physics_option.hpp"
 #include "tools/cli/sweep_runner.hpp"
 #include "tools/throughput/knee.hpp"
 #include "tools/throughput/sweep_report.hpp"
@@ -59,7 +60,8 @@ int run_bench_sweep(const Args& args) {
                                      "train 2^24 on CUDA, 2^16 on the CPU]")
       .option("seed", "K", "random seed", "1")
       .option("json", "FILE", "write the results as JSON (schema in docs/throughput.md)")
-      .option("svg", "FILE", "draw env-steps/s against N on log-log axes, knee and recommendation marked")
+      .option("svg", "FILE", "draw env-steps/s against N on log-log axes, knee and recommendation marked");
+  add_physics_option(cmd)
       .example("surge bench sweep --what env --scenario cartpole --device cuda --json sweep.json --svg sweep.svg")
       .example("surge bench sweep --what train --scenario cartpole --device cuda --json train-sweep.json")
       .example("surge bench sweep --device cpu --from 64 --to 4096 --steps 64");
@@ -75,6 +77,8 @@ int run_bench_sweep(const Args& args) {
                                    spec.name + "' has continuous ones"));
   const std::string mode = cmd.get("mode");
   if (mode != "fused" && mode != "step") throw InputError(cmd.complaint("--mode '" + mode + "' is not one of fused, step"));
+  const PhysicsSettings physics = physics_options(cmd);
+  resolve_physics(spec, physics);  // bad input is answered before anything runs
   const std::int64_t kMaxEnvs = std::int64_t(1) << 40;
   const std::int64_t steps = cmd.get_int("steps", 1, 1 << 20);
   throughput::KneeRule rule;
@@ -119,6 +123,7 @@ int run_bench_sweep(const Args& args) {
   settings.min_env_steps = min_env_steps;
   settings.repeats = repeats;
   settings.seed = seed;
+  settings.physics = physics;
   settings.rule = rule;
   settings.command = join_command(args);
   const SweepResult result = run_sweep(settings);

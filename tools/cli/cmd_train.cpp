@@ -21,6 +21,7 @@
 #include "tools/cli/auto_num_envs.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/io.hpp"
+#include "tools/cli/physics_option.hpp"
 #include "tools/cli/stop_signal.hpp"
 #include "tools/cli/train_output.hpp"
 
@@ -57,6 +58,7 @@ rl::TrainConfig build_config(const Command& cmd, const std::string& scenario, De
   if (cmd.has("total-steps")) config.total_steps = cmd.get_int("total-steps", 1, std::int64_t(1) << 50);
   if (cmd.has("seed")) config.seed = cmd.get_u64("seed");
   if (cmd.flag_set("no-graph")) config.cuda_graph = false;
+  set_physics(config.physics, physics_options(cmd));
   for (const std::string& setting : cmd.get_all("set")) rl::apply_config_setting(config, setting);
   if (auto_num_envs) {
     // The rest of the config first: the sweep trains with it, only N varies.
@@ -105,7 +107,9 @@ int run_train(const Args& args) {
       .option("seed", "K", "random seed of environments, initialisation, actions and shuffles (seed)")
       .option("config", "FILE.toml", "read the config from FILE instead of the scenario's built-in one")
       .option("preset", "NAME", "apply the config's [presets.NAME] table, e.g. cleanrl (CleanRL's ppo.py defaults)")
-      .repeated("set", "KEY=VALUE", "set one config key, in TOML syntax (e.g. learning_rate=1e-3, hidden=[32,32])")
+      .repeated("set", "KEY=VALUE", "set one config key, in TOML syntax (e.g. learning_rate=1e-3, hidden=[32,32], "
+                                    "physics.masspole=[0.05,0.2])");
+  add_physics_option(cmd)
       .option("target-return", "R", "stop once the mean return of the last 100 finished episodes reaches R")
       .option("out", "DIR", "output folder (created if missing)", "runs/<scenario>")
       .flag("no-graph", "on CUDA, launch every kernel instead of replaying a CUDA graph (cuda_graph = false)")
@@ -121,6 +125,9 @@ int run_train(const Args& args) {
                                 "is dropped (and counted) rather than slowing training", "4")
       .note("Precedence: built-in defaults < config file < its [cuda] table (on a GPU) < --preset < the flags\n"
             "above < --set.")
+      .note("Domain randomisation: a config's [physics] table (masspole = 0.2 fixes a value, masspole = [0.05, 0.2]\n"
+            "draws it from U(0.05, 0.2) per environment at every reset), --physics or --set physics.NAME=...; the\n"
+            "start line names what differs from the defaults, and config.toml and the checkpoint keep it.")
       .note("SIGINT (Ctrl-C) or SIGTERM stops the run at the end of the current iteration: metrics.csv, the\n"
             "rollout log and DIR/checkpoint.h5 are written whole, and the run can go on with --resume. A second\n"
             "signal ends the process at once. Metrics also go to DIR/tb as TensorBoard scalars.")
@@ -130,6 +137,7 @@ int run_train(const Args& args) {
       .example("surge train --device cuda --num-envs 1048576 --set learning_rate=1e-3 --out runs/big")
       .example("surge train --device cuda --num-envs 16777216 --dry-run")
       .example("surge train --out runs/a --log-rollouts runs/a/rollouts.h5 --log-every 5 --log-envs 256")
+      .example("surge train --scenario cartpole --physics masspole=0.05:0.2,length=0.4:0.6 --out runs/dr")
       .example("surge train --resume runs/a/checkpoint.h5");
   if (!cmd.parse(args)) {
     std::cout << cmd.usage();
@@ -138,7 +146,7 @@ int run_train(const Args& args) {
   // --resume takes the scenario and config from the checkpoint; flags that would change them are refused.
   const std::string resume_path = cmd.has("resume") ? cmd.get("resume") : "";
   if (!resume_path.empty())
-    for (const char* fixed : {"scenario", "config", "preset", "set", "num-envs", "num-steps", "seed"})
+    for (const char* fixed : {"scenario", "config", "preset", "set", "physics", "num-envs", "num-steps", "seed"})
       if (!cmd.get_all(fixed).empty())
         throw InputError(cmd.complaint("--resume continues the run as it was configured, so --" + std::string(fixed) +
                                        " cannot be given with it"));
@@ -169,6 +177,8 @@ int run_train(const Args& args) {
     config.validate();
   }
 #endif
+  // Checked against the scenario before anything is written.
+  const PhysicsConfig physics = resolve_physics(spec, config.physics);
   const double target = cmd.has("target-return") ? cmd.get_double("target-return", -1e300, 1e300) : NAN;
   // Every buffer is sized from the config: a run that would not fit stops here, before it allocates.
   MemoryPlan plan = engine_memory_plan(scenario, device, config.num_envs);
@@ -190,7 +200,7 @@ int run_train(const Args& args) {
   TrainOutput output(out_dir, cmd.complaint("cannot use --out " + out_dir));
   const std::string checkpoint_path = output.dir() + "/checkpoint.h5";
 
-  auto engine = make_engine(scenario, device, config.num_envs, config.seed);
+  auto engine = make_engine(scenario, device, config.num_envs, config.seed, physics);
   rl::Trainer trainer(*engine, config);
   std::int64_t first_iteration = 0;  // iterations already done by the run this one continues
 #if defined(SURGE_WITH_CHECKPOINTS)
@@ -221,6 +231,7 @@ int run_train(const Args& args) {
             << config.num_steps << " steps, " << trainer.num_iterations() << " iterations ("
             << config.num_iterations() * config.batch_size() << " steps)"
             << (trainer.uses_graph() ? ", CUDA graph" : "");
+  if (physics.any_randomized() || !config.physics.empty()) std::cerr << ", physics: " << describe_physics(spec, physics);
   if (!resume_path.empty()) std::cerr << ", resumed after iteration " << first_iteration;
   std::cerr << "\n";
 

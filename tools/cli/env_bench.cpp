@@ -32,7 +32,8 @@ EnvBenchRun run_env_bench(const EnvBenchConfig& config) {
   const ScenarioSpec& spec = scenario_spec(config.scenario);
   const std::int64_t num_envs = config.num_envs, steps = config.steps;
   Stream stream(config.device);
-  auto engine = make_engine(spec.name, config.device, num_envs, config.seed);
+  const PhysicsConfig physics = config.physics.value.empty() ? PhysicsConfig::defaults(spec) : config.physics;
+  auto engine = make_engine(spec.name, config.device, num_envs, config.seed, physics);
   EnvBenchBuffers buffers(spec, config.device, num_envs, steps, config.step_mode);
 
   auto rollout = [&] {

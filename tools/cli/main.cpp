@@ -1,4 +1,5 @@
 // surge: the command line.
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <iostream>
@@ -36,13 +37,18 @@ Options:
   --help      show this help (every command takes --help too)
   --version   show the version and how this build was made
 
-Scenarios: )";
+Scenarios and their physics parameters (for --physics and a config's [physics] table):
+)";
 
 void print_usage() {
   std::cout << kUsage;
-  const auto names = surge::scenario_names();
-  for (std::size_t k = 0; k < names.size(); ++k) std::cout << (k ? ", " : "") << names[k];
-  std::cout << "\n";
+  for (const std::string& name : surge::scenario_names()) {
+    std::string line = "  " + name;
+    line.resize(std::max<std::size_t>(line.size() + 2, 28), ' ');
+    const surge::ScenarioSpec& spec = surge::scenario_spec(name);
+    for (int j = 0; j < spec.param_count(); ++j) line += (j ? ", " : "") + std::string(spec.params[j].name);
+    std::cout << line << "\n";
+  }
 }
 
 void print_version() {

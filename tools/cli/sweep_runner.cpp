@@ -4,7 +4,9 @@
 #include <cstdio>
 #include <iostream>
 
+#include "scenarios/registry.hpp"
 #include "sim/error.hpp"
+#include "sim/physics_settings.hpp"
 #include "sim/memory_plan.hpp"
 #include "tools/cli/env_bench.hpp"
 #include "tools/cli/train_bench.hpp"
@@ -40,6 +42,7 @@ throughput::SweepResult run_sweep(const SweepSettings& s) {
     c.rollouts_per_repeat = batches_for(n);
     c.step_mode = s.mode == "step";
     c.seed = s.seed;
+    c.physics = resolve_physics(scenario_spec(s.scenario), s.physics);
     return c;
   };
   auto train_config = [&](std::int64_t n) {
@@ -50,6 +53,7 @@ throughput::SweepResult run_sweep(const SweepSettings& s) {
     c.train.num_envs = n;
     c.train.num_steps = steps;
     c.train.seed = s.seed;
+    set_physics(c.train.physics, s.physics);
     c.repeats = s.repeats;
     c.iterations_per_repeat = batches_for(n);
     return c;

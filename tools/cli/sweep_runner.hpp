@@ -23,6 +23,7 @@ struct SweepSettings {
   std::int64_t min_env_steps = 1;  // per timed repeat
   int repeats = 5;
   std::uint64_t seed = 1;
+  PhysicsSettings physics;       // on top of train.physics for --what train
   throughput::KneeRule rule;
   std::string command;           // recorded in the result
   bool progress = true;          // a line per N on stderr

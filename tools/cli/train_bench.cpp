@@ -4,6 +4,7 @@
 
 #include "rl/trainer.hpp"
 #include "scenarios/registry.hpp"
+#include "sim/physics_settings.hpp"
 #include "sim/error.hpp"
 #include "tools/cli/env_bench.hpp"
 
@@ -32,7 +33,8 @@ MemoryPlan train_bench_memory_plan(const TrainBenchConfig& config) {
 TrainBenchRun run_train_bench(const TrainBenchConfig& config) {
   SURGE_CHECK(config.repeats > 0 && config.iterations_per_repeat > 0, "train benchmark needs positive repeat counts");
   const rl::TrainConfig train = sized(config);
-  auto engine = make_engine(config.scenario, config.device, train.num_envs, train.seed);
+  auto engine = make_engine(config.scenario, config.device, train.num_envs, train.seed,
+                            resolve_physics(scenario_spec(config.scenario), train.physics));
   rl::Trainer trainer(*engine, train);
   for (std::int64_t k = 0; k < kWarmupIterations; ++k) trainer.iterate();
   trainer.drain();

@@ -4,6 +4,7 @@
 
 #include "rl/trainer.hpp"
 #include "scenarios/registry.hpp"
+#include "sim/physics_settings.hpp"
 #include "sim/error.hpp"
 #include "sim/phase_clock.hpp"
 #include "tools/cli/env_bench.hpp"
@@ -15,7 +16,7 @@ TrainPhaseTiming time_train_phases(const std::string& scenario, Device device, r
   constexpr int kWarmup = 2;
   config.total_steps = config.batch_size() * (kWarmup + repeats);
   config.validate();
-  auto engine = make_engine(scenario, device, config.num_envs, config.seed);
+  auto engine = make_engine(scenario, device, config.num_envs, config.seed, resolve_physics(scenario_spec(scenario), config.physics));
   rl::Trainer trainer(*engine, config);
   for (int k = 0; k < kWarmup; ++k) trainer.iterate();
   trainer.drain();

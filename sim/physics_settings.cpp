@@ -93,8 +93,11 @@ std::string physics_toml_line(const PhysicsSetting& setting) {
 
 std::string physics_option_text(const PhysicsSettings& settings) {
   std::string text;
-  for (const PhysicsSetting& s : settings)
-    text += (text.empty() ? "" : ",") + s.name + "=" + shortest(s.low) + (s.is_range ? ":" + shortest(s.high) : "");
+  for (const PhysicsSetting& s : settings) {
+    if (!text.empty()) text += ',';
+    text.append(s.name).append("=").append(shortest(s.low));
+    if (s.is_range) text.append(":").append(shortest(s.high));
+  }
   return text;
 }
 

@@ -93,11 +93,13 @@ void normalize_rows(const Stream& stream, float* rows, std::int64_t count, int d
 }
 
 void scale_rewards(const Stream& stream, std::int64_t num_steps, std::int64_t num_envs, double gamma, double clip,
-                   float* reward, const std::uint8_t* terminated, const std::uint8_t* truncated, float* accumulator,
-                   float* discounted, double* moments, double* step_sums, double* scratch) {
+                   const float* reward, const std::uint8_t* terminated, const std::uint8_t* truncated, float* accumulator,
+                   float* scaled, double* moments, double* step_sums, double* scratch) {
   const std::int64_t steps = num_steps, n = num_envs;
   if (steps <= 0 || n <= 0) return;
-  // Every env's accumulator after each step, before the reset at an episode's end.
+  SURGE_CHECK(scaled != reward, "scale_rewards: scaled must be a buffer of its own");
+  // Every env's accumulator after each step, before the reset at an episode's end, into `scaled`.
+  float* discounted = scaled;
   const float gamma_f = static_cast<float>(gamma);
   parallel_for(
       stream, n,
@@ -136,7 +138,7 @@ void scale_rewards(const Stream& stream, std::int64_t num_steps, std::int64_t nu
     }
   });
   parallel_for(stream, steps * n, [=] SURGE_HD(std::int64_t slot) {
-    reward[slot] = clamp_to(static_cast<double>(reward[slot]) / step_sums[2 * (slot / n)], clip);
+    scaled[slot] = clamp_to(static_cast<double>(reward[slot]) / step_sums[2 * (slot / n)], clip);
   });
 }
 
@@ -153,6 +155,7 @@ Normalization::Normalization(Device device, const NormalizationConfig& config, i
       reward_moments_(device, config.rewards ? moments_size(1) : 0),
       reward_accumulator_(device, config.rewards ? num_envs : 0),
       reward_step_sums_(device, config.rewards ? 2 * num_steps : 0),
+      scaled_reward_(device, config.rewards ? num_steps * num_envs : 0),
       scratch_(device, config.observations || config.rewards ? normalization_scratch_doubles(device) : 0) {
   if (config.observations && (obs_dim < 1 || obs_dim > kMaxNormalizedDim))
     throw InputError("normalize_obs handles observations of up to " + std::to_string(kMaxNormalizedDim) +
@@ -180,11 +183,13 @@ void Normalization::normalize(const Stream& stream, float* obs) const {
   if (config_.observations) normalize_rows(stream, obs, num_envs_, obs_dim_, obs_moments_.data(), config_.obs_clip);
 }
 
-void Normalization::scale(const Stream& stream, float* reward, const std::uint8_t* terminated,
-                          const std::uint8_t* truncated, float* discounted) {
-  if (!config_.rewards) return;
+const float* Normalization::scale(const Stream& stream, const float* reward, const std::uint8_t* terminated,
+                                  const std::uint8_t* truncated) {
+  if (!config_.rewards) return reward;
   scale_rewards(stream, num_steps_, num_envs_, config_.gamma, config_.reward_clip, reward, terminated, truncated,
-                reward_accumulator_.data(), discounted, reward_moments_.data(), reward_step_sums_.data(), scratch_.data());
+                reward_accumulator_.data(), scaled_reward_.data(), reward_moments_.data(), reward_step_sums_.data(),
+                scratch_.data());
+  return scaled_reward_.data();
 }
 
 std::vector<TrainerBuffer> Normalization::memory_plan(Device device, const NormalizationConfig& config, int obs_dim,
@@ -198,6 +203,7 @@ std::vector<TrainerBuffer> Normalization::memory_plan(Device device, const Norma
     plan.push_back({"normalization.reward_moments", "[3]", moments_size(1), sizeof(double)});
     plan.push_back({"normalization.reward_accumulator", "[N]", num_envs, sizeof(float)});
     plan.push_back({"normalization.reward_step_sums", "[2*T]", 2 * num_steps, sizeof(double)});
+    plan.push_back({"normalization.scaled_reward", "[T][N]", num_steps * num_envs, sizeof(float)});
   }
   if (config.observations || config.rewards)
     plan.push_back({"normalization.reduce_scratch", "[scratch]", normalization_scratch_doubles(device), sizeof(double)});
@@ -206,7 +212,7 @@ std::vector<TrainerBuffer> Normalization::memory_plan(Device device, const Norma
 
 std::size_t Normalization::device_bytes() const {
   return obs_moments_.bytes() + obs_batch_sums_.bytes() + reward_moments_.bytes() + reward_accumulator_.bytes() +
-         reward_step_sums_.bytes() + scratch_.bytes();
+         reward_step_sums_.bytes() + scaled_reward_.bytes() + scratch_.bytes();
 }
 
 }  // namespace surge::rl

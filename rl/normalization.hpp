@@ -38,15 +38,16 @@ void update_moments(const Stream& stream, const float* samples, std::int64_t cou
 void normalize_rows(const Stream& stream, float* rows, std::int64_t count, int dim, const double* moments, double clip,
                     const std::uint8_t* terminated = nullptr, const std::uint8_t* truncated = nullptr);
 
-// Scales reward[T][N] in place as the vector NormalizeReward wrapper does at every step t = 0..T-1:
+// Scales reward[T][N] into scaled[T][N] as the vector NormalizeReward wrapper does at every step t = 0..T-1:
 //   accumulator[n] = accumulator[n] * gamma * (1 - terminated[t][n]) + reward[t][n]   (float, as Gymnasium's)
 //   the moments merge the batch of the N accumulators
-//   reward[t][n] = clamp(reward[t][n] / sqrt(var + 1e-8), -clip, clip)
+//   scaled[t][n] = clamp(reward[t][n] / sqrt(var + 1e-8), -clip, clip)
 //   accumulator[n] = 0 where the episode ended at t (terminated or truncated: the env was reset)
-// moments: [3]; accumulator: [N], carried across calls; discounted: [T][N] scratch; step_sums: [2*T].
+// moments: [3]; accumulator: [N], carried across calls; step_sums: [2*T]. `scaled` holds the discounted
+// returns until the last pass, so it must not be `reward`.
 void scale_rewards(const Stream& stream, std::int64_t num_steps, std::int64_t num_envs, double gamma, double clip,
-                   float* reward, const std::uint8_t* terminated, const std::uint8_t* truncated, float* accumulator,
-                   float* discounted, double* moments, double* step_sums, double* scratch);
+                   const float* reward, const std::uint8_t* terminated, const std::uint8_t* truncated, float* accumulator,
+                   float* scaled, double* moments, double* step_sums, double* scratch);
 
 // What the trainer normalises, from its config.
 struct NormalizationConfig {
@@ -72,14 +73,17 @@ class Normalization {
                const std::uint8_t* truncated = nullptr);
   // Normalises obs[N][obs_dim] with the statistics as they are (the observation is counted already).
   void normalize(const Stream& stream, float* obs) const;
-  // Scales the rollout's rewards in place (see scale_rewards); discounted: [T][N] scratch.
-  void scale(const Stream& stream, float* reward, const std::uint8_t* terminated, const std::uint8_t* truncated,
-             float* discounted);
+  // The rewards the learner trains on for the rollout's reward[T][N]: scaled into a buffer of its own
+  // (see scale_rewards), so the rollout keeps the environments' rewards; `reward` itself when off.
+  const float* scale(const Stream& stream, const float* reward, const std::uint8_t* terminated,
+                     const std::uint8_t* truncated);
 
-  // [2*obs_dim + 1] and [3] (empty when off), and each env's discounted-return accumulator [N].
+  // [2*obs_dim + 1] and [3] (empty when off), each env's discounted-return accumulator [N], and the
+  // latest scaled rewards [T][N].
   Span<double> obs_moments() const { return obs_moments_.span(); }
   Span<double> reward_moments() const { return reward_moments_.span(); }
   Span<float> reward_accumulator() const { return reward_accumulator_.span(); }
+  Span<float> scaled_rewards() const { return scaled_reward_.span(); }
 
   static std::vector<TrainerBuffer> memory_plan(Device device, const NormalizationConfig& config, int obs_dim,
                                                 std::int64_t num_steps, std::int64_t num_envs);
@@ -94,6 +98,7 @@ class Normalization {
   DeviceBuffer<double> reward_moments_;     // [3]
   DeviceBuffer<float> reward_accumulator_;  // [N]
   DeviceBuffer<double> reward_step_sums_;   // [2*T]
+  DeviceBuffer<float> scaled_reward_;       // [T][N] the scaled rewards (the discounted returns until then)
   DeviceBuffer<double> scratch_;            // [normalization_scratch_doubles]
 };
 

@@ -158,13 +158,14 @@ void Trainer::enqueue_iteration(PhaseClock* clock) {
   }
   workspace_.forward_critic(stream_, params, rollout_.obs(steps), n, rollout_.value(steps));
   lap(TrainPhase::PolicyForward);
-  // Episode returns in raw reward units; GAE sees the scaled rewards (the advantage buffer is scratch until GAE).
+  // The rollout keeps the environments' rewards (episode returns stay in their units); GAE reads the
+  // scaled ones where normalize_reward is on.
   track_episode_returns(stream_, steps, n, rollout_.reward(0), rollout_.terminated(0), rollout_.truncated(0),
                         running_return_.data(), ended_return_.data());
-  normalization_.scale(stream_, rollout_.reward(0), rollout_.terminated(0), rollout_.truncated(0), rollout_.advantage(0));
+  const float* learner_reward = normalization_.scale(stream_, rollout_.reward(0), rollout_.terminated(0), rollout_.truncated(0));
   lap(TrainPhase::Other);
   compute_gae(stream_, steps, n, static_cast<float>(config_.gamma), static_cast<float>(config_.gae_lambda),
-              rollout_.reward(0), rollout_.terminated(0), rollout_.truncated(0), rollout_.value(0), rollout_.final_value(0),
+              learner_reward, rollout_.terminated(0), rollout_.truncated(0), rollout_.value(0), rollout_.final_value(0),
               rollout_.advantage(0), rollout_.returns(0));
   lap(TrainPhase::Gae);
 

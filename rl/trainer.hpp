@@ -76,6 +76,9 @@ class Trainer {
   Span<double> obs_moments() const { return normalization_.obs_moments(); }
   Span<double> reward_moments() const { return normalization_.reward_moments(); }
   Span<float> reward_accumulator() const { return normalization_.reward_accumulator(); }
+  // The latest rollout's rewards as GAE read them, [T][N], where normalize_reward is on (rollout() keeps
+  // the environments' own).
+  Span<float> scaled_rewards() const { return normalization_.scaled_rewards(); }
   // Puts saved statistics and accumulators back (each sized as the spans above); throws InputError when
   // a size differs from this run's.
   void restore_normalization(const std::vector<double>& obs, const std::vector<double>& reward,

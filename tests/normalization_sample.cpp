@@ -3,6 +3,7 @@
 // vector NormalizeObservation and NormalizeReward wrappers. Observations are counted and normalised
 // step by step, the reset observation first; rewards are scaled after each of two rollouts, as the
 // trainer does.
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <stdexcept>
@@ -61,12 +62,12 @@ int main(int argc, char** argv) {
     rl::Normalization normalization(cpu, config, kDim, kStepsPerRollout, kEnvs);
     normalization.reset(stream);
     std::vector<float> normalized_obs = obs, scaled_reward = reward;
-    std::vector<float> discounted(static_cast<std::size_t>(kStepsPerRollout * kEnvs));
     for (std::int64_t t = 0; t <= kSteps; ++t) normalization.observe(stream, normalized_obs.data() + t * kEnvs * kDim);
     for (std::int64_t r = 0; r < kRollouts; ++r) {
       const std::int64_t first = r * kStepsPerRollout * kEnvs;
-      normalization.scale(stream, scaled_reward.data() + first, terminated.data() + first, truncated.data() + first,
-                          discounted.data());
+      const float* scaled =
+          normalization.scale(stream, reward.data() + first, terminated.data() + first, truncated.data() + first);
+      std::copy(scaled, scaled + kStepsPerRollout * kEnvs, scaled_reward.begin() + first);
     }
     stream.synchronize();
 

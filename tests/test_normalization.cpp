@@ -152,7 +152,7 @@ TEST_CASE("reward scaling equals the NormalizeReward wrapper applied at every st
   const double gamma = 0.99;
   const double clip = GENERATE(10.0, 0.5);
   DeviceBuffer<double> moments(cpu, 3), step_sums(cpu, 2 * steps), scratch(cpu, normalization_scratch_doubles(cpu));
-  DeviceBuffer<float> accumulator(cpu, n), discounted(cpu, steps * n);
+  DeviceBuffer<float> accumulator(cpu, n);
   reset_moments(stream, 1, moments.data());
   std::fill(accumulator.data(), accumulator.data() + n, 0.0f);
   ReferenceRewardScaler reference(gamma, clip, n);
@@ -167,9 +167,9 @@ TEST_CASE("reward scaling equals the NormalizeReward wrapper applied at every st
       terminated[s] = u < 0.05f;
       truncated[s] = !terminated[s] && u > 0.97f;
     }
-    std::vector<float> scaled = reward;
-    scale_rewards(stream, steps, n, gamma, clip, scaled.data(), terminated.data(), truncated.data(), accumulator.data(),
-                  discounted.data(), moments.data(), step_sums.data(), scratch.data());
+    std::vector<float> scaled(reward.size(), 0.0f);
+    scale_rewards(stream, steps, n, gamma, clip, reward.data(), terminated.data(), truncated.data(), accumulator.data(),
+                  scaled.data(), moments.data(), step_sums.data(), scratch.data());
     stream.synchronize();
     for (std::int64_t t = 0; t < steps; ++t) {
       const std::size_t row = static_cast<std::size_t>(t * n);
@@ -223,15 +223,17 @@ TEST_CASE("the trainer counts every observation it returns and trains on normali
   REQUIRE(reward_moments.size() == 3);
   CHECK(reward_moments[2] == kMomentsInitialCount + static_cast<double>(config.num_envs * 2 * config.num_steps));
 
-  // The stored rollout holds observations normalised and clipped, and the scaled rewards: Acrobot's
-  // reward is -1 at every step of a random policy, so a step's scaled rewards are all -1 / sqrt(var + eps),
-  // and the variance of the discounted returns grows over the rollout as they do.
+  // The stored rollout holds observations normalised and clipped and the environments' rewards; GAE read
+  // the scaled ones. Acrobot's reward is -1 at every step of a random policy, so a step's scaled rewards
+  // are all -1 / sqrt(var + eps), and the variance of the discounted returns grows over the rollout as they do.
   const RolloutStorage& rollout = trainer.rollout();
   const std::vector<float> obs = to_host(Span<const float>{rollout.obs(0), (config.num_steps + 1) * config.num_envs * d,
                                                            Device::cpu()}, trainer.stream());
   for (float x : obs) CHECK(std::abs(x) <= config.obs_clip);
-  const std::vector<float> reward =
-      to_host(Span<const float>{rollout.reward(0), config.batch_size(), Device::cpu()}, trainer.stream());
+  const std::vector<float> raw = to_host(Span<const float>{rollout.reward(0), config.batch_size(), Device::cpu()}, trainer.stream());
+  for (float r : raw) CHECK(r == -1.0f);
+  const std::vector<float> reward = to_host(trainer.scaled_rewards(), trainer.stream());
+  REQUIRE(reward.size() == raw.size());
   for (std::int64_t t = 0; t < config.num_steps; ++t)
     for (std::int64_t i = 0; i < config.num_envs; ++i) {
       const float r = reward[static_cast<std::size_t>(t * config.num_envs + i)];

@@ -78,15 +78,16 @@ TEST_CASE("reward scaling on CUDA matches the CPU", "[normalization][gpu]") {
   for (int backend = 0; backend < 2; ++backend) {
     const Device device = backend == 0 ? kCpu : kCuda;
     Stream stream(device);
-    DeviceBuffer<float> r = uploaded(device, reward, stream), acc(device, n), discounted(device, steps * n);
+    const DeviceBuffer<float> r = uploaded(device, reward, stream);
+    DeviceBuffer<float> acc(device, n), out(device, steps * n);
     const DeviceBuffer<std::uint8_t> term = uploaded(device, terminated, stream), trunc = uploaded(device, truncated, stream);
     DeviceBuffer<double> m(device, 3), step_sums(device, 2 * steps), scratch(device, normalization_scratch_doubles(device));
     reset_moments(stream, 1, m.data());
     from_host(acc.span(), std::vector<float>(static_cast<std::size_t>(n), 0.5f), stream);
     for (int rollout = 0; rollout < 2; ++rollout)
-      scale_rewards(stream, steps, n, 0.99, 10.0, r.data(), term.data(), trunc.data(), acc.data(), discounted.data(),
-                    m.data(), step_sums.data(), scratch.data());
-    scaled[backend] = to_host(r.cspan(), stream);
+      scale_rewards(stream, steps, n, 0.99, 10.0, r.data(), term.data(), trunc.data(), acc.data(), out.data(), m.data(),
+                    step_sums.data(), scratch.data());
+    scaled[backend] = to_host(out.cspan(), stream);
     accumulator[backend] = to_host(acc.cspan(), stream);
     moments[backend] = to_host(m.cspan(), stream);
   }

@@ -76,9 +76,8 @@ std::unique_ptr<rl::RolloutLog> open_train_rollout_log(const RolloutLogRequest& 
       {"physics_high", physics.high},
       {"physics_randomized", randomized},
       {"config", config.to_toml()},
-      // 1 where obs are normalised (normalize_obs) and rewards scaled (normalize_reward) as the learner saw them
+      // 1 where obs are normalised as the policy saw them (normalize_obs); rewards are always the env's own
       {"obs_normalized", static_cast<std::int64_t>(config.normalize_obs)},
-      {"reward_scaled", static_cast<std::int64_t>(config.normalize_reward)},
   };
   return std::make_unique<rl::RolloutLog>(std::move(options), std::move(fields));
 }

@@ -200,6 +200,7 @@ TEST_CASE("A resumed run is bit-identical to one run straight through", "[train]
 
   const rl::RolloutFile log_a(first + "/rollouts.h5"), log_b(straight + "/rollouts.h5");
   CHECK(log_a.iterations() == std::vector<std::int64_t>{1, 2, 3, 4, 5, 6, 7, 8});
+  CHECK(log_a.attribute("obs_normalized") == std::optional<std::string>(normalized ? "1" : "0"));
   for (const std::string& name : log_b.dataset_names()) {
     INFO(name);
     CHECK(log_a.read(name).values == log_b.read(name).values);

@@ -156,6 +156,15 @@ TEST_CASE("surge bench train reports end-to-end env-steps per second", "[train][
   CHECK(text.find("\"num_envs\": 32") != std::string::npos);
   CHECK(text.find("\"env_steps_per_s\": ") != std::string::npos);
   CHECK(run_surge("bench train --device cpu --num-envs 30 --num-steps 1 --set num_minibatches=7").exit_code == 2);
+  // Physics, as surge train takes it, is named on the start line and in the JSON.
+  const Result randomised = run_surge("bench train --device cpu --num-envs 32 --num-steps 8 --repeats 1 --iterations 1 "
+                                      "--physics masspole=0.05:0.2 --set physics.length=0.6 --json " + json.string());
+  INFO(randomised.output);
+  REQUIRE(randomised.exit_code == 0);
+  CHECK(randomised.output.find("physics: masspole ~ U(0.05, 0.2), length = 0.6") != std::string::npos);
+  const std::string physics_json = read_file(json);
+  CHECK(physics_json.find("\"masspole\": [0.05") != std::string::npos);
+  CHECK(physics_json.find("\"length\": 0.6") != std::string::npos);
   std::filesystem::remove_all(dir);
 }
 

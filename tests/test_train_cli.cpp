@@ -102,6 +102,11 @@ TEST_CASE("surge train, eval and bench train run a Gaussian policy on pendulum",
   INFO(bench.output);
   CHECK(bench.exit_code == 0);
   CHECK(bench.output.find("env-steps/s, cpu") != std::string::npos);
+  const Result sweep = run_surge("bench sweep --what train --scenario pendulum --device cpu --from 64 --to 64 --repeats 1 "
+                                 "--min-env-steps 2048");
+  INFO(sweep.output);
+  CHECK(sweep.exit_code == 0);
+  CHECK(sweep.output.find("recommended: --num-envs 64") != std::string::npos);
   std::filesystem::remove_all(dir);
 }
 

@@ -57,8 +57,9 @@ int run_bench_roofline(const Args& args) {
   const bool train = what == "train";
   const ScenarioSpec& spec = scenario_spec(cmd.get("scenario"));
   if (train && spec.action_kind != ActionKind::Discrete)
-    throw InputError(cmd.complaint("--what train needs a scenario with discrete actions (the learner's policy is categorical); '" +
-                                   spec.name + "' has continuous ones"));
+    throw InputError(cmd.complaint("--what train counts the work of a categorical policy's phases, so it needs a scenario "
+                                   "with discrete actions; '" + spec.name + "' has continuous ones (surge bench train and "
+                                   "bench sweep --what train time them)"));
   const std::int64_t steps = cmd.get_int("steps", 1, 1 << 20);
   const int repeats = static_cast<int>(cmd.get_int("repeats", 1, 1000));
   const std::uint64_t seed = cmd.get_u64("seed");

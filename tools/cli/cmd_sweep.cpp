@@ -72,9 +72,6 @@ int run_bench_sweep(const Args& args) {
   const std::string what = cmd.get("what");
   if (what != "env" && what != "train") throw InputError(cmd.complaint("--what '" + what + "' is not one of env, train"));
   const ScenarioSpec& spec = scenario_spec(cmd.get("scenario"));
-  if (what == "train" && spec.action_kind != ActionKind::Discrete)
-    throw InputError(cmd.complaint("--what train needs a scenario with discrete actions (the learner's policy is categorical); '" +
-                                   spec.name + "' has continuous ones"));
   const std::string mode = cmd.get("mode");
   if (mode != "fused" && mode != "step") throw InputError(cmd.complaint("--mode '" + mode + "' is not one of fused, step"));
   const PhysicsSettings physics = physics_options(cmd);

@@ -132,18 +132,20 @@ template <class Scalar>
 std::vector<TrainerBuffer> PpoGradient<Scalar>::layout(Device device, const ActorCritic& net, std::int64_t max_batch) {
   const std::int64_t b = max_batch, a = net.head_width();
   const std::size_t size = sizeof(Scalar);
-  return {{"workspace.actor_activations", "[B][hidden...]", net.actor().activation_size(b), size},
-          {"workspace.critic_activations", "[B][hidden...]", net.critic().activation_size(b), size},
-          {"workspace.logits", net.continuous() ? "[B][action_dim]" : "[B][num_actions]", b * a, size},
-          {"workspace.values", "[B]", b, size},
-          {"workspace.d_logits", net.continuous() ? "[B][action_dim]" : "[B][num_actions]", b * a, size},
-          {"workspace.d_log_std_rows", "[B][action_dim]", b * net.action_dim(), size},
-          {"workspace.d_values", "[B]", b, size},
-          {"workspace.scratch", "[2][B][widest hidden]",
-           std::max(net.actor().scratch_size(b), net.critic().scratch_size(b)), size},
-          {"workspace.ones", "[B]", b, size},
-          {"workspace.reduce_scratch", "[scratch]", reduce_scratch_doubles(device, kLossTermCount), sizeof(double)},
-          {"workspace.advantage_stats", "[2]", 2, sizeof(double)}};
+  std::vector<TrainerBuffer> buffers = {
+      {"workspace.actor_activations", "[B][hidden...]", net.actor().activation_size(b), size},
+      {"workspace.critic_activations", "[B][hidden...]", net.critic().activation_size(b), size},
+      {"workspace.logits", net.continuous() ? "[B][action_dim]" : "[B][num_actions]", b * a, size},
+      {"workspace.values", "[B]", b, size},
+      {"workspace.d_logits", net.continuous() ? "[B][action_dim]" : "[B][num_actions]", b * a, size},
+      {"workspace.d_values", "[B]", b, size},
+      {"workspace.scratch", "[2][B][widest hidden]",
+       std::max(net.actor().scratch_size(b), net.critic().scratch_size(b)), size},
+      {"workspace.ones", "[B]", b, size},
+      {"workspace.reduce_scratch", "[scratch]", reduce_scratch_doubles(device, kLossTermCount), sizeof(double)},
+      {"workspace.advantage_stats", "[2]", 2, sizeof(double)}};
+  if (net.continuous()) buffers.push_back({"workspace.d_log_std_rows", "[B][action_dim]", b * net.action_dim(), size});
+  return buffers;
 }
 
 template class PpoGradient<float>;

@@ -4,9 +4,9 @@
 #include <thread>
 
 #include "rl/categorical.hpp"
-#include "rl/gaussian.hpp"
 #include "rl/device_util.hpp"
 #include "rl/gae.hpp"
+#include "rl/gaussian.hpp"
 #include "rl/gemm.hpp"
 #include "rl/trainer_kernels.hpp"
 #include "sim/error.hpp"

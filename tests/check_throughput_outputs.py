@@ -200,7 +200,6 @@ def main():
             "N0 above N1": ["--from", "512", "--to", "64"],
             "N0 not a power of two": ["--from", "100", "--to", "1024"],
             "unknown --what": ["--what", "everything", "--from", "64", "--to", "128"],
-            "training a continuous scenario": ["--what", "train", "--scenario", "pendulum", "--from", "64", "--to", "128"],
         }
         for name, extra in bad.items():
             r = run(surge, base + extra, scratch)

@@ -54,6 +54,12 @@ TEST_CASE("the parameter table's size matches the learner's own table") {
   config.hidden = wide.hidden;
   const rl::ActorCritic wide_net(wide.obs_dim, wide.num_actions, config);
   CHECK(parameter_table_floats(wide) == wide_net.table().total());
+  // A Gaussian head: the means' layer and the log-std slice.
+  PpoShapes gaussian = wide;
+  gaussian.num_actions = 0;
+  gaussian.action_dim = 3;
+  const rl::ActorCritic gaussian_net(gaussian.obs_dim, ActionKind::Continuous, gaussian.action_dim, config);
+  CHECK(parameter_table_floats(gaussian) == gaussian_net.table().total());
 }
 
 TEST_CASE("one PPO iteration's phases on cartpole, by hand") {
@@ -80,4 +86,27 @@ TEST_CASE("one PPO iteration's phases on cartpole, by hand") {
   check(5, "update backward", 2 * (288 + 688 + 552), 2 * (192 + 1384 + 1268));
   // Adam over 512 floats, twice: 16 FLOP and 32 B each.
   check(6, "optimiser", 2 * 16 * 512, 2 * 32 * 512);
+}
+
+TEST_CASE("one PPO iteration's phases with a Gaussian policy on pendulum, by hand") {
+  PpoShapes s = small_shapes();
+  s.obs_dim = 3;
+  s.num_actions = 0;
+  s.action_dim = 1;
+  const auto phases = ppo_iteration_work(s, scenario_spec("pendulum"));
+  REQUIRE(phases.size() == 7);
+  // 8 slots: 16 FLOP per dimension; the mean, sample, clipped sample and log-probability (16 B).
+  CHECK(phases[1].flops == Approx(8 * 16));
+  CHECK(phases[1].bytes == Approx(8 * 16));
+  // Per minibatch of 4: gather 4 * 2 * (12 + 4 + 16) = 256 B, then the actor (3 -> 8 -> 1) and critic.
+  const PhaseWork actor = mlp_forward_work({3, 8, 1}, 4), critic = mlp_forward_work({3, 8, 1}, 4);
+  CHECK(phases[4].bytes == Approx(2 * (256 + actor.bytes + critic.bytes)));
+  // Per minibatch: loss 4 * (14 + 40) = 216 FLOP / 4 * (16 + 32) = 192 B; the log-std GEMM 2 * 4 = 8 FLOP
+  // / (4 + 4 + 1) * 4 = 36 B; both backward passes.
+  const PhaseWork actor_back = mlp_backward_work({3, 8, 1}, 4), critic_back = mlp_backward_work({3, 8, 1}, 4);
+  CHECK(phases[5].flops == Approx(2 * (216 + 8 + actor_back.flops + critic_back.flops)));
+  CHECK(phases[5].bytes == Approx(2 * (192 + 36 + actor_back.bytes + critic_back.bytes)));
+  // Adam over the table: 8 slices under 64 floats and the log-std, 9 * 64 floats.
+  CHECK(phases[6].flops == Approx(2 * 16 * 9 * 64));
+  CHECK_THROWS(ppo_iteration_work(s, scenario_spec("cartpole")));
 }

@@ -56,10 +56,6 @@ int run_bench_roofline(const Args& args) {
   if (what != "env" && what != "train") throw InputError(cmd.complaint("--what '" + what + "' is not one of env, train"));
   const bool train = what == "train";
   const ScenarioSpec& spec = scenario_spec(cmd.get("scenario"));
-  if (train && spec.action_kind != ActionKind::Discrete)
-    throw InputError(cmd.complaint("--what train counts the work of a categorical policy's phases, so it needs a scenario "
-                                   "with discrete actions; '" + spec.name + "' has continuous ones (surge bench train and "
-                                   "bench sweep --what train time them)"));
   const std::int64_t steps = cmd.get_int("steps", 1, 1 << 20);
   const int repeats = static_cast<int>(cmd.get_int("repeats", 1, 1000));
   const std::uint64_t seed = cmd.get_u64("seed");
@@ -127,6 +123,7 @@ int run_bench_roofline(const Args& args) {
     throughput::PpoShapes shapes;
     shapes.obs_dim = spec.obs_dim;
     shapes.num_actions = spec.num_actions;
+    shapes.action_dim = spec.action_dim;
     shapes.hidden = trainer.train.hidden;
     shapes.num_envs = num_envs;
     shapes.num_steps = steps;

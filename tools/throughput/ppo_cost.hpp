@@ -13,7 +13,8 @@ namespace surge::throughput {
 
 struct PpoShapes {
   int obs_dim = 0;
-  int num_actions = 0;                // discrete actions (the trainer's policy is categorical)
+  int num_actions = 0;                // discrete actions: a categorical policy
+  int action_dim = 0;                 // continuous actions: a diagonal Gaussian's dimensions (num_actions 0)
   std::vector<int> hidden;            // both networks' hidden widths
   std::int64_t num_envs = 0;          // N
   std::int64_t num_steps = 0;         // T
@@ -22,7 +23,8 @@ struct PpoShapes {
 
   std::int64_t batch() const { return num_envs * num_steps; }
   std::int64_t minibatch() const { return batch() / num_minibatches; }
-  std::vector<int> actor_dims() const;   // obs, hidden..., num_actions
+  int head_width() const { return action_dim > 0 ? action_dim : num_actions; }
+  std::vector<int> actor_dims() const;   // obs, hidden..., head_width
   std::vector<int> critic_dims() const;  // obs, hidden..., 1
 };
 
@@ -34,7 +36,8 @@ PhaseWork mlp_forward_work(const std::vector<int>& dims, std::int64_t rows);
 // and below the first layer the input gradient GEMM and the activation-slope kernel.
 PhaseWork mlp_backward_work(const std::vector<int>& dims, std::int64_t rows);
 // Floats of the actor and critic parameter table: every weight and bias slice rounded up to 64
-// floats (256 bytes), as the ParamTable aligns them. The optimiser runs over all of them.
+// floats (256 bytes), as the ParamTable aligns them, and a Gaussian's log-std slice. The optimiser
+// runs over all of them.
 std::int64_t parameter_table_floats(const PpoShapes& shapes);
 
 // One iteration, phase by phase, in this order: policy forward (the actor and critic on every rollout

@@ -152,14 +152,19 @@ TEST_CASE("Episodes rebuilt from the rollout log agree with the returns the trai
 }
 
 TEST_CASE("A resumed run is bit-identical to one run straight through", "[train][logs]") {
-  // Also with observation normalisation and reward scaling, whose statistics and accumulators resume too.
-  const bool normalized = GENERATE(false, true);
-  const fs::path dir = fresh_dir(normalized ? "resume_normalized" : "resume");
+  // Also with observation normalisation and reward scaling, whose statistics and accumulators resume
+  // too, and with a Gaussian policy (pendulum), whose log-std and action draws resume too.
+  const int variant = GENERATE(0, 1, 2);
+  const bool normalized = variant >= 1, gaussian = variant == 2;
+  const int obs_dim = gaussian ? 3 : 4;
+  const fs::path dir = fresh_dir(gaussian ? "resume_gaussian" : normalized ? "resume_normalized" : "resume");
+  const std::string run_start =
+      gaussian ? "train --scenario pendulum --device cpu --set hidden=[16,16] --num-envs 16 --num-steps 16 " : kSmallRun;
   const std::string total = " --total-steps " + std::to_string(8 * kBatch) +
                             (normalized ? " --set normalize_obs=true --set normalize_reward=true" : "");
   const std::string first = (dir / "first").string(), straight = (dir / "straight").string();
   // N = 4 iterations, stop; resume for the other 4; against 8 in one go. Both log every iteration.
-  Result r = run_surge(kSmallRun + total + " --seed 3 --stop-after 4 --out '" + first + "' --log-rollouts '" + first +
+  Result r = run_surge(run_start + total + " --seed 3 --stop-after 4 --out '" + first + "' --log-rollouts '" + first +
                        "/rollouts.h5' --log-every 1 --log-envs 8 --log-queue 64",
                    dir);
   INFO(r.err);
@@ -171,7 +176,7 @@ TEST_CASE("A resumed run is bit-identical to one run straight through", "[train]
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(r.err.find("resumed after iteration 4") != std::string::npos);
-  r = run_surge(kSmallRun + total + " --seed 3 --out '" + straight + "' --log-rollouts '" + straight +
+  r = run_surge(run_start + total + " --seed 3 --out '" + straight + "' --log-rollouts '" + straight +
                 "/rollouts.h5' --log-every 1 --log-envs 8 --log-queue 64",
             dir);
   INFO(r.err);
@@ -195,7 +200,7 @@ TEST_CASE("A resumed run is bit-identical to one run straight through", "[train]
   CHECK(a.obs_moments == b.obs_moments);
   CHECK(a.reward_moments == b.reward_moments);
   CHECK(sa.reward_accumulator == sb.reward_accumulator);
-  CHECK(a.obs_moments.size() == (normalized ? 9u : 0u));
+  CHECK(a.obs_moments.size() == (normalized ? 2u * obs_dim + 1u : 0u));
   CHECK(sa.reward_accumulator.size() == (normalized ? 16u : 0u));
 
   const rl::RolloutFile log_a(first + "/rollouts.h5"), log_b(straight + "/rollouts.h5");

@@ -19,6 +19,7 @@
 #include "sim/memory.hpp"
 #include "sim/scenario.hpp"
 #include "sim/stream.hpp"
+#include "tests/run_surge.hpp"
 #include "tools/cli/io.hpp"
 
 namespace surge::testing {
@@ -172,9 +173,10 @@ inline Transitions step_golden_engine(const std::string& name, const GoldenSet& 
 inline Transitions step_golden_cli(const ScenarioSpec& spec, const GoldenSet& golden, const std::string& device = "cpu") {
   const std::string input = std::string(SURGE_GOLDEN_DIR) + "/gymnasium/" + spec.name + ".csv";
   const std::string output = "surge_step_" + spec.name + "_" + device + "_output.csv";  // in the test's working directory
-  const std::string command = std::string(SURGE_BINARY) + " step --scenario " + spec.name + " --input '" + input +
-                              "' --output " + output + " --device " + device + " 2>/dev/null";
-  REQUIRE(std::system(command.c_str()) == 0);
+  const Result run =
+      run_surge("step --scenario " + spec.name + " --input '" + input + "' --output " + output + " --device " + device);
+  INFO(run.err);
+  REQUIRE(run.exit_code == 0);
   const cli::CsvTable table = cli::CsvTable::read(output);
   std::remove(output.c_str());
   REQUIRE(static_cast<std::int64_t>(table.rows.size()) == golden.rows);

@@ -3,12 +3,10 @@
 // JSON of `surge bench env`.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -24,8 +22,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
+using surge::testing::line_count;
 using surge::testing::read_text;
 using surge::testing::Result;
+using surge::testing::run_surge;
 
 void write_text(const fs::path& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);
@@ -53,26 +53,9 @@ class Scratch {
   }
   fs::path operator/(const std::string& name) const { return path_ / name; }
   const fs::path& path() const { return path_; }
-  // Runs surge with `arguments` (already quoted where needed), capturing both streams and the exit code.
-  Result surge(const std::string& arguments) const {
-    const fs::path out = path_ / "stdout.txt", err = path_ / "stderr.txt";
-    const std::string command =
-        quoted(SURGE_BINARY) + " " + arguments + " >" + quoted(out.string()) + " 2>" + quoted(err.string()) + " </dev/null";
-    const int status = std::system(command.c_str());
-    Result result;
-    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    result.out = read_text(out);
-    result.err = read_text(err);
-    fs::remove(out);
-    fs::remove(err);
-    return result;
-  }
-
  private:
   fs::path path_;
 };
-
-std::size_t line_count(const std::string& text) { return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')); }
 
 // One line, ending in a newline, with something on it.
 bool is_one_line(const std::string& text) { return line_count(text) == 1 && text.size() > 1 && text.back() == '\n'; }
@@ -89,27 +72,25 @@ const char* kGoodRow = "0.01,0.02,0.03,0.04,1\n";
 }  // namespace
 
 TEST_CASE("help and version exit 0 and print to stdout", "[cli]") {
-  Scratch scratch;
   for (const char* arguments : {"--help", "-h", "help", "step --help", "bench --help", "bench env --help", "bench env -h"}) {
     INFO("surge " << arguments);
-    const Result r = scratch.surge(arguments);
+    const Result r = run_surge(arguments);
     CHECK(r.exit_code == 0);
     CHECK(r.out.find("Usage: surge") != std::string::npos);
     CHECK(r.err.empty());
   }
-  const Result version = scratch.surge("--version");
+  const Result version = run_surge("--version");
   CHECK(version.exit_code == 0);
   CHECK(version.out.rfind("surge ", 0) == 0);
   CHECK(version.out.find("CUDA backend") != std::string::npos);
   // The top-level help lists the commands and the scenarios.
-  const Result help = scratch.surge("--help");
+  const Result help = run_surge("--help");
   CHECK(help.out.find("step") != std::string::npos);
   CHECK(help.out.find("bench env") != std::string::npos);
   CHECK(help.out.find("cartpole") != std::string::npos);
 }
 
 TEST_CASE("unknown commands and options exit 2 with one line", "[cli]") {
-  Scratch scratch;
   struct Case {
     const char* arguments;
     const char* named;  // what the line must mention
@@ -126,14 +107,14 @@ TEST_CASE("unknown commands and options exit 2 with one line", "[cli]") {
       {"step --scenario cartpole --input in.csv", "--output"},
   };
   for (const Case& c : cases) {
-    const Result r = scratch.surge(c.arguments);
+    const Result r = run_surge(c.arguments);
     INFO("surge " << c.arguments << "\nstderr: " << r.err);
     CHECK(r.exit_code == 2);
     CHECK(is_one_line(r.err));
     CHECK(r.err.find(c.named) != std::string::npos);
   }
   // No arguments at all: usage, and the exit code of a usage error.
-  const Result bare = scratch.surge("");
+  const Result bare = run_surge("");
   CHECK(bare.exit_code == 2);
   CHECK(bare.out.find("Usage: surge") != std::string::npos);
 }
@@ -162,8 +143,8 @@ TEST_CASE("surge step rejects bad input with one line, exit 2 and no output", "[
     Scratch scratch;
     const fs::path input = scratch / "in.csv", output = scratch / "out.csv";
     write_text(input, c.csv);
-    const Result r = scratch.surge("step --scenario cartpole --device cpu --input " + quoted(input.string()) + " --output " +
-                                   quoted(output.string()));
+    const Result r = run_surge("step --scenario cartpole --device cpu --input " + quoted(input.string()) + " --output " +
+                               quoted(output.string()));
     INFO("stderr: " << r.err);
     CHECK(r.exit_code == 2);
     CHECK(is_one_line(r.err));
@@ -179,7 +160,7 @@ TEST_CASE("surge step reports unreadable input and unwritable output without lea
   const fs::path input = scratch / "in.csv", output = scratch / "out.csv";
   write_text(input, std::string(kHeader) + kGoodRow);
   const auto step = [&](const fs::path& in, const fs::path& out) {
-    return scratch.surge("step --scenario cartpole --device cpu --input " + quoted(in.string()) + " --output " + quoted(out.string()));
+    return run_surge("step --scenario cartpole --device cpu --input " + quoted(in.string()) + " --output " + quoted(out.string()));
   };
 
   SECTION("an input file that does not exist") {
@@ -221,8 +202,8 @@ TEST_CASE("surge step on the golden CSV reproduces Gymnasium's transitions", "[c
   Scratch scratch;
   const std::string golden_csv = surge::test::golden_path("cartpole.csv");
   const fs::path output = scratch / "next.csv";
-  const Result r = scratch.surge("step --scenario cartpole --device cpu --input " + quoted(golden_csv) + " --output " +
-                                 quoted(output.string()));
+  const Result r = run_surge("step --scenario cartpole --device cpu --input " + quoted(golden_csv) + " --output " +
+                             quoted(output.string()));
   INFO("stderr: " << r.err);
   REQUIRE(r.exit_code == 0);
   CHECK_FALSE(any_partial_file(scratch.path()));
@@ -251,7 +232,7 @@ TEST_CASE("surge step on the golden CSV reproduces Gymnasium's transitions", "[c
 TEST_CASE("surge bench env writes the promised JSON", "[cli][bench]") {
   Scratch scratch;
   const fs::path json_path = scratch / "bench.json";
-  const Result r = scratch.surge("bench env --device cpu --num-envs 256 --steps 8 --repeats 2 --json " + quoted(json_path.string()));
+  const Result r = run_surge("bench env --device cpu --num-envs 256 --steps 8 --repeats 2 --json " + quoted(json_path.string()));
   INFO("stderr: " << r.err);
   REQUIRE(r.exit_code == 0);
   REQUIRE(fs::exists(json_path));
@@ -275,7 +256,7 @@ TEST_CASE("surge bench env writes the promised JSON", "[cli][bench]") {
 
   SECTION("a JSON path in a missing folder is refused before anything runs") {
     const Result bad =
-        scratch.surge("bench env --device cpu --num-envs 16 --steps 2 --repeats 1 --json " + quoted((scratch / "nope" / "b.json").string()));
+        run_surge("bench env --device cpu --num-envs 16 --steps 2 --repeats 1 --json " + quoted((scratch / "nope" / "b.json").string()));
     CHECK(bad.exit_code == 2);
     CHECK(is_one_line(bad.err));
     CHECK(bad.err.find("nope") != std::string::npos);
@@ -285,7 +266,7 @@ TEST_CASE("surge bench env writes the promised JSON", "[cli][bench]") {
 TEST_CASE("--device cuda without a usable GPU is bad input", "[cli][device]") {
   Scratch scratch;
   const surge::CudaStatus& cuda = surge::cuda_status();
-  const Result r = scratch.surge("bench env --device cuda --num-envs 256 --steps 8 --repeats 1");
+  const Result r = run_surge("bench env --device cuda --num-envs 256 --steps 8 --repeats 1");
   if (cuda.usable) {
     // This machine has a GPU: the same command must simply work.
     CHECK(r.exit_code == 0);
@@ -296,8 +277,8 @@ TEST_CASE("--device cuda without a usable GPU is bad input", "[cli][device]") {
   CHECK(is_one_line(r.err));
   CHECK(r.err.find("--device cuda") != std::string::npos);
   CHECK(r.err.find("--device cpu") != std::string::npos);  // the way out
-  const Result step = scratch.surge("step --scenario cartpole --device cuda --input x.csv --output " +
-                                    quoted((scratch / "out.csv").string()));
+  const Result step = run_surge("step --scenario cartpole --device cuda --input x.csv --output " +
+                                quoted((scratch / "out.csv").string()));
   CHECK(step.exit_code == 2);
   CHECK(is_one_line(step.err));
   CHECK_FALSE(fs::exists(scratch / "out.csv"));
@@ -325,8 +306,8 @@ TEST_CASE("surge step rejects actions of the wrong kind for the scenario", "[cli
     Scratch scratch;
     const fs::path input = scratch / "in.csv", output = scratch / "out.csv";
     write_text(input, c.csv);
-    const Result r = scratch.surge(std::string("step --scenario ") + c.scenario + " --device cpu --input " +
-                                   quoted(input.string()) + " --output " + quoted(output.string()));
+    const Result r = run_surge(std::string("step --scenario ") + c.scenario + " --device cpu --input " +
+                               quoted(input.string()) + " --output " + quoted(output.string()));
     INFO("stderr: " << r.err);
     CHECK(r.exit_code == 2);
     CHECK(is_one_line(r.err));
@@ -344,7 +325,7 @@ TEST_CASE("an unknown scenario gets the list of known ones from every command", 
       "bench train --scenario nosuch --device cpu", "bench sweep --scenario nosuch --device cpu",
       "bench roofline --scenario nosuch --device cpu", "train --scenario nosuch --device cpu --out " + out};
   for (const std::string& arguments : commands) {
-    const Result r = scratch.surge(arguments);
+    const Result r = run_surge(arguments);
     INFO("surge " << arguments << "\nstderr: " << r.err);
     CHECK(r.exit_code == 2);
     CHECK(is_one_line(r.err));
@@ -368,8 +349,8 @@ TEST_CASE("surge step --physics: fixed values and per-row draws, each row's valu
   const surge::cli::CsvTable in = surge::cli::CsvTable::read(input.string());
 
   SECTION("fixed values") {
-    const Result r = scratch.surge("step --scenario pendulum --device cpu --physics gravity=9.81 --physics mass=2,length=0.8 "
-                                   "--input " + quoted(input.string()) + " --output " + quoted(output.string()));
+    const Result r = run_surge("step --scenario pendulum --device cpu --physics gravity=9.81 --physics mass=2,length=0.8 "
+                               "--input " + quoted(input.string()) + " --output " + quoted(output.string()));
     INFO("stderr: " << r.err);
     REQUIRE(r.exit_code == 0);
     const surge::cli::CsvTable table = surge::cli::CsvTable::read(output.string());
@@ -382,8 +363,8 @@ TEST_CASE("surge step --physics: fixed values and per-row draws, each row's valu
     }
   }
   SECTION("a range: every row draws its own mass, written beside it") {
-    const Result r = scratch.surge("step --scenario pendulum --device cpu --physics mass=0.5:2 --input " +
-                                   quoted(input.string()) + " --output " + quoted(output.string()));
+    const Result r = run_surge("step --scenario pendulum --device cpu --physics mass=0.5:2 --input " +
+                               quoted(input.string()) + " --output " + quoted(output.string()));
     INFO("stderr: " << r.err);
     REQUIRE(r.exit_code == 0);
     const surge::cli::CsvTable table = surge::cli::CsvTable::read(output.string());
@@ -433,7 +414,7 @@ TEST_CASE("bad --physics is one line, exit code 2 and nothing written, on every 
         "train --device cpu --total-steps 512 --out " + quoted((scratch / "run").string()) + physics,
     };
     for (const std::string& arguments : commands) {
-      const Result r = scratch.surge(arguments);
+      const Result r = run_surge(arguments);
       INFO("surge " << arguments << "\nstderr: " << r.err);
       CHECK(r.exit_code == 2);
       CHECK(is_one_line(r.err));
@@ -449,8 +430,8 @@ TEST_CASE("bad --physics is one line, exit code 2 and nothing written, on every 
 TEST_CASE("surge bench env reports the randomised physics on stdout and in its JSON", "[cli][bench][physics]") {
   Scratch scratch;
   const fs::path json_path = scratch / "bench.json";
-  const Result r = scratch.surge("bench env --scenario acrobot --device cpu --num-envs 64 --steps 8 --repeats 1 "
-                                 "--physics link_mass_2=0.5:1.5 --physics gravity=9 --json " + quoted(json_path.string()));
+  const Result r = run_surge("bench env --scenario acrobot --device cpu --num-envs 64 --steps 8 --repeats 1 "
+                             "--physics link_mass_2=0.5:1.5 --physics gravity=9 --json " + quoted(json_path.string()));
   INFO("stderr: " << r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(r.out.find("randomised physics       link_mass_2 ~ U(0.5, 1.5)\n") != std::string::npos);
@@ -463,7 +444,7 @@ TEST_CASE("surge bench env reports the randomised physics on stdout and in its J
   CHECK(physics.at("gravity").get<double>() == 9.0);
   CHECK(physics.at("link_mass_1").get<double>() == 1.0);
   // Without --physics: the defaults, nothing randomised.
-  const Result plain = scratch.surge("bench env --device cpu --num-envs 16 --steps 2 --repeats 1");
+  const Result plain = run_surge("bench env --device cpu --num-envs 16 --steps 2 --repeats 1");
   CHECK(plain.out.find("randomised physics       none\n") != std::string::npos);
   CHECK(plain.out.find("physics vs defaults      defaults\n") != std::string::npos);
 }

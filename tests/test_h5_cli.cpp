@@ -3,7 +3,6 @@
 // bad input answered with one line and exit code 2.
 #include <catch2/catch.hpp>
 #include <hdf5.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -14,24 +13,17 @@
 #include <string>
 #include <vector>
 
+#include "tests/run_surge.hpp"
 #include "tests/synthetic_rollout.hpp"
 
 namespace fs = std::filesystem;
+using surge::testing::read_text;
+using surge::testing::Result;
+using surge::testing::run_program;
+using surge::testing::run_surge;
 using surge::testing::SyntheticRollout;
 
 namespace {
-
-struct Result {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 class Scratch {
  public:
@@ -44,17 +36,6 @@ class Scratch {
     fs::remove_all(path_, ec);
   }
   std::string operator/(const std::string& name) const { return (path_ / name).string(); }
-  Result run(const std::string& program, const std::string& arguments) const {
-    const fs::path out = path_ / "stdout.txt", err = path_ / "stderr.txt";
-    const std::string command = "'" + program + "' " + arguments + " >'" + out.string() + "' 2>'" + err.string() + "' </dev/null";
-    const int status = std::system(command.c_str());
-    Result result;
-    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    result.out = read_text(out);
-    result.err = read_text(err);
-    return result;
-  }
-  Result surge(const std::string& arguments) const { return run(SURGE_BINARY, arguments); }
 
  private:
   fs::path path_;
@@ -64,7 +45,7 @@ class Scratch {
 const Scratch& scratch() {
   static Scratch instance;
   static const bool written = [] {
-    const Result r = instance.run(SURGE_ROLLOUT_LOG_SAMPLE, "'" + instance / "log.h5" + "' 8 2 paced");
+    const Result r = run_program(SURGE_ROLLOUT_LOG_SAMPLE, "'" + instance / "log.h5" + "' 8 2 paced");
     return r.exit_code == 0;
   }();
   REQUIRE(written);
@@ -96,7 +77,7 @@ void check_one_line_error(const Result& r, const std::string& expected) {
 }  // namespace
 
 TEST_CASE("surge h5 info shows attributes, datasets and the logged iterations", "[h5_cli]") {
-  const Result r = scratch().surge("h5 info '" + scratch() / "log.h5" + "'");
+  const Result r = run_surge("h5 info '" + scratch() / "log.h5" + "'");
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(r.out.find("schema = surge-rollout-log") != std::string::npos);
@@ -143,20 +124,20 @@ TEST_CASE("surge h5 episodes lists the episodes the rollout's flags imply", "[h5
       }
   }
   REQUIRE(expected.size() > 5);
-  const Result r = scratch().surge("h5 episodes '" + scratch() / "log.h5" + "'");
+  const Result r = run_surge("h5 episodes '" + scratch() / "log.h5" + "'");
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(lines_of(r.out) == expected);
 
   const std::string csv = scratch() / "episodes.csv";
-  REQUIRE(scratch().surge("h5 episodes '" + scratch() / "log.h5" + "' --out '" + csv + "'").exit_code == 0);
+  REQUIRE(run_surge("h5 episodes '" + scratch() / "log.h5" + "' --out '" + csv + "'").exit_code == 0);
   CHECK(lines_of(read_text(csv)) == expected);
 }
 
 TEST_CASE("surge h5 export writes a dataset, or one iteration of it, as CSV", "[h5_cli]") {
   using S = SyntheticRollout;
   const std::string log = "'" + scratch() / "log.h5" + "'";
-  Result r = scratch().surge("h5 export " + log + " --dataset obs --iteration 4 --csv");
+  Result r = run_surge("h5 export " + log + " --dataset obs --iteration 4 --csv");
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   std::vector<std::string> lines = lines_of(r.out);
@@ -170,22 +151,22 @@ TEST_CASE("surge h5 export writes a dataset, or one iteration of it, as CSV", "[
       CHECK(lines[1 + t * S::log_envs + m] == row);
     }
 
-  r = scratch().surge("h5 export --dataset terminated " + log);  // FILE after the options, all iterations
-  REQUIRE(r.exit_code == 0);
+  r = run_surge("h5 export --dataset terminated " + log);  // FILE after the options, all iterations
+REQUIRE(r.exit_code == 0);
   lines = lines_of(r.out);
   REQUIRE(lines.size() == 1 + 4 * S::steps * S::log_envs);
   CHECK(lines[0] == "iteration,step,env_id,terminated");
   CHECK(lines.back() == "6,5,6," + std::to_string(S::terminated(6, 5, 6)));
 
-  r = scratch().surge("h5 export " + log + " --dataset start_episode_return --iteration 2");
+  r = run_surge("h5 export " + log + " --dataset start_episode_return --iteration 2");
   REQUIRE(r.exit_code == 0);
   CHECK(lines_of(r.out) == std::vector<std::string>{"iteration,env_id,start_episode_return", "2,3,4", "2,4,5", "2,5,6", "2,6,7"});
 
-  r = scratch().surge("h5 export " + log + " --dataset global_step");
+  r = run_surge("h5 export " + log + " --dataset global_step");
   REQUIRE(r.exit_code == 0);
   CHECK(lines_of(r.out) == std::vector<std::string>{"iteration,global_step", "0,60", "2,180", "4,300", "6,420"});
 
-  r = scratch().surge("h5 export " + log + " --dataset env_id");
+  r = run_surge("h5 export " + log + " --dataset env_id");
   REQUIRE(r.exit_code == 0);
   CHECK(lines_of(r.out) == std::vector<std::string>{"env_id", "3", "4", "5", "6"});
 }
@@ -193,25 +174,25 @@ TEST_CASE("surge h5 export writes a dataset, or one iteration of it, as CSV", "[
 TEST_CASE("surge h5 answers bad input with one line and exit code 2", "[h5_cli]") {
   const Scratch& s = scratch();
   const std::string log = "'" + s / "log.h5" + "'";
-  check_one_line_error(s.surge("h5 info '" + s / "missing.h5" + "'"), "no such file");
+  check_one_line_error(run_surge("h5 info '" + s / "missing.h5" + "'"), "no such file");
   std::ofstream(s / "text.h5") << "x,y\n1,2\n";
-  check_one_line_error(s.surge("h5 episodes '" + s / "text.h5" + "'"), "is not an HDF5 file");
+  check_one_line_error(run_surge("h5 episodes '" + s / "text.h5" + "'"), "is not an HDF5 file");
   const std::string foreign = s / "foreign.h5";
   const hid_t file = H5Fcreate(foreign.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
   REQUIRE(file >= 0);
   H5Fclose(file);
-  check_one_line_error(s.surge("h5 info '" + foreign + "'"), "is an HDF5 file but not a Surge rollout log");
-  check_one_line_error(s.surge("h5 export " + log + " --dataset rewards"),
-                       "has no dataset 'rewards'; it has env_id, iteration, global_step, obs, actions, reward");
-  check_one_line_error(s.surge("h5 export " + log + " --dataset reward --iteration 3"),
-                       "iteration 3 is not in '" + s / "log.h5" + "': it logged iterations 0, 2, 4, 6");
-  check_one_line_error(s.surge("h5 export " + log), "--dataset is required");
-  check_one_line_error(s.surge("h5 info"), "give the rollout log to read");
-  check_one_line_error(s.surge("h5 summarize " + log), "unknown action 'summarize'");
-  check_one_line_error(s.surge("h5 episodes " + log + " --out '" + s / "no/such/folder.csv" + "'"), "does not exist");
+  check_one_line_error(run_surge("h5 info '" + foreign + "'"), "is an HDF5 file but not a Surge rollout log");
+  check_one_line_error(run_surge("h5 export " + log + " --dataset rewards"),
+                         "has no dataset 'rewards'; it has env_id, iteration, global_step, obs, actions, reward");
+  check_one_line_error(run_surge("h5 export " + log + " --dataset reward --iteration 3"),
+                         "iteration 3 is not in '" + s / "log.h5" + "': it logged iterations 0, 2, 4, 6");
+  check_one_line_error(run_surge("h5 export " + log), "--dataset is required");
+  check_one_line_error(run_surge("h5 info"), "give the rollout log to read");
+  check_one_line_error(run_surge("h5 summarize " + log), "unknown action 'summarize'");
+  check_one_line_error(run_surge("h5 episodes " + log + " --out '" + s / "no/such/folder.csv" + "'"), "does not exist");
 
   for (const char* help : {"h5 --help", "h5 info --help", "h5 episodes --help", "h5 export --help"}) {
-    const Result r = s.surge(help);
+    const Result r = run_surge(help);
     CHECK(r.exit_code == 0);
     CHECK(r.out.find("Usage: surge h5") == 0);
   }

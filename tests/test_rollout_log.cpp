@@ -27,11 +27,14 @@
 #include "rl/rollout_schema.hpp"
 #include "sim/error.hpp"
 #include "sim/stream.hpp"
+#include "tests/run_surge.hpp"
 #include "tests/synthetic_rollout.hpp"
 
 namespace fs = std::filesystem;
 using namespace surge;
 using namespace surge::rl;
+using surge::testing::Result;
+using surge::testing::run_program;
 using surge::testing::SyntheticRollout;
 
 namespace {
@@ -341,31 +344,11 @@ TEST_CASE("An HDF5 failure stops the log with one message and throws nothing", "
 
 namespace {
 
-struct Run {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 // Runs rollout_log_sample in a shell whose file-size limit is `limit_kib`, as a stand-in for a
 // disk that fills up: past the limit, writes fail with EFBIG.
-Run run_sample_with_file_limit(const ScratchFolder& scratch, const std::string& log_path, int limit_kib,
-                               std::int64_t reserve_bytes) {
-  const std::string out = scratch / "stdout.txt", err = scratch / "stderr.txt";
-  const std::string command = "bash -c 'ulimit -f " + std::to_string(limit_kib) + "; exec \"" + SURGE_ROLLOUT_LOG_SAMPLE +
-                              "\" \"" + log_path + "\" 100000 1 paced " + std::to_string(reserve_bytes) + "' >" + out + " 2>" + err;
-  const int status = std::system(command.c_str());
-  Run run;
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  run.out = slurp(out);
-  run.err = slurp(err);
-  return run;
+Result run_sample_with_file_limit(const std::string& log_path, int limit_kib, std::int64_t reserve_bytes) {
+  return run_program("bash", "-c 'ulimit -f " + std::to_string(limit_kib) + "; exec \"" + SURGE_ROLLOUT_LOG_SAMPLE + "\" \"" +
+                                 log_path + "\" 100000 1 paced " + std::to_string(reserve_bytes) + "'");
 }
 
 std::int64_t written_count(const std::string& out) {
@@ -378,7 +361,7 @@ std::int64_t written_count(const std::string& out) {
 TEST_CASE("Near a full disk the log closes its file whole and training goes on", "[rollout_log]") {
   ScratchFolder scratch("reserve");
   const std::string path = scratch / "log.h5";
-  const Run run = run_sample_with_file_limit(scratch, path, 60, 12 << 10);
+  const Result run = run_sample_with_file_limit(path, 60, 12 << 10);
   INFO(run.err);
   CHECK(run.exit_code == 0);  // the program ran to its end
   CHECK_THAT(run.out, Catch::Contains("failed=1"));
@@ -395,7 +378,7 @@ TEST_CASE("Near a full disk the log closes its file whole and training goes on",
 TEST_CASE("A write that fails for want of space stops the log without taking the process down", "[rollout_log]") {
   ScratchFolder scratch("efbig");
   const std::string path = scratch / "log.h5";
-  const Run run = run_sample_with_file_limit(scratch, path, 60, 0);  // no reserve: HDF5 itself meets the limit
+  const Result run = run_sample_with_file_limit(path, 60, 0);  // no reserve: HDF5 itself meets the limit
   INFO(run.err);
   CHECK(run.exit_code == 0);
   CHECK_THAT(run.out, Catch::Contains("failed=1"));

@@ -1,9 +1,9 @@
 // libtorch interop on the CUDA backend, with a CUDA-enabled libtorch (the cases are in
 // torch_interop_cases.hpp, with torch running on Surge's stream), and the worked example on CUDA.
 #include <cstdio>
-#include <cstdlib>
 #include <string>
 
+#include "tests/run_surge.hpp"
 #include "tests/torch_interop_cases.hpp"
 
 using namespace surge;
@@ -32,13 +32,7 @@ TEST_CASE("DLPack tensors pass between Surge and torch's own converter (CUDA)", 
 }
 
 TEST_CASE("the worked example runs on CUDA and its torch account agrees with Surge's", "[torch][gpu]") {
-  const std::string command = std::string(SURGE_TORCH_POLICY_BINARY) +
-                              " --device cuda --num-envs 65536 --steps 256 > torch_policy_gpu.log 2>&1";
-  const int status = std::system(command.c_str());
-  if (FILE* log = std::fopen("torch_policy_gpu.log", "r")) {
-    char line[512];
-    while (std::fgets(line, sizeof line, log)) std::printf("%s", line);
-    std::fclose(log);
-  }
-  CHECK(status == 0);
+  const Result r = run_program(SURGE_TORCH_POLICY_BINARY, "--device cuda --num-envs 65536 --steps 256");
+  std::printf("%s%s", r.out.c_str(), r.err.c_str());
+  CHECK(r.exit_code == 0);
 }

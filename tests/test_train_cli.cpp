@@ -2,42 +2,20 @@
 // every kind of bad input.
 #include <catch2/catch.hpp>
 
-#include <sys/wait.h>
-
-#include <algorithm>
-#include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "rl/train_config.hpp"
+#include "tests/run_surge.hpp"
 #include "tools/cli/io.hpp"
 
 namespace {
 
-struct Result {
-  int exit_code;
-  std::string output;
-};
-
-Result run_surge(const std::string& arguments) {
-  std::string output;
-  FILE* pipe = ::popen((std::string(SURGE_BINARY) + " " + arguments + " 2>&1").c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  char buffer[4096];
-  while (std::fgets(buffer, sizeof buffer, pipe)) output += buffer;
-  const int status = ::pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
-
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using surge::testing::line_count;
+using surge::testing::read_text;
+using surge::testing::Result;
+using surge::testing::run_surge;
 
 std::filesystem::path fresh_dir(const std::string& name) {
   const auto dir = std::filesystem::temp_directory_path() / ("surge_test_train_cli_" + name);
@@ -51,9 +29,9 @@ TEST_CASE("surge train writes metrics.csv, config.toml and a summary", "[train][
   const auto dir = fresh_dir("run");
   const Result r = run_surge("train --scenario cartpole --device cpu --total-steps 768 --seed 2 --set hidden=[16,16] --out " +
                          dir.string());
-  INFO(r.output);
+  INFO(r.output());
   REQUIRE(r.exit_code == 0);
-  CHECK(r.output.find("surge train: cartpole on cpu: 768 steps in") != std::string::npos);
+  CHECK(r.output().find("surge train: cartpole on cpu: 768 steps in") != std::string::npos);
   const auto table = surge::cli::CsvTable::read((dir / "metrics.csv").string());
   CHECK(table.header.size() == 15);
   REQUIRE(table.rows.size() == 3);  // 768 steps of 16 x 16
@@ -63,7 +41,7 @@ TEST_CASE("surge train writes metrics.csv, config.toml and a summary", "[train][
     CHECK(surge::cli::parse_cell(table, row, table.column("sps")) > 0.0);
   }
   // config.toml is the config that ran, and reads back.
-  const surge::rl::TrainConfig config = surge::rl::load_train_config(read_file(dir / "config.toml"), "config.toml", false, "");
+  const surge::rl::TrainConfig config = surge::rl::load_train_config(read_text(dir / "config.toml"), "config.toml", false, "");
   CHECK(config.total_steps == 768);
   CHECK(config.seed == 2);
   CHECK(config.hidden == std::vector<int>{16, 16});
@@ -74,9 +52,9 @@ TEST_CASE("surge train, eval and bench train run a Gaussian policy on pendulum",
   const auto dir = fresh_dir("pendulum");
   const Result r = run_surge("train --scenario pendulum --device cpu --num-envs 8 --num-steps 64 --total-steps 2048 "
                              "--seed 3 --set hidden=[16,16] --out " + dir.string());
-  INFO(r.output);
+  INFO(r.output());
   REQUIRE(r.exit_code == 0);
-  CHECK(r.output.find("surge train: pendulum on cpu: 2,048 steps in") != std::string::npos);
+  CHECK(r.output().find("surge train: pendulum on cpu: 2,048 steps in") != std::string::npos);
   const auto table = surge::cli::CsvTable::read((dir / "metrics.csv").string());
   REQUIRE(table.rows.size() == 4);
   // 8 envs x 256 steps finish 8 episodes of 200 steps; Pendulum's returns are negative.
@@ -88,34 +66,34 @@ TEST_CASE("surge train, eval and bench train run a Gaussian policy on pendulum",
   for (const char* mode : {"greedy", "sampled"}) {
     const Result e = run_surge("eval --checkpoint " + checkpoint + " --episodes 12 --device cpu" +
                                (std::string(mode) == "sampled" ? " --sample" : ""));
-    INFO(e.output);
+    INFO(e.output());
     REQUIRE(e.exit_code == 0);
-    CHECK(e.output.find(std::string("pendulum, 12 episodes (") + mode + ") on cpu after 2048 training steps: return -") !=
+    CHECK(e.output().find(std::string("pendulum, 12 episodes (") + mode + ") on cpu after 2048 training steps: return -") !=
           std::string::npos);
   }
   const Result resumed = run_surge("train --resume " + checkpoint + " --device cpu --stop-after 1");
-  INFO(resumed.output);
+  INFO(resumed.output());
   CHECK(resumed.exit_code == 0);
 
   const Result bench = run_surge("bench train --scenario mountain_car_continuous --device cpu --num-envs 16 --num-steps 8 "
                                  "--repeats 1 --iterations 2");
-  INFO(bench.output);
+  INFO(bench.output());
   CHECK(bench.exit_code == 0);
-  CHECK(bench.output.find("env-steps/s, cpu") != std::string::npos);
+  CHECK(bench.output().find("env-steps/s, cpu") != std::string::npos);
   const Result sweep = run_surge("bench sweep --what train --scenario pendulum --device cpu --from 64 --to 64 --repeats 1 "
                                  "--min-env-steps 2048");
-  INFO(sweep.output);
+  INFO(sweep.output());
   CHECK(sweep.exit_code == 0);
-  CHECK(sweep.output.find("recommended: --num-envs 64") != std::string::npos);
+  CHECK(sweep.output().find("recommended: --num-envs 64") != std::string::npos);
   std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("surge train --preset cleanrl takes CleanRL's defaults", "[train][cli]") {
   const auto dir = fresh_dir("cleanrl");
   const Result r = run_surge("train --device cpu --preset cleanrl --total-steps 512 --out " + dir.string());
-  INFO(r.output);
+  INFO(r.output());
   REQUIRE(r.exit_code == 0);
-  const std::string config = read_file(dir / "config.toml");
+  const std::string config = read_text(dir / "config.toml");
   CHECK(config.find("num_envs = 4\n") != std::string::npos);
   CHECK(config.find("num_steps = 128\n") != std::string::npos);
   CHECK(config.find("learning_rate = 0.00025\n") != std::string::npos);
@@ -139,10 +117,10 @@ TEST_CASE("bad input to surge train is one line and exit code 2", "[train][cli]"
   };
   for (const auto& [arguments, expected] : cases) {
     const Result r = run_surge(arguments);
-    INFO(arguments << "\n" << r.output);
+    INFO(arguments << "\n" << r.output());
     CHECK(r.exit_code == 2);
-    CHECK(r.output.find(expected) != std::string::npos);
-    CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 1);
+    CHECK(r.output().find(expected) != std::string::npos);
+    CHECK(line_count(r.output()) == 1);
   }
   std::filesystem::remove_all(dir);
 }
@@ -153,10 +131,10 @@ TEST_CASE("surge bench train reports end-to-end env-steps per second", "[train][
   const auto json = dir / "bench.json";
   const Result r = run_surge("bench train --device cpu --num-envs 32 --num-steps 8 --repeats 2 --iterations 2 --json " +
                              json.string());
-  INFO(r.output);
+  INFO(r.output());
   REQUIRE(r.exit_code == 0);
-  CHECK(r.output.find("env-steps/s, cpu") != std::string::npos);
-  const std::string text = read_file(json);
+  CHECK(r.output().find("env-steps/s, cpu") != std::string::npos);
+  const std::string text = read_text(json);
   CHECK(text.find("\"benchmark\": \"train\"") != std::string::npos);
   CHECK(text.find("\"num_envs\": 32") != std::string::npos);
   CHECK(text.find("\"env_steps_per_s\": ") != std::string::npos);
@@ -164,10 +142,10 @@ TEST_CASE("surge bench train reports end-to-end env-steps per second", "[train][
   // Physics, as surge train takes it, is named on the start line and in the JSON.
   const Result randomised = run_surge("bench train --device cpu --num-envs 32 --num-steps 8 --repeats 1 --iterations 1 "
                                       "--physics masspole=0.05:0.2 --set physics.length=0.6 --json " + json.string());
-  INFO(randomised.output);
+  INFO(randomised.output());
   REQUIRE(randomised.exit_code == 0);
-  CHECK(randomised.output.find("physics: masspole ~ U(0.05, 0.2), length = 0.6") != std::string::npos);
-  const std::string physics_json = read_file(json);
+  CHECK(randomised.output().find("physics: masspole ~ U(0.05, 0.2), length = 0.6") != std::string::npos);
+  const std::string physics_json = read_text(json);
   CHECK(physics_json.find("\"masspole\": [0.05") != std::string::npos);
   CHECK(physics_json.find("\"length\": 0.6") != std::string::npos);
   std::filesystem::remove_all(dir);
@@ -176,11 +154,11 @@ TEST_CASE("surge bench train reports end-to-end env-steps per second", "[train][
 TEST_CASE("surge train --dry-run prints the memory plan and writes nothing", "[train][cli]") {
   const auto dir = fresh_dir("dry");
   const Result r = run_surge("train --device cpu --num-envs 64 --num-steps 8 --dry-run --out " + dir.string());
-  INFO(r.output);
+  INFO(r.output());
   REQUIRE(r.exit_code == 0);
-  CHECK(r.output.find("rollout.obs") != std::string::npos);
-  CHECK(r.output.find("learner.adam_v") != std::string::npos);
-  CHECK(r.output.find("workspace.actor_activations") != std::string::npos);
+  CHECK(r.output().find("rollout.obs") != std::string::npos);
+  CHECK(r.output().find("learner.adam_v") != std::string::npos);
+  CHECK(r.output().find("workspace.actor_activations") != std::string::npos);
   CHECK_FALSE(std::filesystem::exists(dir));
 }
 
@@ -189,10 +167,10 @@ TEST_CASE("surge train with domain randomisation: reported, kept in config.toml 
   const auto dir = fresh_dir("physics");
   const Result r = run_surge("train --scenario cartpole --device cpu --total-steps 512 --set hidden=[8] "
                              "--physics masspole=0.05:0.2 --set physics.length=0.6 --out " + dir.string());
-  INFO(r.output);
+  INFO(r.output());
   REQUIRE(r.exit_code == 0);
-  CHECK(r.output.find("physics: masspole ~ U(0.05, 0.2), length = 0.6") != std::string::npos);
-  const std::string written = read_file(dir / "config.toml");
+  CHECK(r.output().find("physics: masspole ~ U(0.05, 0.2), length = 0.6") != std::string::npos);
+  const std::string written = read_text(dir / "config.toml");
   CHECK(written.find("\n[physics]\nmasspole = [0.05, 0.2]\nlength = 0.6\n") != std::string::npos);
   const surge::rl::TrainConfig config = surge::rl::load_train_config(written, "config.toml", false, "");
   REQUIRE(config.physics.size() == 2);
@@ -203,30 +181,30 @@ TEST_CASE("surge train with domain randomisation: reported, kept in config.toml 
   // config.toml runs again as a config file, and gives the same physics.
   const auto again = fresh_dir("physics_again");
   const Result rerun = run_surge("train --device cpu --config " + (dir / "config.toml").string() + " --out " + again.string());
-  INFO(rerun.output);
+  INFO(rerun.output());
   CHECK(rerun.exit_code == 0);
-  CHECK(read_file(again / "config.toml").find("\n[physics]\nmasspole = [0.05, 0.2]\nlength = 0.6\n") != std::string::npos);
+  CHECK(read_text(again / "config.toml").find("\n[physics]\nmasspole = [0.05, 0.2]\nlength = 0.6\n") != std::string::npos);
   std::filesystem::remove_all(again);
   // eval runs under the physics the policy was trained with, and --physics changes it by name (in
   // builds with HDF5, which writes checkpoints).
   const std::string checkpoint = (dir / "checkpoint.h5").string();
   if (std::filesystem::exists(checkpoint)) {
     const Result trained = run_surge("eval --checkpoint " + checkpoint + " --episodes 8 --device cpu");
-    INFO(trained.output);
+    INFO(trained.output());
     CHECK(trained.exit_code == 0);
-    CHECK(trained.output.find("physics: masspole ~ U(0.05, 0.2), length = 0.6\n") != std::string::npos);
+    CHECK(trained.output().find("physics: masspole ~ U(0.05, 0.2), length = 0.6\n") != std::string::npos);
     const Result heavier = run_surge("eval --checkpoint " + checkpoint + " --episodes 8 --device cpu --physics masspole=0.5");
-    INFO(heavier.output);
+    INFO(heavier.output());
     CHECK(heavier.exit_code == 0);
-    CHECK(heavier.output.find("physics: masspole = 0.5, length = 0.6\n") != std::string::npos);
+    CHECK(heavier.output().find("physics: masspole = 0.5, length = 0.6\n") != std::string::npos);
     const Result bad = run_surge("eval --checkpoint " + checkpoint + " --episodes 8 --device cpu --physics masspole=-1");
     CHECK(bad.exit_code == 2);
-    CHECK(bad.output.find("masspole") != std::string::npos);
-    CHECK(std::count(bad.output.begin(), bad.output.end(), '\n') == 1);
+    CHECK(bad.output().find("masspole") != std::string::npos);
+    CHECK(line_count(bad.output()) == 1);
     // A resumed run keeps the physics it was started with; --physics cannot change it.
     const Result resume = run_surge("train --resume " + checkpoint + " --physics masspole=0.1");
     CHECK(resume.exit_code == 2);
-    CHECK(resume.output.find("--physics") != std::string::npos);
+    CHECK(resume.output().find("--physics") != std::string::npos);
   }
   std::filesystem::remove_all(dir);
 }

@@ -23,37 +23,22 @@
 #include "rl/resume_state.hpp"
 #include "rl/rollout_file.hpp"
 #include "rl/tensorboard.hpp"
+#include "tests/run_surge.hpp"
 #include "tools/cli/io.hpp"
 
 namespace fs = std::filesystem;
 using namespace surge;
+using surge::testing::read_text;
+using surge::testing::Result;
+using surge::testing::run_surge;
 
 namespace {
-
-struct Result {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 fs::path fresh_dir(const std::string& name) {
   const fs::path dir = fs::temp_directory_path() / ("surge_test_train_logs_" + std::to_string(::getpid()) + "_" + name);
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
-}
-
-Result run_surge(const std::string& arguments, const fs::path& scratch) {
-  const fs::path out = scratch / "stdout.txt", err = scratch / "stderr.txt";
-  const std::string command = std::string(SURGE_BINARY) + " " + arguments + " >'" + out.string() + "' 2>'" + err.string() + "' </dev/null";
-  const int status = std::system(command.c_str());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_text(out), read_text(err)};
 }
 
 // A small, quick CartPole run on the CPU: 16 envs x 16 steps per iteration.
@@ -80,7 +65,7 @@ std::vector<std::vector<std::string>> deterministic_metrics(const fs::path& dir)
 
 TEST_CASE("Every metrics.csv column also goes to TensorBoard scalars in DIR/tb", "[train][logs]") {
   const fs::path dir = fresh_dir("tb");
-  const Result r = run_surge(kSmallRun + "--total-steps " + std::to_string(5 * kBatch) + " --out '" + dir.string() + "'", dir);
+  const Result r = run_surge(kSmallRun + "--total-steps " + std::to_string(5 * kBatch) + " --out '" + dir.string() + "'");
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   std::vector<fs::path> files;
@@ -112,8 +97,7 @@ TEST_CASE("Episodes rebuilt from the rollout log agree with the returns the trai
   const fs::path dir = fresh_dir("episodes");
   const std::string log = (dir / "rollouts.h5").string();
   const Result r = run_surge(kSmallRun + "--total-steps " + std::to_string(12 * kBatch) + " --out '" + dir.string() +
-                             "' --log-rollouts '" + log + "' --log-every 1 --log-envs 16 --log-queue 64",
-                         dir);
+                             "' --log-rollouts '" + log + "' --log-every 1 --log-envs 16 --log-queue 64");
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(r.err.find("logged 12 iterations to " + log) != std::string::npos);
@@ -123,7 +107,7 @@ TEST_CASE("Episodes rebuilt from the rollout log agree with the returns the trai
   CHECK(file.attribute("scenario") == std::optional<std::string>("cartpole"));
   CHECK(file.attribute("first_iteration") == std::optional<std::string>("1"));
 
-  const Result episodes = run_surge("h5 episodes '" + log + "' --out '" + (dir / "episodes.csv").string() + "'", dir);
+  const Result episodes = run_surge("h5 episodes '" + log + "' --out '" + (dir / "episodes.csv").string() + "'");
   REQUIRE(episodes.exit_code == 0);
   const cli::CsvTable rebuilt = cli::CsvTable::read((dir / "episodes.csv").string());
   std::map<long, std::pair<double, double>> per_iteration;  // iteration -> (episodes, return sum)
@@ -165,20 +149,17 @@ TEST_CASE("A resumed run is bit-identical to one run straight through", "[train]
   const std::string first = (dir / "first").string(), straight = (dir / "straight").string();
   // N = 4 iterations, stop; resume for the other 4; against 8 in one go. Both log every iteration.
   Result r = run_surge(run_start + total + " --seed 3 --stop-after 4 --out '" + first + "' --log-rollouts '" + first +
-                       "/rollouts.h5' --log-every 1 --log-envs 8 --log-queue 64",
-                   dir);
+                       "/rollouts.h5' --log-every 1 --log-envs 8 --log-queue 64");
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(r.err.find("stopped as asked (--stop-after) after iteration 4 of 8") != std::string::npos);
   r = run_surge("train --device cpu --resume '" + first + "/checkpoint.h5' --log-rollouts '" + first +
-                "/rollouts.h5' --log-every 1 --log-envs 8 --log-queue 64",
-            dir);
+                "/rollouts.h5' --log-every 1 --log-envs 8 --log-queue 64");
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(r.err.find("resumed after iteration 4") != std::string::npos);
   r = run_surge(run_start + total + " --seed 3 --out '" + straight + "' --log-rollouts '" + straight +
-                "/rollouts.h5' --log-every 1 --log-envs 8 --log-queue 64",
-            dir);
+                "/rollouts.h5' --log-every 1 --log-envs 8 --log-queue 64");
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
 
@@ -253,7 +234,7 @@ TEST_CASE("SIGINT stops training at an iteration boundary with everything writte
   CHECK(rl::read_resume_state(out + "/checkpoint.h5").metrics_rows.size() == static_cast<std::size_t>(stopped_at));
 
   // And the run goes on from there.
-  const Result r = run_surge("train --device cpu --resume '" + out + "/checkpoint.h5' --stop-after 2", dir);
+  const Result r = run_surge("train --device cpu --resume '" + out + "/checkpoint.h5' --stop-after 2");
   INFO(r.err);
   CHECK(r.exit_code == 0);
   CHECK(r.err.find("resumed after iteration " + std::to_string(stopped_at)) != std::string::npos);
@@ -262,12 +243,12 @@ TEST_CASE("SIGINT stops training at an iteration boundary with everything writte
 
 TEST_CASE("Resume refuses flags that would change the run, and checkpoints without resume state", "[train][logs]") {
   const fs::path dir = fresh_dir("refuse");
-  Result r = run_surge(kSmallRun + "--total-steps " + std::to_string(2 * kBatch) + " --out '" + dir.string() + "/run'", dir);
+  Result r = run_surge(kSmallRun + "--total-steps " + std::to_string(2 * kBatch) + " --out '" + dir.string() + "/run'");
   REQUIRE(r.exit_code == 0);
-  r = run_surge("train --resume '" + dir.string() + "/run/checkpoint.h5' --num-envs 32", dir);
+  r = run_surge("train --resume '" + dir.string() + "/run/checkpoint.h5' --num-envs 32");
   CHECK(r.exit_code == 2);
   CHECK(r.err.find("--num-envs cannot be given with it") != std::string::npos);
-  r = run_surge("train --resume '" + dir.string() + "/missing.h5'", dir);
+  r = run_surge("train --resume '" + dir.string() + "/missing.h5'");
   CHECK(r.exit_code == 2);
   CHECK(r.err.find("does not exist") != std::string::npos);
 }

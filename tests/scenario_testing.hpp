@@ -19,62 +19,23 @@
 #include "sim/memory.hpp"
 #include "sim/scenario.hpp"
 #include "sim/stream.hpp"
+#include "tests/golden.hpp"
 #include "tests/run_surge.hpp"
 #include "tools/cli/io.hpp"
 
 namespace surge::testing {
 
-// The golden README's tolerance: float32 arithmetic against Gymnasium's float64.
-constexpr double kGoldenAtol = 1e-5;
-constexpr double kGoldenRtol = 1e-5;
 constexpr double kPi = 3.14159265358979323846;
-
-inline double golden_tolerance(double reference) { return kGoldenAtol + kGoldenRtol * std::abs(reference); }
 
 // a - b moved into [-pi, pi]: the distance between two angles.
 inline double angle_difference(double a, double b) { return std::remainder(a - b, 2.0 * kPi); }
 
-// One scenario's golden transitions, as doubles, row-major.
-struct GoldenSet {
-  std::int64_t rows = 0;
-  int state_dim = 0, obs_dim = 0, action_dim = 0;
-  std::vector<double> state;       // [rows][state_dim]
-  std::vector<double> action;      // [rows][action_dim] (discrete: the index)
-  std::vector<double> next_state;  // [rows][state_dim]
-  std::vector<double> obs;         // [rows][obs_dim]
-  std::vector<double> reward;      // [rows]
-  std::vector<int> terminated;     // [rows]
-};
-
+// One scenario's golden transitions, with the checks every scenario test makes of them.
 inline GoldenSet load_golden(const ScenarioSpec& spec) {
-  const cli::CsvTable table = cli::CsvTable::read(std::string(SURGE_GOLDEN_DIR) + "/gymnasium/" + spec.name + ".csv");
-  auto column = [&](const std::string& name) {
-    const int c = table.column(name);
-    INFO("golden column " << name);
-    REQUIRE(c >= 0);
-    return c;
-  };
-  GoldenSet golden;
-  golden.rows = static_cast<std::int64_t>(table.rows.size());
-  golden.state_dim = spec.state_dim;
-  golden.obs_dim = spec.obs_dim;
-  golden.action_dim = spec.action_kind == ActionKind::Discrete ? 1 : spec.action_dim;
-  REQUIRE(golden.action_dim == 1);  // the golden files hold one column `action`
-  std::vector<int> state_columns, next_columns, obs_columns;
-  for (const std::string& name : spec.state_names) {
-    state_columns.push_back(column("s_" + name));
-    next_columns.push_back(column("next_" + name));
-  }
-  for (int k = 0; k < spec.obs_dim; ++k) obs_columns.push_back(column("obs_" + std::to_string(k)));
-  const int action_column = column("action"), reward_column = column("reward"), terminated_column = column("terminated");
-  for (std::int64_t row = 0; row < golden.rows; ++row) {
-    for (int c : state_columns) golden.state.push_back(cli::parse_cell(table, row, c));
-    for (int c : next_columns) golden.next_state.push_back(cli::parse_cell(table, row, c));
-    for (int c : obs_columns) golden.obs.push_back(cli::parse_cell(table, row, c));
-    golden.action.push_back(cli::parse_cell(table, row, action_column));
-    golden.reward.push_back(cli::parse_cell(table, row, reward_column));
-    golden.terminated.push_back(static_cast<int>(cli::parse_cell(table, row, terminated_column)));
-  }
+  const int action_dim = spec.action_kind == ActionKind::Discrete ? 1 : spec.action_dim;
+  REQUIRE(action_dim == 1);  // the golden files hold one column `action`
+  GoldenSet golden = load_golden(spec.name, spec.state_names, spec.obs_dim);
+  REQUIRE(golden.state_dim == spec.state_dim);
   REQUIRE(golden.rows >= 1000);
   return golden;
 }
@@ -171,7 +132,7 @@ inline Transitions step_golden_engine(const std::string& name, const GoldenSet& 
 
 // Every golden row through `surge step --device <device>`, read back from the CSV it writes.
 inline Transitions step_golden_cli(const ScenarioSpec& spec, const GoldenSet& golden, const std::string& device = "cpu") {
-  const std::string input = std::string(SURGE_GOLDEN_DIR) + "/gymnasium/" + spec.name + ".csv";
+  const std::string input = golden_path(spec.name);
   const std::string output = "surge_step_" + spec.name + "_" + device + "_output.csv";  // in the test's working directory
   const Result run =
       run_surge("step --scenario " + spec.name + " --input '" + input + "' --output " + output + " --device " + device);

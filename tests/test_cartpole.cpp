@@ -18,14 +18,14 @@ using surge::CartPole;
 using surge::Device;
 using surge::DeviceBuffer;
 using surge::Stream;
-using surge::test::GoldenTransitions;
-using surge::test::within_golden_tolerance;
+using surge::testing::GoldenSet;
+using surge::testing::within_golden_tolerance;
 
 namespace {
 
 const std::vector<std::string> kStateNames = {"x", "x_dot", "theta", "theta_dot"};
 
-GoldenTransitions load_cartpole_golden() { return surge::test::load_golden("cartpole.csv", kStateNames, CartPole::kObsDim); }
+GoldenSet load_cartpole_golden() { return surge::testing::load_golden("cartpole", kStateNames, CartPole::kObsDim); }
 
 CartPole::Params default_params() {
   CartPole::Params params;
@@ -35,7 +35,7 @@ CartPole::Params default_params() {
 }
 
 // Compares one computed transition with golden row `row`; appends a line per disagreement.
-void compare_row(const GoldenTransitions& golden, std::int64_t row, const float* next_state, const float* obs, float reward,
+void compare_row(const GoldenSet& golden, std::int64_t row, const float* next_state, const float* obs, float reward,
                  std::uint8_t terminated, std::vector<std::string>& failures) {
   auto fail = [&](const std::string& what, double value, double ref) {
     std::ostringstream line;
@@ -63,14 +63,14 @@ void report(const std::vector<std::string>& failures) {
 }  // namespace
 
 TEST_CASE("CartPole's SURGE_HD functions reproduce every golden transition", "[cartpole][golden]") {
-  const GoldenTransitions golden = load_cartpole_golden();
+  const GoldenSet golden = load_cartpole_golden();
   REQUIRE(golden.rows >= 1000);
   const CartPole::Params params = default_params();
   std::vector<std::string> failures;
   for (std::int64_t row = 0; row < golden.rows; ++row) {
     const double* s = &golden.state[row * 4];
     CartPole::State state{static_cast<float>(s[0]), static_cast<float>(s[1]), static_cast<float>(s[2]), static_cast<float>(s[3])};
-    const surge::StepResult result = CartPole::step(state, params, golden.action[row]);
+    const surge::StepResult result = CartPole::step(state, params, static_cast<std::int32_t>(golden.action[row]));
     float obs[CartPole::kObsDim];
     CartPole::observe(state, obs);
     const float next[4] = {state.x, state.x_dot, state.theta, state.theta_dot};
@@ -80,7 +80,7 @@ TEST_CASE("CartPole's SURGE_HD functions reproduce every golden transition", "[c
 }
 
 TEST_CASE("a CPU engine's transition() reproduces every golden transition", "[cartpole][golden][engine]") {
-  const GoldenTransitions golden = load_cartpole_golden();
+  const GoldenSet golden = load_cartpole_golden();
   const std::int64_t n = golden.rows;
   const Device cpu = Device::cpu();
   Stream stream(cpu);
@@ -92,7 +92,7 @@ TEST_CASE("a CPU engine's transition() reproduces every golden transition", "[ca
   DeviceBuffer<std::uint8_t> terminated(cpu, n);
   DeviceBuffer<std::int32_t> actions(cpu, n);
   surge::from_host(states_in.span(), states, stream);
-  surge::from_host(actions.span(), golden.action, stream);
+  surge::from_host(actions.span(), golden.discrete_actions(), stream);
   engine->transition(states_in.cspan(), surge::ActionView{actions.cspan(), {}}, next_states.span(), obs.span(), reward.span(),
                      terminated.span(), stream);
   const auto next_host = surge::to_host(next_states.cspan(), stream);

@@ -200,7 +200,7 @@ TEST_CASE("surge step reports unreadable input and unwritable output without lea
 
 TEST_CASE("surge step on the golden CSV reproduces Gymnasium's transitions", "[cli][step][golden]") {
   Scratch scratch;
-  const std::string golden_csv = surge::test::golden_path("cartpole.csv");
+  const std::string golden_csv = surge::testing::golden_path("cartpole");
   const fs::path output = scratch / "next.csv";
   const Result r = run_surge("step --scenario cartpole --device cpu --input " + quoted(golden_csv) + " --output " +
                              quoted(output.string()));
@@ -209,7 +209,7 @@ TEST_CASE("surge step on the golden CSV reproduces Gymnasium's transitions", "[c
   CHECK_FALSE(any_partial_file(scratch.path()));
 
   const std::vector<std::string> state_names = {"x", "x_dot", "theta", "theta_dot"};
-  const surge::test::GoldenTransitions golden = surge::test::load_golden("cartpole.csv", state_names, 4);
+  const surge::testing::GoldenSet golden = surge::testing::load_golden("cartpole", state_names, 4);
   const surge::cli::CsvTable table = surge::cli::CsvTable::read(output.string());
   const std::vector<std::string> expected_header = {"next_x", "next_x_dot", "next_theta", "next_theta_dot", "obs_0",
                                                     "obs_1",  "obs_2",      "obs_3",      "reward",         "terminated"};
@@ -219,8 +219,8 @@ TEST_CASE("surge step on the golden CSV reproduces Gymnasium's transitions", "[c
   for (std::int64_t row = 0; row < golden.rows; ++row) {
     bool ok = true;
     for (int k = 0; k < 4; ++k) {
-      ok &= surge::test::within_golden_tolerance(surge::cli::parse_cell(table, row, k), golden.next_state[row * 4 + k]);
-      ok &= surge::test::within_golden_tolerance(surge::cli::parse_cell(table, row, 4 + k), golden.obs[row * 4 + k]);
+      ok &= surge::testing::within_golden_tolerance(surge::cli::parse_cell(table, row, k), golden.next_state[row * 4 + k]);
+      ok &= surge::testing::within_golden_tolerance(surge::cli::parse_cell(table, row, 4 + k), golden.obs[row * 4 + k]);
     }
     ok &= surge::cli::parse_cell(table, row, 8) == golden.reward[row];
     ok &= surge::cli::parse_cell(table, row, 9) == golden.terminated[row];

@@ -183,7 +183,7 @@ void compare_counters(Side& cpu, Side& cuda, const TrajectoryComparison& compari
 
 TEST_CASE("CUDA transition() reproduces every golden CartPole transition", "[gpu][golden]") {
   const std::vector<std::string> names = {"x", "x_dot", "theta", "theta_dot"};
-  const surge::test::GoldenTransitions golden = surge::test::load_golden("cartpole.csv", names, kObsDim);
+  const surge::testing::GoldenSet golden = surge::testing::load_golden("cartpole", names, kObsDim);
   const std::int64_t n = golden.rows;
   Stream stream(kCuda);
   auto engine = surge::make_engine("cartpole", kCuda, n, 1);
@@ -192,7 +192,7 @@ TEST_CASE("CUDA transition() reproduces every golden CartPole transition", "[gpu
   DeviceBuffer<std::uint8_t> terminated(kCuda, n);
   DeviceBuffer<std::int32_t> actions(kCuda, n);
   surge::from_host(states_in.span(), states, stream);
-  surge::from_host(actions.span(), golden.action, stream);
+  surge::from_host(actions.span(), golden.discrete_actions(), stream);
   engine->transition(states_in.cspan(), ActionView{actions.cspan(), {}}, next_states.span(), obs.span(), reward.span(),
                      terminated.span(), stream);
   const auto next_host = surge::to_host(next_states.cspan(), stream);
@@ -203,8 +203,8 @@ TEST_CASE("CUDA transition() reproduces every golden CartPole transition", "[gpu
   for (std::int64_t row = 0; row < n; ++row) {
     bool ok = reward_host[row] == golden.reward[row] && terminated_host[row] == golden.terminated[row];
     for (int k = 0; k < 4; ++k) {
-      ok &= surge::test::within_golden_tolerance(next_host[row * 4 + k], golden.next_state[row * 4 + k]);
-      ok &= surge::test::within_golden_tolerance(obs_host[row * 4 + k], golden.obs[row * 4 + k]);
+      ok &= surge::testing::within_golden_tolerance(next_host[row * 4 + k], golden.next_state[row * 4 + k]);
+      ok &= surge::testing::within_golden_tolerance(obs_host[row * 4 + k], golden.obs[row * 4 + k]);
     }
     if (!ok && mismatches++ < 5) UNSCOPED_INFO("row " << row + 1 << " differs from Gymnasium");
   }

@@ -139,9 +139,7 @@ int bench_env(const Args& args) {
         .add("mean_episode_return", episodes.mean_return())
         .add("randomised_physics", run.physics)
         .add("physics", physics_json(spec, physics));
-    AtomicFile file(json_path);
-    file.stream() << json.str() << "\n";
-    file.commit();
+    write_atomically(json_path, json.str() + "\n");
   }
   return 0;
 }

@@ -151,9 +151,7 @@ int run_bench_train(const Args& args) {
       const std::string suffix = device.is_cuda() ? (graph_modes[k] ? "_graph" : "_no_graph") : "";
       json.add("env_steps_per_s" + suffix, results[k].median).add("env_steps_per_s" + suffix + "_runs", results[k].rates);
     }
-    AtomicFile file(json_path);
-    file.stream() << json.str() << "\n";
-    file.commit();
+    write_atomically(json_path, json.str() + "\n");
   }
   return 0;
 }

@@ -144,9 +144,7 @@ int run_plot(const Args& args) {
   panel(svg, 580, 50, 380, 300, "wall time (s)",
         {{"mean return of the iteration", mean_time}, {"mean of the last 100 episodes", last100_time}}, colours);
   svg << "</svg>\n";
-  AtomicFile file(out_path);
-  file.stream() << svg.str();
-  file.commit();
+  write_atomically(out_path, svg.str());
   std::cerr << "surge plot: " << last100_steps.x.size() << " iterations -> " << out_path << "\n";
   return 0;
 }

@@ -9,10 +9,10 @@
 #include "sim/memory_plan.hpp"
 #include "sim/timer.hpp"
 #include "tools/cli/args.hpp"
+#include "tools/cli/bench_report.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/env_bench.hpp"
 #include "tools/cli/gemm_rate.hpp"
-#include "tools/cli/io.hpp"
 #include "tools/cli/train_bench.hpp"
 #include "tools/cli/train_phases.hpp"
 #include "tools/throughput/env_cost.hpp"
@@ -52,8 +52,7 @@ int run_bench_roofline(const Args& args) {
     std::cout << cmd.usage();
     return 0;
   }
-  const std::string what = cmd.get("what");
-  if (what != "env" && what != "train") throw InputError(cmd.complaint("--what '" + what + "' is not one of env, train"));
+  const std::string what = bench_what(cmd);
   const bool train = what == "train";
   const ScenarioSpec& spec = scenario_spec(cmd.get("scenario"));
   const std::int64_t steps = cmd.get_int("steps", 1, 1 << 20);
@@ -62,10 +61,7 @@ int run_bench_roofline(const Args& args) {
   const std::int64_t num_envs_given = cmd.has("num-envs") ? cmd.get_int("num-envs", 1, std::int64_t(1) << 40) : 0;
   const std::int64_t min_env_steps_given = cmd.has("min-env-steps") ? cmd.get_int("min-env-steps", 1, std::int64_t(1) << 40) : 0;
   const std::int64_t gemm_size_given = cmd.has("gemm-size") ? cmd.get_int("gemm-size", 16, 65536) : 0;
-  const std::string json_path = cmd.has("json") ? cmd.get("json") : "";
-  const std::string svg_path = cmd.has("svg") ? cmd.get("svg") : "";
-  if (!json_path.empty()) require_writable(json_path, "JSON report");
-  if (!svg_path.empty()) require_writable(svg_path, "SVG figure");
+  const ReportFiles files(cmd);
   const Device device = resolve_device(cmd.get("device"));
   const bool gpu = device.is_cuda();
 
@@ -105,8 +101,7 @@ int run_bench_roofline(const Args& args) {
   report.device = device.str();
   report.num_envs = num_envs;
   report.steps = steps;
-  report.command = "surge bench roofline";
-  for (const std::string& a : args) report.command += " " + a;
+  report.command = command_line("surge bench roofline", args);
 
   std::cerr << "surge bench roofline: " << what << " of " << spec.name << " on " << device.str() << ", " << num_envs
             << " envs x " << steps << " steps; measuring the ceilings\n";
@@ -148,19 +143,7 @@ int run_bench_roofline(const Args& args) {
 
   std::cout << what << " of " << spec.name << " on " << device.str() << ", " << num_envs << " envs x " << steps << " steps\n"
             << throughput::roofline_table(report);
-  // Both files are rendered before either is written, so a failure leaves neither behind.
-  const std::string json = json_path.empty() ? "" : throughput::roofline_json(report, SURGE_VERSION);
-  const std::string svg = svg_path.empty() ? "" : throughput::roofline_svg(report);
-  if (!json_path.empty()) {
-    AtomicFile file(json_path);
-    file.stream() << json;
-    file.commit();
-  }
-  if (!svg_path.empty()) {
-    AtomicFile file(svg_path);
-    file.stream() << svg;
-    file.commit();
-  }
+  files.write([&] { return throughput::roofline_json(report, SURGE_VERSION); }, [&] { return throughput::roofline_svg(report); });
   return 0;
 }
 

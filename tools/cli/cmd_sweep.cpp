@@ -9,8 +9,8 @@
 #include "sim/error.hpp"
 #include "sim/memory_plan.hpp"
 #include "tools/cli/args.hpp"
+#include "tools/cli/bench_report.hpp"
 #include "tools/cli/commands.hpp"
-#include "tools/cli/io.hpp"
 #include "tools/cli/physics_option.hpp"
 #include "tools/cli/sweep_runner.hpp"
 #include "tools/throughput/knee.hpp"
@@ -26,12 +26,6 @@ namespace {
 using throughput::SweepResult;
 
 bool is_power_of_two(std::int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
-
-std::string join_command(const Args& args) {
-  std::string line = "surge bench sweep";
-  for (const std::string& a : args) line += " " + a;
-  return line;
-}
 
 }  // namespace
 
@@ -69,8 +63,7 @@ int run_bench_sweep(const Args& args) {
     std::cout << cmd.usage();
     return 0;
   }
-  const std::string what = cmd.get("what");
-  if (what != "env" && what != "train") throw InputError(cmd.complaint("--what '" + what + "' is not one of env, train"));
+  const std::string what = bench_what(cmd);
   const ScenarioSpec& spec = scenario_spec(cmd.get("scenario"));
   const std::string mode = cmd.get("mode");
   if (mode != "fused" && mode != "step") throw InputError(cmd.complaint("--mode '" + mode + "' is not one of fused, step"));
@@ -83,10 +76,7 @@ int run_bench_sweep(const Args& args) {
   rule.recommend_fraction = cmd.get_double("recommend-fraction", 0.01, 1.0);
   const int repeats = static_cast<int>(cmd.get_int("repeats", 1, 1000));
   const std::uint64_t seed = cmd.get_u64("seed");
-  const std::string json_path = cmd.has("json") ? cmd.get("json") : "";
-  const std::string svg_path = cmd.has("svg") ? cmd.get("svg") : "";
-  if (!json_path.empty()) require_writable(json_path, "JSON report");
-  if (!svg_path.empty()) require_writable(svg_path, "SVG figure");
+  const ReportFiles files(cmd);
   // Flags are checked before --device is resolved, so bad input is answered the same on every machine.
   const std::int64_t from_given = cmd.has("from") ? cmd.get_int("from", 1, kMaxEnvs) : 0;
   const std::int64_t to_given = cmd.has("to") ? cmd.get_int("to", 1, kMaxEnvs) : 0;
@@ -122,24 +112,12 @@ int run_bench_sweep(const Args& args) {
   settings.seed = seed;
   settings.physics = physics;
   settings.rule = rule;
-  settings.command = join_command(args);
+  settings.command = command_line("surge bench sweep", args);
   const SweepResult result = run_sweep(settings);
 
   std::cout << what << " of " << spec.name << " on " << device.str() << ", T = " << steps << " (" << result.mode << ")\n"
             << throughput::sweep_table(result);
-  // Both files are rendered before either is written, so a failure leaves neither behind.
-  const std::string json = json_path.empty() ? "" : throughput::sweep_json(result, SURGE_VERSION);
-  const std::string svg = svg_path.empty() ? "" : throughput::sweep_svg(result);
-  if (!json_path.empty()) {
-    AtomicFile file(json_path);
-    file.stream() << json;
-    file.commit();
-  }
-  if (!svg_path.empty()) {
-    AtomicFile file(svg_path);
-    file.stream() << svg;
-    file.commit();
-  }
+  files.write([&] { return throughput::sweep_json(result, SURGE_VERSION); }, [&] { return throughput::sweep_svg(result); });
   return 0;
 }
 

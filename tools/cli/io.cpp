@@ -36,6 +36,12 @@ void AtomicFile::commit() {
   committed_ = true;
 }
 
+void write_atomically(const std::string& path, const std::string& text) {
+  AtomicFile file(path);
+  file.stream() << text;
+  file.commit();
+}
+
 void require_writable(const std::string& path, const std::string& what) {
   namespace fs = std::filesystem;
   const fs::path p(path);

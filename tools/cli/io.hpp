@@ -24,6 +24,9 @@ class AtomicFile {
   bool committed_ = false;
 };
 
+// Writes `text` to `path` through an AtomicFile: the whole of it or nothing.
+void write_atomically(const std::string& path, const std::string& text);
+
 // Checks early that `path` can be written, so a long run does not fail at its end.
 void require_writable(const std::string& path, const std::string& what);
 

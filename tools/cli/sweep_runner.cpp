@@ -10,15 +10,12 @@
 #include "sim/memory_plan.hpp"
 #include "tools/cli/env_bench.hpp"
 #include "tools/cli/train_bench.hpp"
+#include "tools/throughput/format.hpp"
 
 namespace surge::cli {
 namespace {
 
-std::string gain_text(double gain) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.3gx", gain);
-  return text;
-}
+std::string gain_text(double gain) { return throughput::format("%.3gx", gain); }
 
 }  // namespace
 

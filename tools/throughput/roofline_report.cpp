@@ -6,20 +6,12 @@
 
 #include "sim/error.hpp"
 #include "tools/cli/json.hpp"
+#include "tools/throughput/format.hpp"
 #include "tools/throughput/svg_chart.hpp"
 
 namespace surge::throughput {
-namespace {
 
 using cli::JsonObject;
-
-std::string format(const char* pattern, double value) {
-  char text[64];
-  std::snprintf(text, sizeof text, pattern, value);
-  return text;
-}
-
-}  // namespace
 
 void place_phases(RooflineReport& report) {
   for (RooflinePhase& phase : report.phases) phase.placement = place_on_roofline(phase.work, phase.seconds, report.ceilings);

@@ -5,18 +5,13 @@
 
 #include "sim/error.hpp"
 #include "tools/cli/json.hpp"
+#include "tools/throughput/format.hpp"
 #include "tools/throughput/svg_chart.hpp"
 
 namespace surge::throughput {
 namespace {
 
 using cli::JsonObject;
-
-std::string format(const char* pattern, double value) {
-  char text[64];
-  std::snprintf(text, sizeof text, pattern, value);
-  return text;
-}
 
 // "65536 (2^16)" for powers of two, else the number.
 std::string envs_text(std::int64_t n) {

@@ -202,6 +202,15 @@ std::int64_t read_int_attribute(hid_t object, const std::string& name) {
   return value;
 }
 
+std::vector<hsize_t> dataset_dims(hid_t dataset) {
+  Handle space(H5Dget_space(dataset), "dataspace");
+  const int rank = H5Sget_simple_extent_ndims(space.get());
+  check(rank, "rank");
+  std::vector<hsize_t> dims(static_cast<std::size_t>(rank));
+  check(H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr), "dimensions");
+  return dims;
+}
+
 namespace {
 herr_t collect_name(hid_t, const char* name, const H5A_info_t*, void* names) {
   static_cast<std::vector<std::string>*>(names)->emplace_back(name);

@@ -65,6 +65,9 @@ class Handle {
   hid_t id_ = H5I_INVALID_HID;
 };
 
+// The current dimensions of a dataset.
+std::vector<hsize_t> dataset_dims(hid_t dataset);
+
 // Attributes on an object (the file's root group or a dataset).
 void write_string_attribute(hid_t object, const std::string& name, const std::string& value);
 void write_strings_attribute(hid_t object, const std::string& name, const std::vector<std::string>& values);

@@ -23,18 +23,9 @@ std::string dtype_name(hid_t type) {
   }
 }
 
-std::vector<hsize_t> dims_of(hid_t dataset) {
-  Handle space(H5Dget_space(dataset), "dataspace");
-  const int rank = H5Sget_simple_extent_ndims(space.get());
-  hdf5::check(rank, "rank");
-  std::vector<hsize_t> dims(static_cast<std::size_t>(rank));
-  hdf5::check(H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr), "dimensions");
-  return dims;
-}
-
 std::vector<std::int64_t> read_all_ints(hid_t file, const char* name, hsize_t max_rows) {
   Handle dataset(H5Dopen2(file, name, H5P_DEFAULT), std::string("open dataset '") + name + "'");
-  std::vector<hsize_t> dims = dims_of(dataset.get());
+  std::vector<hsize_t> dims = hdf5::dataset_dims(dataset.get());
   if (dims.size() != 1) throw Error(std::string("dataset '") + name + "' is not one-dimensional");
   const hsize_t rows = std::min(dims[0], max_rows);
   std::vector<std::int64_t> values(rows);
@@ -180,7 +171,7 @@ std::vector<DatasetInfo> RolloutFile::datasets() const {
     info.name = name;
     Handle type(H5Dget_type(dataset.get()), "type of '" + name + "'");
     info.dtype = dtype_name(type.get());
-    for (hsize_t d : dims_of(dataset.get())) info.shape.push_back(static_cast<std::int64_t>(d));
+    for (hsize_t d : hdf5::dataset_dims(dataset.get())) info.shape.push_back(static_cast<std::int64_t>(d));
     Handle properties(H5Dget_create_plist(dataset.get()), "properties of '" + name + "'");
     if (H5Pget_layout(properties.get()) == H5D_CHUNKED) {
       std::vector<hsize_t> chunk(info.shape.size());
@@ -224,7 +215,7 @@ DatasetValues RolloutFile::read(const std::string& name, std::optional<std::int6
     throw InputError("'" + path_ + "' has no dataset '" + name + "'; it has " + joined(names));
   hdf5::Lock lock;
   Handle dataset(H5Dopen2(static_cast<hid_t>(file_id_), name.c_str(), H5P_DEFAULT), "open dataset '" + name + "'");
-  const std::vector<hsize_t> dims = dims_of(dataset.get());
+  const std::vector<hsize_t> dims = hdf5::dataset_dims(dataset.get());
   std::vector<hsize_t> start(dims.size(), 0), count = dims;
   const bool per_iteration = name != kEnvIdDataset && !dims.empty();
   if (per_iteration) {

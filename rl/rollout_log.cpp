@@ -46,6 +46,7 @@ const char* log_dtype_name(LogDtype dtype) {
 
 namespace {
 
+using hdf5::dataset_dims;
 using hdf5::Handle;
 
 hid_t memory_type(LogDtype dtype) {
@@ -127,16 +128,6 @@ Handle create_extendable(hid_t file, const std::string& name, LogDtype dtype, co
   Handle properties = creation_properties(chunk_dims(row, log_dtype_size(dtype), env_axis), deflate_level);
   return Handle(H5Dcreate2(file, name.c_str(), file_type(dtype), space.get(), H5P_DEFAULT, properties.get(), H5P_DEFAULT),
                 "create dataset '" + name + "'");
-}
-
-// The current dimensions of a dataset.
-std::vector<hsize_t> dataset_dims(hid_t dataset) {
-  Handle space(H5Dget_space(dataset), "dataspace");
-  const int rank = H5Sget_simple_extent_ndims(space.get());
-  hdf5::check(rank, "rank");
-  std::vector<hsize_t> dims(static_cast<std::size_t>(rank));
-  hdf5::check(H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr), "dimensions");
-  return dims;
 }
 
 // Writes one row (everything after the iteration axis) at index `row_index`, growing the dataset.

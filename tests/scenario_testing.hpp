@@ -383,6 +383,14 @@ inline EpisodeAudit audit_episodes(const PolicyRun& run, const ScenarioSpec& spe
   return audit;
 }
 
+// Every episode ran out of time: `episodes` of them ended, each truncated at exactly `time_limit` steps.
+inline void check_all_truncated(const EpisodeAudit& audit, std::int64_t episodes, std::int64_t time_limit) {
+  CHECK(audit.ended == episodes);
+  CHECK(audit.terminated == 0);
+  CHECK(audit.truncated == episodes);
+  for (auto length : audit.lengths) CHECK(length == time_limit);
+}
+
 // The engine's own tally must agree with the audit of the flags and rewards.
 inline void check_episode_stats(Engine& engine, const EpisodeAudit& audit) {
   Stream stream(engine.device());

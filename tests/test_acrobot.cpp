@@ -81,10 +81,7 @@ TEST_CASE("acrobot left hanging truncates at exactly 500 steps and resets", "[ac
   auto engine = make_engine("acrobot", Device::cpu(), 16, 13);
   const PolicyRun run = run_policy(*engine, 1100, hang);
   const EpisodeAudit audit = audit_episodes(run, spec(), is_reset_obs);
-  CHECK(audit.ended == 2 * 16);
-  CHECK(audit.terminated == 0);
-  CHECK(audit.truncated == 2 * 16);
-  for (auto length : audit.lengths) CHECK(length == 500);
+  check_all_truncated(audit, 2 * 16, 500);
   CHECK(audit.return_sum == -500.0 * 2 * 16);
   check_episode_stats(*engine, audit);
 }

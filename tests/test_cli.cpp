@@ -53,6 +53,7 @@ class Scratch {
   }
   fs::path operator/(const std::string& name) const { return path_ / name; }
   const fs::path& path() const { return path_; }
+
  private:
   fs::path path_;
 };
@@ -64,6 +65,23 @@ bool any_partial_file(const fs::path& folder) {
   for (const auto& entry : fs::recursive_directory_iterator(folder))
     if (entry.path().filename().string().find(".partial.") != std::string::npos) return true;
   return false;
+}
+
+// `surge step` on an input file holding `csv`: exit code 2, one line on stderr naming each of `named`,
+// nothing on stdout, and neither the output nor a partial one left behind.
+void check_step_refuses(const std::string& scenario, const std::string& csv, const std::vector<std::string>& named) {
+  Scratch scratch;
+  const fs::path input = scratch / "in.csv", output = scratch / "out.csv";
+  write_text(input, csv);
+  const Result r = run_surge("step --scenario " + scenario + " --device cpu --input " + quoted(input.string()) + " --output " +
+                             quoted(output.string()));
+  INFO("stderr: " << r.err);
+  CHECK(r.exit_code == 2);
+  CHECK(is_one_line(r.err));
+  for (const std::string& word : named) CHECK(r.err.find(word) != std::string::npos);
+  CHECK_FALSE(fs::exists(output));
+  CHECK_FALSE(any_partial_file(scratch.path()));
+  CHECK(r.out.empty());
 }
 
 const char* kHeader = "s_x,s_x_dot,s_theta,s_theta_dot,action\n";
@@ -140,18 +158,7 @@ TEST_CASE("surge step rejects bad input with one line, exit 2 and no output", "[
   };
   for (const Case& c : cases) {
     INFO(c.name);
-    Scratch scratch;
-    const fs::path input = scratch / "in.csv", output = scratch / "out.csv";
-    write_text(input, c.csv);
-    const Result r = run_surge("step --scenario cartpole --device cpu --input " + quoted(input.string()) + " --output " +
-                               quoted(output.string()));
-    INFO("stderr: " << r.err);
-    CHECK(r.exit_code == 2);
-    CHECK(is_one_line(r.err));
-    for (const std::string& word : c.named) CHECK(r.err.find(word) != std::string::npos);
-    CHECK_FALSE(fs::exists(output));
-    CHECK_FALSE(any_partial_file(scratch.path()));
-    CHECK(r.out.empty());
+    check_step_refuses("cartpole", c.csv, c.named);
   }
 }
 
@@ -303,17 +310,7 @@ TEST_CASE("surge step rejects actions of the wrong kind for the scenario", "[cli
   };
   for (const Case& c : cases) {
     INFO(c.scenario << ": " << c.csv);
-    Scratch scratch;
-    const fs::path input = scratch / "in.csv", output = scratch / "out.csv";
-    write_text(input, c.csv);
-    const Result r = run_surge(std::string("step --scenario ") + c.scenario + " --device cpu --input " +
-                               quoted(input.string()) + " --output " + quoted(output.string()));
-    INFO("stderr: " << r.err);
-    CHECK(r.exit_code == 2);
-    CHECK(is_one_line(r.err));
-    for (const std::string& word : c.named) CHECK(r.err.find(word) != std::string::npos);
-    CHECK_FALSE(fs::exists(output));
-    CHECK_FALSE(any_partial_file(scratch.path()));
+    check_step_refuses(c.scenario, c.csv, c.named);
   }
 }
 

@@ -40,10 +40,7 @@ TEST_CASE("mountain_car left to coast truncates at exactly 200 steps and resets"
   auto engine = make_engine("mountain_car", Device::cpu(), 32, 3);
   const PolicyRun run = run_policy(*engine, 450, coast);
   const EpisodeAudit audit = audit_episodes(run, spec(), is_reset_obs);
-  CHECK(audit.ended == 2 * 32);
-  CHECK(audit.terminated == 0);
-  CHECK(audit.truncated == 2 * 32);
-  for (auto length : audit.lengths) CHECK(length == 200);
+  check_all_truncated(audit, 2 * 32, 200);
   CHECK(audit.return_sum == -200.0 * 2 * 32);
   check_episode_stats(*engine, audit);
 }

@@ -47,10 +47,7 @@ TEST_CASE("mountain_car_continuous left idle truncates at exactly 999 steps and 
   auto engine = make_engine("mountain_car_continuous", Device::cpu(), 8, 9);
   const PolicyRun run = run_policy(*engine, 2100, idle);
   const EpisodeAudit audit = audit_episodes(run, spec(), is_reset_obs);
-  CHECK(audit.ended == 2 * 8);
-  CHECK(audit.terminated == 0);
-  CHECK(audit.truncated == 2 * 8);
-  for (auto length : audit.lengths) CHECK(length == 999);
+  check_all_truncated(audit, 2 * 8, 999);
   CHECK(audit.return_sum == 0.0);
   check_episode_stats(*engine, audit);
 }

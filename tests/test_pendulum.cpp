@@ -56,10 +56,7 @@ TEST_CASE("pendulum never terminates and truncates at exactly 200 steps", "[pend
   auto engine = make_engine("pendulum", Device::cpu(), 32, 7);
   const PolicyRun run = run_policy(*engine, 450, swing);
   const EpisodeAudit audit = audit_episodes(run, spec(), is_reset_obs);
-  CHECK(audit.ended == 2 * 32);
-  CHECK(audit.terminated == 0);
-  CHECK(audit.truncated == 2 * 32);
-  for (auto length : audit.lengths) CHECK(length == 200);
+  check_all_truncated(audit, 2 * 32, 200);
   // Each step costs at most pi^2 + 0.1 * 8^2 + 0.001 * 2^2 (the clipped torque).
   const float worst_reward = -static_cast<float>(kPi * kPi + 6.4 + 0.004);
   for (float reward : run.reward) {

@@ -78,6 +78,49 @@ void advantage_sums(const Stream& stream, const PpoLossConfig& config, const Min
       scratch, advantage_stats);
 }
 
+// What each sample's loss reads besides its policy head, copied out of the config and the minibatch
+// before the kernel so that its lambda captures plain values; the per-sample steps both heads share.
+template <class Scalar>
+struct SampleLoss {
+  std::int64_t batch;
+  const Scalar* advantage;    // [B]
+  const Scalar* old_logprob;  // [B]
+  const Scalar* old_value;    // [B]
+  const Scalar* returns;      // [B]
+  const double* stats;        // [2] the advantage sums when norm_adv
+  bool norm_adv, clip_vloss;
+  Scalar clip, ent_coef, vf_coef, inv_batch;
+
+  // The clipped surrogate of sample i, given log(pi(a|s) / pi_old(a|s)).
+  SURGE_HD Surrogate<Scalar> surrogate(std::int64_t i, Scalar log_ratio) const {
+    return clipped_surrogate(normalised_advantage(advantage[i], norm_adv, stats, batch), log_ratio, clip, inv_batch);
+  }
+
+  // Sample i's value loss: writes dloss/dv, then adds all of its terms to `acc`.
+  SURGE_HD void finish(std::int64_t i, Scalar value, Scalar* d_values, const Surrogate<Scalar>& surrogate, Scalar entropy,
+                       Scalar log_ratio, double* acc) const {
+    const auto term = value_term(value, old_value[i], returns[i], clip_vloss, clip);
+    d_values[i] = vf_coef * inv_batch * term.d_v;
+    add_terms(acc, surrogate.policy, term.loss, entropy, surrogate.ratio, log_ratio, clip);
+  }
+};
+
+template <class Scalar>
+SampleLoss<Scalar> sample_loss(const PpoLossConfig& config, const MinibatchView<Scalar>& minibatch, const double* advantage_stats) {
+  return {minibatch.size,
+          minibatch.advantage,
+          minibatch.old_logprob,
+          minibatch.old_value,
+          minibatch.returns,
+          advantage_stats,
+          config.norm_adv,
+          config.clip_vloss,
+          static_cast<Scalar>(config.clip_coef),
+          static_cast<Scalar>(config.ent_coef),
+          static_cast<Scalar>(config.vf_coef),
+          Scalar(1) / static_cast<Scalar>(minibatch.size)};
+}
+
 }  // namespace detail
 
 template <class Scalar>
@@ -85,28 +128,19 @@ void ppo_loss(const Stream& stream, const PpoLossConfig& config, const Minibatch
               const Scalar* logits, const Scalar* values, double* advantage_stats, double* scratch, Scalar* d_logits,
               Scalar* d_values, double* terms) {
   detail::advantage_sums(stream, config, minibatch, advantage_stats, scratch);
-  const std::int64_t batch = minibatch.size;
-  const Scalar* advantage = minibatch.advantage;
+  const detail::SampleLoss<Scalar> sample = detail::sample_loss(config, minibatch, advantage_stats);
   const std::int32_t* actions = minibatch.actions;
-  const Scalar* old_logprob = minibatch.old_logprob;
-  const Scalar* old_value = minibatch.old_value;
-  const Scalar* returns = minibatch.returns;
-  const double* stats = advantage_stats;
-  const bool norm_adv = config.norm_adv, clip_vloss = config.clip_vloss;
-  const Scalar clip = static_cast<Scalar>(config.clip_coef);
-  const Scalar ent_coef = static_cast<Scalar>(config.ent_coef), vf_coef = static_cast<Scalar>(config.vf_coef);
-  const Scalar inv_batch = Scalar(1) / static_cast<Scalar>(batch);
+  const Scalar ent_coef = sample.ent_coef, inv_batch = sample.inv_batch;
   const int count = num_actions;
   parallel_reduce<kLossTermCount>(
-      stream, batch,
+      stream, minibatch.size,
       [=] SURGE_HD(std::int64_t i, double* acc) {
         const Scalar* row = logits + i * count;
         const Scalar log_z = log_partition(row, count);
         const Scalar entropy = categorical_entropy(row, count, log_z);
         const int action = actions[i];
-        const Scalar log_ratio = row[action] - log_z - old_logprob[i];
-        const Scalar adv = detail::normalised_advantage(advantage[i], norm_adv, stats, batch);
-        const auto surrogate = detail::clipped_surrogate(adv, log_ratio, clip, inv_batch);
+        const Scalar log_ratio = row[action] - log_z - sample.old_logprob[i];
+        const auto surrogate = sample.surrogate(i, log_ratio);
         for (int k = 0; k < count; ++k) {
           const Scalar log_p = row[k] - log_z;
           const Scalar p = scalar_exp(log_p);
@@ -114,9 +148,7 @@ void ppo_loss(const Stream& stream, const PpoLossConfig& config, const Minibatch
           const Scalar d_entropy = -p * (log_p + entropy);  // dH/dlogit_k
           d_logits[i * count + k] = d_policy - ent_coef * inv_batch * d_entropy;
         }
-        const auto value = detail::value_term(values[i], old_value[i], returns[i], clip_vloss, clip);
-        d_values[i] = vf_coef * inv_batch * value.d_v;
-        detail::add_terms(acc, surrogate.policy, value.loss, entropy, surrogate.ratio, log_ratio, clip);
+        sample.finish(i, values[i], d_values, surrogate, entropy, log_ratio, acc);
       },
       scratch, terms);
 }
@@ -128,27 +160,18 @@ void gaussian_ppo_loss(const Stream& stream, const PpoLossConfig& config, const 
                        Scalar* d_values, double* terms) {
   SURGE_CHECK(minibatch.continuous_actions != nullptr, "a Gaussian policy's minibatch needs its continuous actions");
   detail::advantage_sums(stream, config, minibatch, advantage_stats, scratch);
-  const std::int64_t batch = minibatch.size;
-  const Scalar* advantage = minibatch.advantage;
+  const detail::SampleLoss<Scalar> sample = detail::sample_loss(config, minibatch, advantage_stats);
   const Scalar* actions = minibatch.continuous_actions;
-  const Scalar* old_logprob = minibatch.old_logprob;
-  const Scalar* old_value = minibatch.old_value;
-  const Scalar* returns = minibatch.returns;
-  const double* stats = advantage_stats;
-  const bool norm_adv = config.norm_adv, clip_vloss = config.clip_vloss;
-  const Scalar clip = static_cast<Scalar>(config.clip_coef);
-  const Scalar ent_coef = static_cast<Scalar>(config.ent_coef), vf_coef = static_cast<Scalar>(config.vf_coef);
-  const Scalar inv_batch = Scalar(1) / static_cast<Scalar>(batch);
+  const Scalar ent_coef = sample.ent_coef, inv_batch = sample.inv_batch;
   const int dims = action_dim;
   parallel_reduce<kLossTermCount>(
-      stream, batch,
+      stream, minibatch.size,
       [=] SURGE_HD(std::int64_t i, double* acc) {
         const Scalar* mean = means + i * dims;
         const Scalar* action = actions + i * dims;
         const Scalar entropy = gaussian_entropy(log_std, dims);
-        const Scalar log_ratio = gaussian_log_prob(action, mean, log_std, dims) - old_logprob[i];
-        const Scalar adv = detail::normalised_advantage(advantage[i], norm_adv, stats, batch);
-        const auto surrogate = detail::clipped_surrogate(adv, log_ratio, clip, inv_batch);
+        const Scalar log_ratio = gaussian_log_prob(action, mean, log_std, dims) - sample.old_logprob[i];
+        const auto surrogate = sample.surrogate(i, log_ratio);
         for (int k = 0; k < dims; ++k) {
           // z = (a - mean) / sigma: dlogp/dmean = z / sigma, dlogp/dlog_std = z^2 - 1, dH/dlog_std = 1.
           const Scalar inv_sigma = scalar_exp(-log_std[k]);
@@ -156,9 +179,7 @@ void gaussian_ppo_loss(const Stream& stream, const PpoLossConfig& config, const 
           d_means[i * dims + k] = surrogate.d_logp * z * inv_sigma;
           d_log_std_rows[i * dims + k] = surrogate.d_logp * (z * z - Scalar(1)) - ent_coef * inv_batch;
         }
-        const auto value = detail::value_term(values[i], old_value[i], returns[i], clip_vloss, clip);
-        d_values[i] = vf_coef * inv_batch * value.d_v;
-        detail::add_terms(acc, surrogate.policy, value.loss, entropy, surrogate.ratio, log_ratio, clip);
+        sample.finish(i, values[i], d_values, surrogate, entropy, log_ratio, acc);
       },
       scratch, terms);
 }

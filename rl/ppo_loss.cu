@@ -106,19 +106,11 @@ struct SampleLoss {
 };
 
 template <class Scalar>
-SampleLoss<Scalar> sample_loss(const PpoLossConfig& config, const MinibatchView<Scalar>& minibatch, const double* advantage_stats) {
-  return {minibatch.size,
-          minibatch.advantage,
-          minibatch.old_logprob,
-          minibatch.old_value,
-          minibatch.returns,
-          advantage_stats,
-          config.norm_adv,
-          config.clip_vloss,
-          static_cast<Scalar>(config.clip_coef),
-          static_cast<Scalar>(config.ent_coef),
-          static_cast<Scalar>(config.vf_coef),
-          Scalar(1) / static_cast<Scalar>(minibatch.size)};
+SampleLoss<Scalar> sample_loss(const PpoLossConfig& config, const MinibatchView<Scalar>& minibatch,
+                               const double* advantage_stats) {
+  return {minibatch.size, minibatch.advantage, minibatch.old_logprob, minibatch.old_value, minibatch.returns, advantage_stats,
+          config.norm_adv, config.clip_vloss, static_cast<Scalar>(config.clip_coef), static_cast<Scalar>(config.ent_coef),
+          static_cast<Scalar>(config.vf_coef), Scalar(1) / static_cast<Scalar>(minibatch.size)};
 }
 
 }  // namespace detail

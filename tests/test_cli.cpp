@@ -3,7 +3,6 @@
 // JSON of `surge bench env`.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -16,6 +15,7 @@
 #include "sim/device.hpp"
 #include "tests/golden.hpp"
 #include "tests/run_surge.hpp"
+#include "tests/scratch_folder.hpp"
 #include "tools/cli/io.hpp"
 
 namespace fs = std::filesystem;
@@ -26,6 +26,7 @@ using surge::testing::line_count;
 using surge::testing::read_text;
 using surge::testing::Result;
 using surge::testing::run_surge;
+using surge::testing::ScratchFolder;
 
 void write_text(const fs::path& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);
@@ -38,25 +39,6 @@ std::string quoted(const std::string& text) {
   return q + "'";
 }
 
-// A scratch folder for one test case, removed when the case ends.
-class Scratch {
- public:
-  Scratch() {
-    static int counter = 0;
-    path_ = fs::temp_directory_path() / ("surge_test_cli_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~Scratch() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  fs::path operator/(const std::string& name) const { return path_ / name; }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 // One line, ending in a newline, with something on it.
 bool is_one_line(const std::string& text) { return line_count(text) == 1 && text.size() > 1 && text.back() == '\n'; }
@@ -70,7 +52,7 @@ bool any_partial_file(const fs::path& folder) {
 // `surge step` on an input file holding `csv`: exit code 2, one line on stderr naming each of `named`,
 // nothing on stdout, and neither the output nor a partial one left behind.
 void check_step_refuses(const std::string& scenario, const std::string& csv, const std::vector<std::string>& named) {
-  Scratch scratch;
+  ScratchFolder scratch("cli");
   const fs::path input = scratch / "in.csv", output = scratch / "out.csv";
   write_text(input, csv);
   const Result r = run_surge("step --scenario " + scenario + " --device cpu --input " + quoted(input.string()) + " --output " +
@@ -163,7 +145,7 @@ TEST_CASE("surge step rejects bad input with one line, exit 2 and no output", "[
 }
 
 TEST_CASE("surge step reports unreadable input and unwritable output without leaving files", "[cli][step]") {
-  Scratch scratch;
+  ScratchFolder scratch("cli");
   const fs::path input = scratch / "in.csv", output = scratch / "out.csv";
   write_text(input, std::string(kHeader) + kGoodRow);
   const auto step = [&](const fs::path& in, const fs::path& out) {
@@ -188,7 +170,7 @@ TEST_CASE("surge step reports unreadable input and unwritable output without lea
     CHECK_FALSE(fs::exists(output));
   }
   SECTION("an output in a folder that does not exist") {
-    const fs::path nowhere = scratch / "no_such_folder" / "out.csv";
+    const fs::path nowhere = scratch.path() / "no_such_folder" / "out.csv";
     const Result r = step(input, nowhere);
     CHECK(r.exit_code == 2);
     CHECK(is_one_line(r.err));
@@ -206,7 +188,7 @@ TEST_CASE("surge step reports unreadable input and unwritable output without lea
 }
 
 TEST_CASE("surge step on the golden CSV reproduces Gymnasium's transitions", "[cli][step][golden]") {
-  Scratch scratch;
+  ScratchFolder scratch("cli");
   const std::string golden_csv = surge::testing::golden_path("cartpole");
   const fs::path output = scratch / "next.csv";
   const Result r = run_surge("step --scenario cartpole --device cpu --input " + quoted(golden_csv) + " --output " +
@@ -237,7 +219,7 @@ TEST_CASE("surge step on the golden CSV reproduces Gymnasium's transitions", "[c
 }
 
 TEST_CASE("surge bench env writes the promised JSON", "[cli][bench]") {
-  Scratch scratch;
+  ScratchFolder scratch("cli");
   const fs::path json_path = scratch / "bench.json";
   const Result r = run_surge("bench env --device cpu --num-envs 256 --steps 8 --repeats 2 --json " + quoted(json_path.string()));
   INFO("stderr: " << r.err);
@@ -262,8 +244,8 @@ TEST_CASE("surge bench env writes the promised JSON", "[cli][bench]") {
   CHECK(r.out.find("env-steps/s") != std::string::npos);
 
   SECTION("a JSON path in a missing folder is refused before anything runs") {
-    const Result bad =
-        run_surge("bench env --device cpu --num-envs 16 --steps 2 --repeats 1 --json " + quoted((scratch / "nope" / "b.json").string()));
+    const std::string missing = (scratch.path() / "nope" / "b.json").string();
+    const Result bad = run_surge("bench env --device cpu --num-envs 16 --steps 2 --repeats 1 --json " + quoted(missing));
     CHECK(bad.exit_code == 2);
     CHECK(is_one_line(bad.err));
     CHECK(bad.err.find("nope") != std::string::npos);
@@ -271,7 +253,7 @@ TEST_CASE("surge bench env writes the promised JSON", "[cli][bench]") {
 }
 
 TEST_CASE("--device cuda without a usable GPU is bad input", "[cli][device]") {
-  Scratch scratch;
+  ScratchFolder scratch("cli");
   const surge::CudaStatus& cuda = surge::cuda_status();
   const Result r = run_surge("bench env --device cuda --num-envs 256 --steps 8 --repeats 1");
   if (cuda.usable) {
@@ -285,7 +267,7 @@ TEST_CASE("--device cuda without a usable GPU is bad input", "[cli][device]") {
   CHECK(r.err.find("--device cuda") != std::string::npos);
   CHECK(r.err.find("--device cpu") != std::string::npos);  // the way out
   const Result step = run_surge("step --scenario cartpole --device cuda --input x.csv --output " +
-                                quoted((scratch / "out.csv").string()));
+                                quoted(scratch / "out.csv"));
   CHECK(step.exit_code == 2);
   CHECK(is_one_line(step.err));
   CHECK_FALSE(fs::exists(scratch / "out.csv"));
@@ -315,8 +297,8 @@ TEST_CASE("surge step rejects actions of the wrong kind for the scenario", "[cli
 }
 
 TEST_CASE("an unknown scenario gets the list of known ones from every command", "[cli]") {
-  Scratch scratch;
-  const std::string out = quoted((scratch / "out").string());
+  ScratchFolder scratch("cli");
+  const std::string out = quoted(scratch / "out");
   const std::vector<std::string> commands = {
       "step --scenario nosuch --device cpu --input x.csv --output " + out, "bench env --scenario nosuch --device cpu",
       "bench train --scenario nosuch --device cpu", "bench sweep --scenario nosuch --device cpu",
@@ -333,7 +315,7 @@ TEST_CASE("an unknown scenario gets the list of known ones from every command", 
 }
 
 TEST_CASE("surge step --physics: fixed values and per-row draws, each row's value in the output", "[cli][step][physics]") {
-  Scratch scratch;
+  ScratchFolder scratch("cli");
   const fs::path input = scratch / "in.csv", output = scratch / "out.csv";
   // Pendulum: theta_dot' = theta_dot + (3 g / (2 l) sin(theta) + 3 / (m l^2) u) dt, as Gymnasium steps it.
   std::string csv = "s_theta,s_theta_dot,action\n";
@@ -399,7 +381,7 @@ TEST_CASE("bad --physics is one line, exit code 2 and nothing written, on every 
       {"masspole", {"--physics", "NAME=VALUE"}},
   };
   for (const Case& c : cases) {
-    Scratch scratch;
+    ScratchFolder scratch("cli");
     const fs::path input = scratch / "in.csv", output = scratch / "out.csv", json = scratch / "b.json";
     write_text(input, std::string(kHeader) + kGoodRow);
     const std::string physics = " --physics " + quoted(c.physics);
@@ -408,7 +390,7 @@ TEST_CASE("bad --physics is one line, exit code 2 and nothing written, on every 
         "bench env --device cpu --num-envs 16 --steps 2 --repeats 1 --json " + quoted(json.string()) + physics,
         "bench train --device cpu --num-envs 16 --num-steps 4 --repeats 1 --iterations 1 --json " + quoted(json.string()) + physics,
         "bench sweep --device cpu --from 16 --to 32 --steps 2 --repeats 1 --json " + quoted(json.string()) + physics,
-        "train --device cpu --total-steps 512 --out " + quoted((scratch / "run").string()) + physics,
+        "train --device cpu --total-steps 512 --out " + quoted(scratch / "run") + physics,
     };
     for (const std::string& arguments : commands) {
       const Result r = run_surge(arguments);
@@ -425,7 +407,7 @@ TEST_CASE("bad --physics is one line, exit code 2 and nothing written, on every 
 }
 
 TEST_CASE("surge bench env reports the randomised physics on stdout and in its JSON", "[cli][bench][physics]") {
-  Scratch scratch;
+  ScratchFolder scratch("cli");
   const fs::path json_path = scratch / "bench.json";
   const Result r = run_surge("bench env --scenario acrobot --device cpu --num-envs 64 --steps 8 --repeats 1 "
                              "--physics link_mass_2=0.5:1.5 --physics gravity=9 --json " + quoted(json_path.string()));

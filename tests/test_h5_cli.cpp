@@ -3,7 +3,6 @@
 // bad input answered with one line and exit code 2.
 #include <catch2/catch.hpp>
 #include <hdf5.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -14,6 +13,7 @@
 #include <vector>
 
 #include "tests/run_surge.hpp"
+#include "tests/scratch_folder.hpp"
 #include "tests/synthetic_rollout.hpp"
 
 namespace fs = std::filesystem;
@@ -21,29 +21,14 @@ using surge::testing::read_text;
 using surge::testing::Result;
 using surge::testing::run_program;
 using surge::testing::run_surge;
+using surge::testing::ScratchFolder;
 using surge::testing::SyntheticRollout;
 
 namespace {
 
-class Scratch {
- public:
-  Scratch() : path_(fs::temp_directory_path() / ("surge_test_h5_cli_" + std::to_string(::getpid()))) {
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~Scratch() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
-
 // One log shared by the cases: iterations 0..7, every second one logged.
-const Scratch& scratch() {
-  static Scratch instance;
+const ScratchFolder& scratch() {
+  static ScratchFolder instance("h5_cli");
   static const bool written = [] {
     const Result r = run_program(SURGE_ROLLOUT_LOG_SAMPLE, "'" + instance / "log.h5" + "' 8 2 paced");
     return r.exit_code == 0;
@@ -172,7 +157,7 @@ REQUIRE(r.exit_code == 0);
 }
 
 TEST_CASE("surge h5 answers bad input with one line and exit code 2", "[h5_cli]") {
-  const Scratch& s = scratch();
+  const ScratchFolder& s = scratch();
   const std::string log = "'" + s / "log.h5" + "'";
   check_one_line_error(run_surge("h5 info '" + s / "missing.h5" + "'"), "no such file");
   std::ofstream(s / "text.h5") << "x,y\n1,2\n";

@@ -5,7 +5,6 @@
 #include <catch2/catch.hpp>
 #include <hdf5.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -28,6 +27,7 @@
 #include "sim/error.hpp"
 #include "sim/stream.hpp"
 #include "tests/run_surge.hpp"
+#include "tests/scratch_folder.hpp"
 #include "tests/synthetic_rollout.hpp"
 
 namespace fs = std::filesystem;
@@ -35,26 +35,10 @@ using namespace surge;
 using namespace surge::rl;
 using surge::testing::Result;
 using surge::testing::run_program;
+using surge::testing::ScratchFolder;
 using surge::testing::SyntheticRollout;
 
 namespace {
-
-class ScratchFolder {
- public:
-  explicit ScratchFolder(const std::string& name)
-      : path_(fs::temp_directory_path() / ("surge_test_rollout_log_" + std::to_string(::getpid()) + "_" + name)) {
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~ScratchFolder() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
 
 // ---- direct HDF5 C API reads, independent of rl/rollout_file ----------------------------------
 
@@ -172,7 +156,7 @@ void check_synthetic_rows(hid_t file, const std::vector<std::int64_t>& iteration
 
 TEST_CASE("Logged rollouts read back through the HDF5 C API", "[rollout_log]") {
   using S = SyntheticRollout;
-  ScratchFolder scratch("readback");
+  ScratchFolder scratch("rollout_log_readback");
   const std::string path = scratch / "log.h5";
   const RolloutLogStats stats = write_synthetic(path, 10, 2);
   CHECK(stats.written == 5);
@@ -214,7 +198,7 @@ TEST_CASE("Logged rollouts read back through the HDF5 C API", "[rollout_log]") {
 }
 
 TEST_CASE("Our reader agrees with the file and describes it", "[rollout_log]") {
-  ScratchFolder scratch("reader");
+  ScratchFolder scratch("rollout_log_reader");
   const std::string path = scratch / "log.h5";
   write_synthetic(path, 5, 1);
   const RolloutFile file(path);
@@ -244,7 +228,7 @@ TEST_CASE("Our reader agrees with the file and describes it", "[rollout_log]") {
 }
 
 TEST_CASE("The reader refuses files that are missing, not HDF5, or not ours", "[rollout_log]") {
-  ScratchFolder scratch("refuse");
+  ScratchFolder scratch("rollout_log_refuse");
   CHECK_THROWS_AS(RolloutFile(scratch / "missing.h5"), InputError);
   CHECK_THROWS_WITH(RolloutFile(scratch / "missing.h5"), Catch::Contains("no such file"));
   std::ofstream(scratch / "text.h5") << "not hdf5\n";
@@ -259,7 +243,7 @@ TEST_CASE("The reader refuses files that are missing, not HDF5, or not ours", "[
 
 TEST_CASE("A writer that falls behind drops whole iterations and counts them", "[rollout_log]") {
   SyntheticRollout rollout;
-  ScratchFolder scratch("overflow");
+  ScratchFolder scratch("rollout_log_overflow");
   const std::string path = scratch / "log.h5";
   RolloutLogOptions options = rollout.options(path, 1);
   options.queue_depth = 2;
@@ -309,7 +293,7 @@ TEST_CASE("A writer that falls behind drops whole iterations and counts them", "
 
 TEST_CASE("An HDF5 failure stops the log with one message and throws nothing", "[rollout_log]") {
   SyntheticRollout rollout;
-  ScratchFolder scratch("failure");
+  ScratchFolder scratch("rollout_log_failure");
   const std::string path = scratch / "log.h5";
   RolloutLogOptions options = rollout.options(path, 1);
   std::vector<std::string> messages;
@@ -359,7 +343,7 @@ std::int64_t written_count(const std::string& out) {
 }  // namespace
 
 TEST_CASE("Near a full disk the log closes its file whole and training goes on", "[rollout_log]") {
-  ScratchFolder scratch("reserve");
+  ScratchFolder scratch("rollout_log_reserve");
   const std::string path = scratch / "log.h5";
   const Result run = run_sample_with_file_limit(path, 60, 12 << 10);
   INFO(run.err);
@@ -376,7 +360,7 @@ TEST_CASE("Near a full disk the log closes its file whole and training goes on",
 }
 
 TEST_CASE("A write that fails for want of space stops the log without taking the process down", "[rollout_log]") {
-  ScratchFolder scratch("efbig");
+  ScratchFolder scratch("rollout_log_efbig");
   const std::string path = scratch / "log.h5";
   const Result run = run_sample_with_file_limit(path, 60, 0);  // no reserve: HDF5 itself meets the limit
   INFO(run.err);
@@ -389,7 +373,7 @@ TEST_CASE("A write that fails for want of space stops the log without taking the
 
 TEST_CASE("A resumed log is cut back to the resumed iteration and continues", "[rollout_log]") {
   SyntheticRollout rollout;
-  ScratchFolder scratch("resume");
+  ScratchFolder scratch("rollout_log_resume");
   const std::string path = scratch / "log.h5";
   write_synthetic(path, 10, 1);  // a run that got to iteration 9 after its checkpoint at 6
   Stream stream(Device::cpu());
@@ -414,7 +398,7 @@ TEST_CASE("A resumed log is cut back to the resumed iteration and continues", "[
 
 TEST_CASE("Bad options are refused in one line", "[rollout_log]") {
   SyntheticRollout rollout;
-  ScratchFolder scratch("options");
+  ScratchFolder scratch("rollout_log_options");
   RolloutLogOptions options = rollout.options(scratch / "log.h5", 1);
   options.log_envs = 20;
   CHECK_THROWS_WITH(RolloutLog(options, rollout.fields()), Catch::Contains("use --log-envs 1..10"));

@@ -13,6 +13,7 @@
 #include "sim/error.hpp"
 #include "sim/memory.hpp"
 #include "tests/golden.hpp"
+#include "tests/scenario_testing.hpp"
 
 using surge::CartPole;
 using surge::Device;
@@ -26,13 +27,6 @@ namespace {
 const std::vector<std::string> kStateNames = {"x", "x_dot", "theta", "theta_dot"};
 
 GoldenSet load_cartpole_golden() { return surge::testing::load_golden("cartpole", kStateNames, CartPole::kObsDim); }
-
-CartPole::Params default_params() {
-  CartPole::Params params;
-  float* fields = reinterpret_cast<float*>(&params);
-  for (std::size_t j = 0; j < CartPole::kParams.size(); ++j) fields[j] = CartPole::kParams[j].default_value;
-  return params;
-}
 
 // Compares one computed transition with golden row `row`; appends a line per disagreement.
 void compare_row(const GoldenSet& golden, std::int64_t row, const float* next_state, const float* obs, float reward,
@@ -65,7 +59,7 @@ void report(const std::vector<std::string>& failures) {
 TEST_CASE("CartPole's SURGE_HD functions reproduce every golden transition", "[cartpole][golden]") {
   const GoldenSet golden = load_cartpole_golden();
   REQUIRE(golden.rows >= 1000);
-  const CartPole::Params params = default_params();
+  const CartPole::Params params = surge::testing::default_params<CartPole>();
   std::vector<std::string> failures;
   for (std::int64_t row = 0; row < golden.rows; ++row) {
     const double* s = &golden.state[row * 4];

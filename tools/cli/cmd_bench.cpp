@@ -16,10 +16,7 @@
 #include "tools/cli/io.hpp"
 #include "tools/cli/json.hpp"
 #include "tools/cli/physics_option.hpp"
-
-#ifndef SURGE_VERSION
-#define SURGE_VERSION "unknown"
-#endif
+#include "tools/cli/version.hpp"
 
 namespace surge::cli {
 namespace {

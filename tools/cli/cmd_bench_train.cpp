@@ -14,10 +14,7 @@
 #include "tools/cli/io.hpp"
 #include "tools/cli/physics_option.hpp"
 #include "tools/cli/json.hpp"
-
-#ifndef SURGE_VERSION
-#define SURGE_VERSION "unknown"
-#endif
+#include "tools/cli/version.hpp"
 
 namespace surge::cli {
 namespace {

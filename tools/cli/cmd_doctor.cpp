@@ -14,10 +14,7 @@
 #include "tools/cli/commands.hpp"
 #include "tools/cli/json.hpp"
 #include "tools/cli/library_versions.hpp"
-
-#ifndef SURGE_VERSION
-#define SURGE_VERSION "unknown"
-#endif
+#include "tools/cli/version.hpp"
 
 namespace surge::cli {
 namespace {

@@ -15,13 +15,10 @@
 #include "tools/cli/gemm_rate.hpp"
 #include "tools/cli/train_bench.hpp"
 #include "tools/cli/train_phases.hpp"
+#include "tools/cli/version.hpp"
 #include "tools/throughput/env_cost.hpp"
 #include "tools/throughput/ppo_cost.hpp"
 #include "tools/throughput/roofline_report.hpp"
-
-#ifndef SURGE_VERSION
-#define SURGE_VERSION "unknown"
-#endif
 
 namespace surge::cli {
 

@@ -13,12 +13,9 @@
 #include "tools/cli/commands.hpp"
 #include "tools/cli/physics_option.hpp"
 #include "tools/cli/sweep_runner.hpp"
+#include "tools/cli/version.hpp"
 #include "tools/throughput/knee.hpp"
 #include "tools/throughput/sweep_report.hpp"
-
-#ifndef SURGE_VERSION
-#define SURGE_VERSION "unknown"
-#endif
 
 namespace surge::cli {
 namespace {

@@ -9,10 +9,8 @@
 #include "sim/device.hpp"
 #include "sim/error.hpp"
 #include "tools/cli/commands.hpp"
+#include "tools/cli/version.hpp"
 
-#ifndef SURGE_VERSION
-#define SURGE_VERSION "unknown"
-#endif
 #ifndef SURGE_CUDA_ARCHS
 #define SURGE_CUDA_ARCHS "none"
 #endif

@@ -3,10 +3,7 @@
 #include <algorithm>
 
 #include "rl/rollout_schema.hpp"
-
-#ifndef SURGE_VERSION
-#define SURGE_VERSION "unknown"
-#endif
+#include "tools/cli/version.hpp"
 
 namespace surge::cli {
 

@@ -52,8 +52,8 @@ struct CartPole {
     const float total_mass = p.masspole + p.masscart;
     const float polemass_length = p.masspole * p.length;
     const float force = action == 1 ? p.force_mag : -p.force_mag;
-    const float costheta = cosf(s.theta);
-    const float sintheta = sinf(s.theta);
+    float sintheta, costheta;
+    lane_sincosf(s.theta, sintheta, costheta);
     const float temp = (force + polemass_length * s.theta_dot * s.theta_dot * sintheta) / total_mass;
     const float thetaacc =
         (p.gravity * sintheta - costheta * temp) / (p.length * (4.0f / 3.0f - p.masspole * costheta * costheta / total_mass));

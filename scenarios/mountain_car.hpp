@@ -47,7 +47,7 @@ struct MountainCar {
   }
 
   SURGE_HD_INLINE static StepResult step(State& s, const Params& p, Action action) {
-    float velocity = s.velocity + static_cast<float>(action - 1) * p.force + cosf(3.0f * s.position) * -p.gravity;
+    float velocity = s.velocity + static_cast<float>(action - 1) * p.force + lane_cosf(3.0f * s.position) * -p.gravity;
     velocity = fminf(fmaxf(velocity, -kMaxSpeed), kMaxSpeed);
     float position = s.position + velocity;
     position = fminf(fmaxf(position, kMinPosition), kMaxPosition);

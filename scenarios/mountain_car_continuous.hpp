@@ -56,7 +56,7 @@ struct MountainCarContinuous {
 
   SURGE_HD_INLINE static StepResult step(State& s, const Params& p, const Action& action) {
     const float force = fminf(fmaxf(action.v[0], -kMaxForce), kMaxForce);
-    float velocity = s.velocity + force * p.power - p.gravity * cosf(3.0f * s.position);
+    float velocity = s.velocity + force * p.power - p.gravity * lane_cosf(3.0f * s.position);
     velocity = fminf(fmaxf(velocity, -kMaxSpeed), kMaxSpeed);
     float position = s.position + velocity;
     position = fminf(fmaxf(position, kMinPosition), kMaxPosition);

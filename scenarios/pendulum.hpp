@@ -62,7 +62,7 @@ struct Pendulum {
     const float angle = angle_normalize(s.theta);
     const float cost = angle * angle + 0.1f * s.theta_dot * s.theta_dot + 0.001f * u * u;
     float theta_dot =
-        s.theta_dot + (3.0f * p.gravity / (2.0f * p.length) * sinf(s.theta) + 3.0f / (p.mass * p.length * p.length) * u) * p.dt;
+        s.theta_dot + (3.0f * p.gravity / (2.0f * p.length) * lane_sinf(s.theta) + 3.0f / (p.mass * p.length * p.length) * u) * p.dt;
     theta_dot = fminf(fmaxf(theta_dot, -kMaxSpeed), kMaxSpeed);
     s.theta = s.theta + theta_dot * p.dt;
     s.theta_dot = theta_dot;
@@ -70,8 +70,8 @@ struct Pendulum {
   }
 
   SURGE_HD_INLINE static void observe(const State& s, float* obs) {
-    obs[0] = cosf(s.theta);
-    obs[1] = sinf(s.theta);
+    obs[0] = lane_cosf(s.theta);
+    obs[1] = lane_sinf(s.theta);
     obs[2] = s.theta_dot;
   }
 };

@@ -65,13 +65,34 @@ SURGE_HD_INLINE std::uint64_t rng_subsequence(RngPurpose purpose, std::uint64_t 
   return (static_cast<std::uint64_t>(purpose) << 48) | index;
 }
 
+// Block `block_index` of the stream (seed, subsequence): the four words at offsets 4 * block_index ...
+// 4 * block_index + 3, as cuRAND's Philox generator lays its counter out.
+SURGE_HD_INLINE PhiloxBlock philox_block(std::uint64_t seed, std::uint64_t subsequence, std::uint64_t block_index) {
+  const PhiloxBlock counter = {{static_cast<std::uint32_t>(block_index), static_cast<std::uint32_t>(block_index >> 32),
+                                static_cast<std::uint32_t>(subsequence), static_cast<std::uint32_t>(subsequence >> 32)}};
+  return philox4x32_10(counter, static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32));
+}
+
+// A float uniform in [low, high) from 32 random bits: the top 24 bits scaled exactly into [0, 1), then
+// low + (high - low) * v. On the device the multiply and the add are rounded separately, as on the
+// host: nvcc would otherwise fuse them into one FMA and resets and randomised physics would differ
+// from the CPU's in their last bit. A result that rounds up onto `high` is moved just below it.
+SURGE_HD_INLINE float uniform_in(std::uint32_t bits, float low, float high) {
+  const float unit = static_cast<float>(bits >> 8) * 5.9604644775390625e-8f;  // 2^-24
+#if defined(__CUDA_ARCH__)
+  const float value = __fadd_rn(low, __fmul_rn(high - low, unit));
+#else
+  const float value = low + (high - low) * unit;
+#endif
+  return value < high || !(low < high) ? value : nextafterf(high, low);
+}
+
 // A cursor into one Philox stream. Cheap to build on every use from (seed, subsequence, offset).
 class Rng {
  public:
-  SURGE_HD_INLINE Rng() : key0_(0), key1_(0), subsequence_(0), offset_(0), block_{} {}  // assign a real one before use
+  SURGE_HD_INLINE Rng() : seed_(0), subsequence_(0), offset_(0), block_{} {}  // assign a real one before use
   SURGE_HD_INLINE Rng(std::uint64_t seed, std::uint64_t subsequence, std::uint64_t offset)
-      : key0_(static_cast<std::uint32_t>(seed)),
-        key1_(static_cast<std::uint32_t>(seed >> 32)),
+      : seed_(seed),
         subsequence_(subsequence),
         offset_(offset) {
     refill();
@@ -86,32 +107,16 @@ class Rng {
   }
   // Uniform in (0, 1] (cuRAND's curand_uniform()).
   SURGE_HD_INLINE float uniform() { return uint_to_uniform(next_u32()); }
-  // Uniform in [low, high): the top 24 bits of one word scaled exactly into [0, 1), then
-  // low + (high - low) * v. On the device the multiply and the add are rounded separately, as on the
-  // host: nvcc would otherwise fuse them into one FMA and resets and randomised physics would differ
-  // from the CPU's in their last bit. A result that rounds up onto `high` is moved just below it.
-  SURGE_HD_INLINE float uniform(float low, float high) {
-    const float unit = static_cast<float>(next_u32() >> 8) * 5.9604644775390625e-8f;  // 2^-24
-#if defined(__CUDA_ARCH__)
-    const float value = __fadd_rn(low, __fmul_rn(high - low, unit));
-#else
-    const float value = low + (high - low) * unit;
-#endif
-    return value < high || !(low < high) ? value : nextafterf(high, low);
-  }
+  // Uniform in [low, high): see uniform_in().
+  SURGE_HD_INLINE float uniform(float low, float high) { return uniform_in(next_u32(), low, high); }
 
   // How many 32-bit words of the stream have been consumed: store it, and rebuild the Rng from it.
   SURGE_HD_INLINE std::uint64_t offset() const { return offset_; }
 
  private:
-  SURGE_HD_INLINE void refill() {
-    const std::uint64_t block_index = offset_ >> 2;
-    const PhiloxBlock counter = {{static_cast<std::uint32_t>(block_index), static_cast<std::uint32_t>(block_index >> 32),
-                                  static_cast<std::uint32_t>(subsequence_), static_cast<std::uint32_t>(subsequence_ >> 32)}};
-    block_ = philox4x32_10(counter, key0_, key1_);
-  }
+  SURGE_HD_INLINE void refill() { block_ = philox_block(seed_, subsequence_, offset_ >> 2); }
 
-  std::uint32_t key0_, key1_;
+  std::uint64_t seed_;
   std::uint64_t subsequence_;
   std::uint64_t offset_;
   PhiloxBlock block_;

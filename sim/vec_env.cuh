@@ -11,7 +11,9 @@
 //   SURGE_HD static StepResult step(State&, const Params&, const Action&);
 //   SURGE_HD static void observe(const State&, float* obs);
 #include <array>
+#include <bit>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "sim/engine.hpp"
@@ -40,6 +42,15 @@ struct EpisodeTally {
   double return_sum;
   double length_sum;
 };
+
+// Words of the random-action stream one action of S uses: one per discrete action, one per dimension.
+template <class S>
+constexpr int action_words() {
+  if constexpr (S::kActionKind == ActionKind::Discrete)
+    return 1;
+  else
+    return S::kActionDim;
+}
 
 template <class S>
 struct EnvLogic {
@@ -77,16 +88,50 @@ struct EnvLogic {
     }
   }
 
-  SURGE_HD_INLINE static Action random_action(Rng& rng) {
+  static constexpr int kActionWords = action_words<S>();
+
+  // The action made of the next kActionWords words that next_word() returns.
+  template <class NextWord>
+  SURGE_HD_INLINE static Action random_action_from(NextWord&& next_word) {
     if constexpr (S::kActionKind == ActionKind::Discrete) {
-      return static_cast<std::int32_t>(rng.next_u32() % static_cast<std::uint32_t>(S::kNumActions));
+      return static_cast<std::int32_t>(next_word() % static_cast<std::uint32_t>(S::kNumActions));
     } else {
       // Local copies: nvcc does not let device code index a host-side static constexpr std::array.
       constexpr std::array<float, S::kActionDim> low = S::kActionLow, high = S::kActionHigh;
       Action action;
-      for (int k = 0; k < S::kActionDim; ++k) action.v[k] = rng.uniform(low[k], high[k]);
+      for (int k = 0; k < S::kActionDim; ++k) action.v[k] = uniform_in(next_word(), low[k], high[k]);
       return action;
     }
+  }
+
+  SURGE_HD_INLINE static Action random_action(Rng& rng) {
+    return random_action_from([&rng]() { return rng.next_u32(); });
+  }
+
+  struct Advanced {
+    float reward;
+    bool terminated, truncated;
+  };
+
+  // Steps 1 and 2 of step_env: the scenario's step and the step counter.
+  SURGE_HD_INLINE static Advanced advance(State& state, const Params& params, std::int32_t& episode_step,
+                                          float& episode_return, const Action& action) {
+    const StepResult result = S::step(state, params, action);
+    episode_step += 1;
+    episode_return += result.reward;
+    return {result.reward, result.terminated, episode_step >= S::kMaxEpisodeSteps};
+  }
+
+  // Step 3 of step_env, after the final observation: the tally, the new episode, the zeroed counters.
+  SURGE_HD_INLINE static void begin_next_episode(std::uint64_t seed, std::int64_t i, const PhysicsTable<kParamCount>& physics,
+                                                 State& state, Params& params, std::int32_t& episode_step,
+                                                 float& episode_return, std::uint64_t& rng_offset, EpisodeTally& tally) {
+    tally.episodes += 1.0;
+    tally.return_sum += episode_return;
+    tally.length_sum += episode_step;
+    reset_env(seed, i, physics, state, params, rng_offset);
+    episode_step = 0;
+    episode_return = 0.0f;
   }
 
   // One step of one environment, with same-step auto-reset. This is the only place an episode ends
@@ -100,28 +145,22 @@ struct EnvLogic {
   //   4. `obs` receives the observation the policy acts on next: the same episode's, or the first
   //      observation of the new one.
   // Returns the reward and writes the flags; the caller stores them where its layout wants them.
+  // The CPU's fused rollout (rollout_lanes) runs these same steps over many environments in two
+  // passes: 1, 2 and 4 for all of them, then 3 and 4 again for those whose episode ended.
   SURGE_HD_INLINE static float step_env(std::uint64_t seed, std::int64_t i, const PhysicsTable<kParamCount>& physics,
                                         State& state, Params& params, std::int32_t& episode_step, float& episode_return,
                                         std::uint64_t& rng_offset, EpisodeTally& tally, const Action& action,
                                         std::uint8_t& terminated_out, std::uint8_t& truncated_out, float* obs_out,
                                         float* final_obs_out) {
-    const StepResult result = S::step(state, params, action);
-    episode_step += 1;
-    episode_return += result.reward;
-    const bool truncated = episode_step >= S::kMaxEpisodeSteps;
-    terminated_out = result.terminated ? 1 : 0;
-    truncated_out = truncated ? 1 : 0;
-    if (result.terminated || truncated) {
+    const Advanced step = advance(state, params, episode_step, episode_return, action);
+    terminated_out = step.terminated ? 1 : 0;
+    truncated_out = step.truncated ? 1 : 0;
+    if (step.terminated || step.truncated) {
       if (final_obs_out) S::observe(state, final_obs_out);
-      tally.episodes += 1.0;
-      tally.return_sum += episode_return;
-      tally.length_sum += episode_step;
-      reset_env(seed, i, physics, state, params, rng_offset);
-      episode_step = 0;
-      episode_return = 0.0f;
+      begin_next_episode(seed, i, physics, state, params, episode_step, episode_return, rng_offset, tally);
     }
     S::observe(state, obs_out);
-    return result.reward;
+    return step.reward;
   }
 };
 
@@ -193,6 +232,148 @@ SURGE_HD_INLINE void rollout_tile(const RolloutTile<S>& tile, std::int64_t first
     tallies[i] = tally[l];
   }
 }
+
+// The CPU's fused random-action rollout over a tile of up to kLanes consecutive environments, held
+// structure-of-arrays (one lane array per state field and per parameter) so that the compiler
+// vectorises across lanes. Each step runs step_env's parts in two passes: advance() and the
+// observation over all lanes, branch-free; then, one lane at a time, begin_next_episode() and the new
+// first observation for the few lanes whose episode ended. Before every chunk of steps a third pass
+// draws the chunk's action words, each lane's Philox blocks side by side. Bit for bit what step_env
+// with random_action(Rng&) gives.
+template <int kLanes, class S>
+inline void rollout_lanes(const RolloutTile<S>& tile, std::int64_t first) {
+  using Logic = EnvLogic<S>;
+  using State = typename S::State;
+  using Params = typename S::Params;
+  constexpr int kStateDim = Logic::kStateDim;
+  constexpr int kParamCount = Logic::kParamCount;
+  constexpr int kWords = Logic::kActionWords;
+  constexpr int kChunkSteps = 32;
+  constexpr int kChunkWords = kChunkSteps * kWords;
+  constexpr int kChunkBlocks = kChunkWords / 4 + 1;  // a lane's words may start anywhere in a block
+  // Plain copies, not references into `tile`: the flag stores below are bytes, which may alias anything,
+  // and would otherwise make the compiler reload every pointer after each one. The buffers are distinct
+  // allocations; __restrict__ spares the vectorised loop a run-time overlap check.
+  State* __restrict__ const states = tile.states;
+  Params* __restrict__ const params = tile.params;
+  std::int32_t* __restrict__ const episode_steps = tile.episode_steps;
+  float* __restrict__ const episode_returns = tile.episode_returns;
+  std::uint64_t* __restrict__ const rng_offsets = tile.rng_offsets;
+  std::uint64_t* __restrict__ const action_offsets = tile.action_offsets;
+  EpisodeTally* __restrict__ const tallies = tile.tallies;
+  float* __restrict__ const obs = tile.obs;
+  float* __restrict__ const reward = tile.reward;
+  std::uint8_t* __restrict__ const terminated = tile.terminated;
+  std::uint8_t* __restrict__ const truncated = tile.truncated;
+  const std::int64_t num_envs = tile.num_envs, num_steps = tile.num_steps;
+  const std::uint64_t seed = tile.seed;
+  const PhysicsTable<kParamCount> physics = tile.physics;
+  const int lanes = static_cast<int>(num_envs - first < kLanes ? num_envs - first : kLanes);
+
+  alignas(64) float state[kStateDim][kLanes];
+  alignas(64) float param[kParamCount][kLanes];
+  alignas(64) std::int32_t episode_step[kLanes];
+  alignas(64) float episode_return[kLanes];
+  alignas(64) std::uint64_t action_offset[kLanes];
+  alignas(64) std::uint32_t block_words[kChunkBlocks * 4][kLanes];  // [block word][lane] from each lane's first block
+  alignas(64) std::uint32_t action_word[kChunkWords][kLanes];       // [word of the chunk][lane]
+  alignas(64) std::uint8_t ended[kLanes + 8] = {};  // 1 where the episode ended; + 8: whole groups of eight
+  for (int l = 0; l < lanes; ++l) {
+    const float* state_fields = reinterpret_cast<const float*>(&states[first + l]);
+    const float* param_fields = reinterpret_cast<const float*>(&params[first + l]);
+    for (int j = 0; j < kStateDim; ++j) state[j][l] = state_fields[j];
+    for (int j = 0; j < kParamCount; ++j) param[j][l] = param_fields[j];
+    episode_step[l] = episode_steps[first + l];
+    episode_return[l] = episode_returns[first + l];
+    action_offset[l] = action_offsets[first + l];
+  }
+
+  for (std::int64_t chunk_start = 0; chunk_start < num_steps; chunk_start += kChunkSteps) {
+    const int chunk_steps = static_cast<int>(num_steps - chunk_start < kChunkSteps ? num_steps - chunk_start : kChunkSteps);
+    for (int b = 0; b < kChunkBlocks; ++b)
+      for (int l = 0; l < lanes; ++l) {
+        const PhiloxBlock block = philox_block(seed, rng_subsequence(RngPurpose::Action, static_cast<std::uint64_t>(first + l)),
+                                               (action_offset[l] >> 2) + static_cast<std::uint64_t>(b));
+        for (int m = 0; m < 4; ++m) block_words[b * 4 + m][l] = block.v[m];
+      }
+    // Shift each lane's words so that word 0 is the one at its offset.
+    for (int w = 0; w < kChunkWords; ++w)
+      for (int l = 0; l < lanes; ++l) {
+        const unsigned skip = static_cast<unsigned>(action_offset[l] & 3u);
+        const std::uint32_t w0 = block_words[w][l], w1 = block_words[w + 1][l], w2 = block_words[w + 2][l],
+                            w3 = block_words[w + 3][l];
+        action_word[w][l] = skip == 0 ? w0 : skip == 1 ? w1 : skip == 2 ? w2 : w3;
+      }
+    for (int l = 0; l < lanes; ++l) action_offset[l] += static_cast<std::uint64_t>(chunk_steps * kWords);
+
+    for (int c = 0; c < chunk_steps; ++c) {
+      const std::int64_t row = (chunk_start + c) * num_envs + first;  // slot of lane 0 in the [T][N] outputs
+      for (int l = 0; l < lanes; ++l) {
+        State s;
+        Params p;
+        float* state_fields = reinterpret_cast<float*>(&s);
+        float* param_fields = reinterpret_cast<float*>(&p);
+        for (int j = 0; j < kStateDim; ++j) state_fields[j] = state[j][l];
+        for (int j = 0; j < kParamCount; ++j) param_fields[j] = param[j][l];
+        int word = c * kWords;
+        const auto action = Logic::random_action_from([&]() { return action_word[word++][l]; });
+        const auto step = Logic::advance(s, p, episode_step[l], episode_return[l], action);
+        for (int j = 0; j < kStateDim; ++j) state[j][l] = state_fields[j];
+        const std::uint8_t terminated_flag = step.terminated ? 1 : 0, truncated_flag = step.truncated ? 1 : 0;
+        reward[row + l] = step.reward;
+        terminated[row + l] = terminated_flag;
+        truncated[row + l] = truncated_flag;
+        ended[l] = terminated_flag | truncated_flag;
+        S::observe(s, obs + (row + l) * S::kObsDim);
+      }
+      // Eight lanes' flags at a time, as one word: most words are zero, and the set bytes are found
+      // without a branch per lane.
+      static_assert(std::endian::native == std::endian::little, "byte b of the word is lane group + b");
+      for (int group = 0; group < lanes; group += 8) {
+        std::uint64_t flags;
+        std::memcpy(&flags, &ended[group], sizeof flags);
+        for (; flags != 0; flags &= flags - 1) {
+          const int l = group + std::countr_zero(flags) / 8;
+          const std::int64_t i = first + l;
+          State s;
+          Params p;
+          float* state_fields = reinterpret_cast<float*>(&s);
+          float* param_fields = reinterpret_cast<float*>(&p);
+          for (int j = 0; j < kStateDim; ++j) state_fields[j] = state[j][l];
+          for (int j = 0; j < kParamCount; ++j) param_fields[j] = param[j][l];
+          Logic::begin_next_episode(seed, i, physics, s, p, episode_step[l], episode_return[l], rng_offsets[i], tallies[i]);
+          for (int j = 0; j < kStateDim; ++j) state[j][l] = state_fields[j];
+          for (int j = 0; j < kParamCount; ++j) param[j][l] = param_fields[j];
+          S::observe(s, obs + (row + l) * S::kObsDim);
+        }
+      }
+    }
+  }
+
+  for (int l = 0; l < lanes; ++l) {
+    float* state_fields = reinterpret_cast<float*>(&states[first + l]);
+    float* param_fields = reinterpret_cast<float*>(&params[first + l]);
+    for (int j = 0; j < kStateDim; ++j) state_fields[j] = state[j][l];
+    for (int j = 0; j < kParamCount; ++j) param_fields[j] = param[j][l];
+    episode_steps[first + l] = episode_step[l];
+    episode_returns[first + l] = episode_return[l];
+    action_offsets[first + l] = action_offset[l];
+  }
+}
+
+// The CPU backend's fused rollout, a tile of kLanes environments per item. Host-only: on CUDA,
+// rollout_random launches RolloutTileKernel<S, 1>, and the device pass compiles this to nothing.
+template <class S, int kLanes>
+struct RolloutLanesKernel {
+  RolloutTile<S> tile;
+  SURGE_HD_INLINE void operator()(std::int64_t k) const {
+#if defined(__CUDA_ARCH__)
+    (void)k;
+#else
+    rollout_lanes<kLanes>(tile, k * kLanes);
+#endif
+  }
+};
 
 // The hot loops as named functors rather than lambdas: nvcc calls an extended __host__ __device__
 // lambda through a pointer on the host, which stops the CPU backend from inlining and vectorising it.
@@ -368,11 +549,11 @@ class VecEnv final : public Engine {
     RolloutTile<S> tile{states.data, params.data, steps.data, returns.data, offsets.data, action_offsets.data, tallies.data,
                      out.obs.data, out.reward.data, out.terminated.data, out.truncated.data, n, num_steps, seed_, table_};
     // Environments stay in registers (GPU) or in a small tile on the stack (CPU) for all T steps; only the
-    // rollout outputs touch memory. On the CPU a tile of envs advances in lockstep, so consecutive envs'
-    // independent steps overlap in the pipeline and each step's writes are contiguous.
+    // rollout outputs touch memory. On the CPU a tile of envs advances in lockstep, vectorised across
+    // its lanes, and each step's writes are contiguous.
     if (device_.is_cpu()) {
       constexpr int kLanes = 64;
-      parallel_for(stream, (n + kLanes - 1) / kLanes, RolloutTileKernel<S, kLanes>{tile}, kLanes * num_steps);
+      parallel_for(stream, (n + kLanes - 1) / kLanes, RolloutLanesKernel<S, kLanes>{tile}, kLanes * num_steps);
     } else {
       parallel_for(stream, n, RolloutTileKernel<S, 1>{tile});
     }

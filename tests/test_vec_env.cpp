@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -343,6 +344,70 @@ TEST_CASE("rollout_random() equals random_actions() + step() bit for bit", "[vec
       CHECK(terminations == 0);
       CHECK(truncations == n);
     }
+  }
+}
+
+TEST_CASE("rollout_random() equals random_actions() + step() bit for bit in every scenario", "[vec_env][rollout]") {
+  // 131 envs: two whole CPU tiles of 64 lanes and a partial one; 611 + 400 steps: past every time limit
+  // (MountainCarContinuous's 999 included), in two calls whose second starts mid-way through the
+  // action streams' Philox blocks and mid-way through the fused rollout's chunk of steps.
+  const std::int64_t n = 131, first_steps = 611, second_steps = 400, steps = first_steps + second_steps;
+  const Device cpu = Device::cpu();
+  Stream stream(cpu);
+  for (const std::string& name : surge::scenario_names()) {
+    INFO(name);
+    const surge::ScenarioSpec& spec = surge::scenario_spec(name);
+    const bool discrete = spec.action_kind == surge::ActionKind::Discrete;
+    const std::int64_t obs_dim = spec.obs_dim, action_dim = discrete ? 0 : spec.action_dim;
+    auto fused = surge::make_engine(name, cpu, n, 5);
+    auto stepped = surge::make_engine(name, cpu, n, 5);
+
+    DeviceBuffer<float> obs(cpu, steps * n * obs_dim), reward(cpu, steps * n);  // [T][N][obs_dim], [T][N]
+    DeviceBuffer<std::uint8_t> terminated(cpu, steps * n), truncated(cpu, steps * n);  // [T][N]
+    auto rollout_slice = [&](std::int64_t t0, std::int64_t count) {
+      return surge::RolloutViews{obs.span().slice(t0 * n * obs_dim, count * n * obs_dim), reward.span().slice(t0 * n, count * n),
+                                 terminated.span().slice(t0 * n, count * n), truncated.span().slice(t0 * n, count * n)};
+    };
+    fused->rollout_random(first_steps, rollout_slice(0, first_steps), stream);
+    fused->rollout_random(second_steps, rollout_slice(first_steps, second_steps), stream);
+
+    DeviceBuffer<std::int32_t> discrete_actions(cpu, discrete ? n : 0);  // [N]
+    DeviceBuffer<float> continuous_actions(cpu, n * action_dim);         // [N][action_dim]
+    DeviceBuffer<float> step_obs(cpu, n * obs_dim), step_reward(cpu, n);  // [N][obs_dim], [N]
+    DeviceBuffer<std::uint8_t> step_terminated(cpu, n), step_truncated(cpu, n);  // [N]
+    std::vector<float> all_obs, all_reward;
+    std::vector<std::uint8_t> all_terminated, all_truncated;
+    for (std::int64_t t = 0; t < steps; ++t) {
+      stepped->random_actions(discrete_actions.span(), continuous_actions.span(), stream);
+      stepped->step(ActionView{discrete_actions.cspan(), continuous_actions.cspan()},
+                    surge::StepViews{step_obs.span(), step_reward.span(), step_terminated.span(), step_truncated.span(), {}},
+                    stream);
+      all_obs.insert(all_obs.end(), step_obs.data(), step_obs.data() + n * obs_dim);
+      all_reward.insert(all_reward.end(), step_reward.data(), step_reward.data() + n);
+      all_terminated.insert(all_terminated.end(), step_terminated.data(), step_terminated.data() + n);
+      all_truncated.insert(all_truncated.end(), step_truncated.data(), step_truncated.data() + n);
+    }
+    CHECK(same_bits(host(obs.span(), stream), all_obs));
+    CHECK(same_bits(host(reward.span(), stream), all_reward));
+    CHECK(same_bits(host(terminated.span(), stream), all_terminated));
+    CHECK(same_bits(host(truncated.span(), stream), all_truncated));
+    CHECK(same_bits(host(fused->states(), stream), host(stepped->states(), stream)));
+    CHECK(same_bits(host(fused->params(), stream), host(stepped->params(), stream)));
+    CHECK(same_bits(host(fused->episode_steps(), stream), host(stepped->episode_steps(), stream)));
+    CHECK(same_bits(host(fused->episode_returns(), stream), host(stepped->episode_returns(), stream)));
+    CHECK(same_bits(host(fused->rng_offsets(), stream), host(stepped->rng_offsets(), stream)));
+    const surge::EpisodeStats fused_stats = fused->episode_stats(stream), stepped_stats = stepped->episode_stats(stream);
+    CHECK(fused_stats.episodes == stepped_stats.episodes);
+    CHECK(fused_stats.return_sum == stepped_stats.return_sum);
+    CHECK(fused_stats.length_sum == stepped_stats.length_sum);
+    CHECK(stepped_stats.episodes >= n);  // every env ended at least one episode
+    // The action streams continue where both left them.
+    DeviceBuffer<std::int32_t> fused_discrete(cpu, discrete ? n : 0);
+    DeviceBuffer<float> fused_continuous(cpu, n * action_dim);
+    fused->random_actions(fused_discrete.span(), fused_continuous.span(), stream);
+    stepped->random_actions(discrete_actions.span(), continuous_actions.span(), stream);
+    CHECK(same_bits(host(fused_discrete.span(), stream), host(discrete_actions.span(), stream)));
+    CHECK(same_bits(host(fused_continuous.span(), stream), host(continuous_actions.span(), stream)));
   }
 }
 

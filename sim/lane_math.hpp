@@ -1,0 +1,96 @@
+#pragma once
+// sinf and cosf for per-environment code. On the device they are CUDA's own sinf and cosf. On the host
+// they are computed branch-free, so that a loop stepping many environments side by side vectorises
+// (libm's sinf is a call the compiler cannot vectorise), and a scalar call gives the very same bits
+// as a lane of the vectorised loop.
+//
+// Host method: in double precision, x = k pi/2 + r with |r| <= pi/4 (pi/2 split in three parts, the
+// first two with 27 significant bits so that k times either is exact for |k| < 2^26); Taylor
+// polynomials of sin r to r^11 and cos r to r^12, whose truncation errors (< 2e-11 on |r| <= pi/4) are
+// far below a float's half ulp; the quadrant k mod 4 picks which and its sign. The result is the
+// correctly rounded float except within ~1e-11 of a rounding boundary. The reduction is exact for
+// |x| < 2^26 pi/2 (about 1e8, where a float's spacing is already 8); beyond that it loses accuracy,
+// gradually and then entirely (the result stays within [-1, 1]). NaN and infinities give NaN, as
+// sinf does.
+#include <cmath>
+#include <cstdint>
+
+#include "sim/hd.hpp"
+
+namespace surge {
+
+namespace lane_math_detail {
+
+struct SinCos {
+  float sin, cos;
+};
+
+SURGE_HD_INLINE double sin_poly(double r) {
+  const double r2 = r * r;
+  constexpr double c3 = -1.0 / 6.0, c5 = 1.0 / 120.0, c7 = -1.0 / 5040.0, c9 = 1.0 / 362880.0, c11 = -1.0 / 39916800.0;
+  return r + r * r2 * (c3 + r2 * (c5 + r2 * (c7 + r2 * (c9 + r2 * c11))));
+}
+
+SURGE_HD_INLINE double cos_poly(double r) {
+  const double r2 = r * r;
+  constexpr double c2 = -1.0 / 2.0, c4 = 1.0 / 24.0, c6 = -1.0 / 720.0, c8 = 1.0 / 40320.0, c10 = -1.0 / 3628800.0,
+                   c12 = 1.0 / 479001600.0;
+  return 1.0 + r2 * (c2 + r2 * (c4 + r2 * (c6 + r2 * (c8 + r2 * (c10 + r2 * c12)))));
+}
+
+// Both at once, sharing the reduction and the polynomials (a compiler would not merge two calls).
+SURGE_HD_INLINE SinCos sincos_branch_free(float x) {
+  constexpr double kTwoOverPi = 0.63661977236758134308;
+  constexpr double kHalfPi1 = 0x1.921fb54p+0;
+  constexpr double kHalfPi2 = 0x1.10b461p-30;
+  constexpr double kHalfPi3 = 0x1.a62633145c06ep-58;
+  const double xd = static_cast<double>(x);
+  const double k = nearbyint(xd * kTwoOverPi);
+  // |r| <= pi/4 wherever the reduction is exact; the clamp keeps the far-out rest within [-1, 1], and
+  // as comparisons (not fmin/fmax) it lets the NaN of an infinite or NaN x through.
+  const double reduced = ((xd - k * kHalfPi1) - k * kHalfPi2) - k * kHalfPi3;
+  const double r = reduced < -1.0 ? -1.0 : reduced > 1.0 ? 1.0 : reduced;
+  const float sin_r = static_cast<float>(sin_poly(r)), cos_r = static_cast<float>(cos_poly(r));
+  // The quadrant as a 32-bit integer (k bounded, NaN included, so the conversion is defined; GCC does
+  // not vectorise fmin/fmax), then selects on floats: GCC vectorises 16 float lanes with 32-bit masks,
+  // not masks of doubles mixed with floats.
+  const double k_bounded = !(k >= -0x1p30) ? -0x1p30 : k > 0x1p30 ? 0x1p30 : k;
+  const std::int32_t quadrant = static_cast<std::int32_t>(k_bounded);
+  const bool odd = (quadrant & 1) != 0;
+  const float sin_magnitude = odd ? cos_r : sin_r, cos_magnitude = odd ? sin_r : cos_r;
+  const float sin_x = (quadrant & 2) != 0 ? -sin_magnitude : sin_magnitude;
+  const float cos_x = ((quadrant + 1) & 2) != 0 ? -cos_magnitude : cos_magnitude;
+  return {x == 0.0f ? x : sin_x, cos_x};  // sin(-0) is -0
+}
+
+}  // namespace lane_math_detail
+
+SURGE_HD_INLINE float lane_sinf(float x) {
+#if defined(__CUDA_ARCH__)
+  return sinf(x);
+#else
+  return lane_math_detail::sincos_branch_free(x).sin;
+#endif
+}
+
+SURGE_HD_INLINE float lane_cosf(float x) {
+#if defined(__CUDA_ARCH__)
+  return cosf(x);
+#else
+  return lane_math_detail::sincos_branch_free(x).cos;
+#endif
+}
+
+// sin x and cos x together: on the host half the work of calling both.
+SURGE_HD_INLINE void lane_sincosf(float x, float& sin_x, float& cos_x) {
+#if defined(__CUDA_ARCH__)
+  sin_x = sinf(x);
+  cos_x = cosf(x);
+#else
+  const lane_math_detail::SinCos both = lane_math_detail::sincos_branch_free(x);
+  sin_x = both.sin;
+  cos_x = both.cos;
+#endif
+}
+
+}  // namespace surge

@@ -164,7 +164,7 @@ struct EnvLogic {
   }
 };
 
-// The fused random-action rollout over a tile of up to kLanes consecutive environments.
+// What the fused random-action rollout reads and writes, for a tile of consecutive environments.
 template <class S>
 struct RolloutTile {
   using Logic = EnvLogic<S>;
@@ -186,6 +186,8 @@ struct RolloutTile {
   PhysicsTable<EnvLogic<S>::kParamCount> physics;
 };
 
+// The fused rollout as step_env runs it, for up to kLanes environments in lockstep. CUDA runs it with one
+// environment per thread (kLanes = 1), which keeps the environment in registers for all T steps.
 template <int kLanes, class S>
 SURGE_HD_INLINE void rollout_tile(const RolloutTile<S>& tile, std::int64_t first) {
   using Logic = EnvLogic<S>;

@@ -90,36 +90,37 @@ struct EnvLogic {
 
   static constexpr int kActionWords = action_words<S>();
 
-  // The action made of the next kActionWords words that next_word() returns.
-  template <class NextWord>
-  SURGE_HD_INLINE static Action random_action_from(NextWord&& next_word) {
+  // The action that kActionWords random words make: words[0], words[stride], ...
+  SURGE_HD_INLINE static Action random_action_from(const std::uint32_t* words, int stride) {
     if constexpr (S::kActionKind == ActionKind::Discrete) {
-      return static_cast<std::int32_t>(next_word() % static_cast<std::uint32_t>(S::kNumActions));
+      (void)stride;
+      return static_cast<std::int32_t>(words[0] % static_cast<std::uint32_t>(S::kNumActions));
     } else {
       // Local copies: nvcc does not let device code index a host-side static constexpr std::array.
       constexpr std::array<float, S::kActionDim> low = S::kActionLow, high = S::kActionHigh;
       Action action;
-      for (int k = 0; k < S::kActionDim; ++k) action.v[k] = uniform_in(next_word(), low[k], high[k]);
+      for (int k = 0; k < S::kActionDim; ++k) action.v[k] = uniform_in(words[k * stride], low[k], high[k]);
       return action;
     }
   }
 
   SURGE_HD_INLINE static Action random_action(Rng& rng) {
-    return random_action_from([&rng]() { return rng.next_u32(); });
+    std::uint32_t words[kActionWords];
+    for (int k = 0; k < kActionWords; ++k) words[k] = rng.next_u32();
+    return random_action_from(words, 1);
   }
 
-  struct Advanced {
-    float reward;
-    bool terminated, truncated;
-  };
-
-  // Steps 1 and 2 of step_env: the scenario's step and the step counter.
-  SURGE_HD_INLINE static Advanced advance(State& state, const Params& params, std::int32_t& episode_step,
-                                          float& episode_return, const Action& action) {
+  // Steps 1 and 2 of step_env: the scenario's step and the step counter. Returns the reward. (Flags as
+  // out-parameters rather than a returned struct: nvcc's host pass keeps such a struct in memory, which
+  // stops GCC vectorising the CPU rollout.)
+  SURGE_HD_INLINE static float advance(State& state, const Params& params, std::int32_t& episode_step, float& episode_return,
+                                       const Action& action, std::uint8_t& terminated, std::uint8_t& truncated) {
     const StepResult result = S::step(state, params, action);
     episode_step += 1;
     episode_return += result.reward;
-    return {result.reward, result.terminated, episode_step >= S::kMaxEpisodeSteps};
+    terminated = result.terminated ? 1 : 0;
+    truncated = episode_step >= S::kMaxEpisodeSteps ? 1 : 0;
+    return result.reward;
   }
 
   // Step 3 of step_env, after the final observation: the tally, the new episode, the zeroed counters.
@@ -152,15 +153,16 @@ struct EnvLogic {
                                         std::uint64_t& rng_offset, EpisodeTally& tally, const Action& action,
                                         std::uint8_t& terminated_out, std::uint8_t& truncated_out, float* obs_out,
                                         float* final_obs_out) {
-    const Advanced step = advance(state, params, episode_step, episode_return, action);
-    terminated_out = step.terminated ? 1 : 0;
-    truncated_out = step.truncated ? 1 : 0;
-    if (step.terminated || step.truncated) {
+    std::uint8_t terminated, truncated;
+    const float reward = advance(state, params, episode_step, episode_return, action, terminated, truncated);
+    terminated_out = terminated;
+    truncated_out = truncated;
+    if (terminated || truncated) {
       if (final_obs_out) S::observe(state, final_obs_out);
       begin_next_episode(seed, i, physics, state, params, episode_step, episode_return, rng_offset, tally);
     }
     S::observe(state, obs_out);
-    return step.reward;
+    return reward;
   }
 };
 
@@ -311,18 +313,19 @@ inline void rollout_lanes(const RolloutTile<S>& tile, std::int64_t first) {
     for (int c = 0; c < chunk_steps; ++c) {
       const std::int64_t row = (chunk_start + c) * num_envs + first;  // slot of lane 0 in the [T][N] outputs
       for (int l = 0; l < lanes; ++l) {
-        State s;
-        Params p;
-        float* state_fields = reinterpret_cast<float*>(&s);
-        float* param_fields = reinterpret_cast<float*>(&p);
+        // The fields gathered by value and bit_cast, not written through a float* into the struct: that
+        // way the struct is never in memory, also in nvcc's host pass, and the loop vectorises.
+        std::array<float, kStateDim> state_fields;
+        std::array<float, kParamCount> param_fields;
         for (int j = 0; j < kStateDim; ++j) state_fields[j] = state[j][l];
         for (int j = 0; j < kParamCount; ++j) param_fields[j] = param[j][l];
-        int word = c * kWords;
-        const auto action = Logic::random_action_from([&]() { return action_word[word++][l]; });
-        const auto step = Logic::advance(s, p, episode_step[l], episode_return[l], action);
+        State s = std::bit_cast<State>(state_fields);
+        const Params p = std::bit_cast<Params>(param_fields);
+        const auto action = Logic::random_action_from(&action_word[c * kWords][l], kLanes);
+        std::uint8_t terminated_flag, truncated_flag;
+        reward[row + l] = Logic::advance(s, p, episode_step[l], episode_return[l], action, terminated_flag, truncated_flag);
+        state_fields = std::bit_cast<std::array<float, kStateDim>>(s);
         for (int j = 0; j < kStateDim; ++j) state[j][l] = state_fields[j];
-        const std::uint8_t terminated_flag = step.terminated ? 1 : 0, truncated_flag = step.truncated ? 1 : 0;
-        reward[row + l] = step.reward;
         terminated[row + l] = terminated_flag;
         truncated[row + l] = truncated_flag;
         ended[l] = terminated_flag | truncated_flag;

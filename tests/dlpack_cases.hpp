@@ -99,15 +99,9 @@ inline void dlpack_shares_memory(Device device) {
 }
 
 inline void dlpack_exports_every_field(Device device) {
-  constexpr std::int64_t n = 5;
-  const ScenarioSpec& spec = scenario_spec("cartpole");
-  std::unique_ptr<Engine> engine = make_engine("cartpole", device, n, 1);
-  const StepBuffers step(device, n, spec.obs_dim);
-  const rl::RolloutStorage rollout(device, 3, n, spec.obs_dim);
-  const rl::ActorCritic net(spec.obs_dim, spec.num_actions, rl::NetworkConfig{});
-  DeviceBuffer<float> params(device, net.table().total()), grads(device, net.table().total());
-  const std::vector<NamedTensorView> views = every_exported_view(*engine, step, rollout, net.table(), params.span(), grads.span());
-  CHECK(views.size() == kStepAndEngineViews + kRolloutViews + 2 * static_cast<std::size_t>(net.table().count()));
+  ExportedFields exported(device, 5, 1);
+  const std::vector<NamedTensorView> views = exported.views();
+  CHECK(views.size() == exported.view_count());
 
   for (const NamedTensorView& field : views) {
     INFO(field.name);

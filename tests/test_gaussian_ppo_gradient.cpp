@@ -11,8 +11,10 @@
 #include "rl/gaussian.hpp"
 #include "rl/ppo_loss.hpp"
 #include "sim/philox.hpp"
+#include "tests/finite_difference.hpp"
 
 using namespace surge::rl;
+using surge::testing::central_difference;
 
 namespace {
 
@@ -93,12 +95,11 @@ TEST_CASE("Gaussian PPO loss: gradient with respect to means and log-stds matche
   CHECK(clip_fraction < batch);
 
   const double h = 1e-6;
+  const auto loss_at_means = [&](const std::vector<double>& m) { return loss_at(m, log_std, nullptr, nullptr, nullptr); };
+  const auto loss_at_log_std = [&](const std::vector<double>& l) { return loss_at(means, l, nullptr, nullptr, nullptr); };
   int nonzero = 0;
   for (std::int64_t j = 0; j < batch * dims; ++j) {
-    std::vector<double> plus = means, minus = means;
-    plus[j] += h;
-    minus[j] -= h;
-    const double numeric = (loss_at(plus, log_std, nullptr, nullptr, nullptr) - loss_at(minus, log_std, nullptr, nullptr, nullptr)) / (2 * h);
+    const double numeric = central_difference(loss_at_means, means, j, h);
     INFO("mean " << j << ": analytic " << d_means[j] << ", finite difference " << numeric);
     CHECK(close(d_means[j], numeric));
     nonzero += std::abs(d_means[j]) > 1e-5;
@@ -107,10 +108,7 @@ TEST_CASE("Gaussian PPO loss: gradient with respect to means and log-stds matche
   for (int k = 0; k < dims; ++k) {
     double analytic = 0.0;
     for (std::int64_t i = 0; i < batch; ++i) analytic += d_rows[i * dims + k];
-    std::vector<double> plus = log_std, minus = log_std;
-    plus[k] += h;
-    minus[k] -= h;
-    const double numeric = (loss_at(means, plus, nullptr, nullptr, nullptr) - loss_at(means, minus, nullptr, nullptr, nullptr)) / (2 * h);
+    const double numeric = central_difference(loss_at_log_std, log_std, k, h);
     INFO("log_std " << k << ": analytic " << analytic << ", finite difference " << numeric);
     CHECK(close(analytic, numeric));
     CHECK(std::abs(analytic) > 1e-4);
@@ -163,10 +161,7 @@ void check_network_gradient(const NetworkConfig& network, const PpoLossConfig& l
   for (const auto& slice : net.table().slices()) {
     for (std::int64_t j = 0; j < slice.size(); ++j) {
       const std::int64_t index = slice.offset + j;
-      std::vector<double> plus = params, minus = params;
-      plus[index] += h;
-      minus[index] -= h;
-      const double numeric = (loss_at(plus) - loss_at(minus)) / (2.0 * h);
+      const double numeric = central_difference(loss_at, params, index, h);
       const double analytic = grads[index];
       INFO(slice.name << "[" << j << "]: analytic " << analytic << ", finite difference " << numeric);
       CHECK(close(analytic, numeric));

@@ -10,8 +10,10 @@
 #include "rl/categorical.hpp"
 #include "rl/ppo_loss.hpp"
 #include "sim/philox.hpp"
+#include "tests/finite_difference.hpp"
 
 using namespace surge::rl;
+using surge::testing::central_difference;
 
 namespace {
 
@@ -88,10 +90,7 @@ void check_gradient(const Case& c) {
   for (const auto& slice : net.table().slices()) {
     for (std::int64_t j = 0; j < slice.size(); ++j) {
       const std::int64_t index = slice.offset + j;
-      std::vector<double> plus = params, minus = params;
-      plus[index] += h;
-      minus[index] -= h;
-      const double numeric = (loss_at(plus) - loss_at(minus)) / (2.0 * h);
+      const double numeric = central_difference(loss_at, params, index, h);
       const double analytic = grads[index];
       INFO(slice.name << "[" << j << "]: analytic " << analytic << ", finite difference " << numeric);
       CHECK(std::abs(analytic - numeric) <= 1e-7 + 1e-5 * std::abs(numeric));

@@ -100,14 +100,11 @@ inline void torch_write_through(Device device) {
 
 inline void torch_every_field(Device device) {
   constexpr std::int64_t n = 7;
-  const ScenarioSpec& spec = scenario_spec("cartpole");
-  std::unique_ptr<Engine> engine = make_engine("cartpole", device, n, 5);
-  const StepBuffers step(device, n, spec.obs_dim);
-  const rl::RolloutStorage rollout(device, 3, n, spec.obs_dim);
-  const rl::ActorCritic net(spec.obs_dim, spec.num_actions, rl::NetworkConfig{});
-  DeviceBuffer<float> params(device, net.table().total()), grads(device, net.table().total());
-  const std::vector<NamedTensorView> views = every_exported_view(*engine, step, rollout, net.table(), params.span(), grads.span());
-  REQUIRE(views.size() == kStepAndEngineViews + kRolloutViews + 2 * static_cast<std::size_t>(net.table().count()));
+  ExportedFields exported(device, n, 5);
+  const ScenarioSpec& spec = exported.engine->spec();
+  const StepBuffers& step = exported.step;
+  const std::vector<NamedTensorView> views = exported.views();
+  REQUIRE(views.size() == exported.view_count());
 
   for (const NamedTensorView& field : views) {
     INFO(field.name);

@@ -1,5 +1,7 @@
 #pragma once
 // What a scenario's step returns; everything else about a scenario is its own.
+#include <cstdint>
+
 #include "sim/hd.hpp"
 #include "sim/lane_math.hpp"
 #include "sim/philox.hpp"
@@ -9,7 +11,9 @@ namespace surge {
 
 struct StepResult {
   float reward;
-  bool terminated;
+  // 0 or 1. A byte rather than a bool: GCC keeps a struct whose bool a forced inline (nvcc's
+  // __forceinline__) stored in memory, which stops the CPU rollout's loop over lanes from vectorising.
+  std::uint8_t terminated;
 };
 
 }  // namespace surge

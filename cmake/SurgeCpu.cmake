@@ -2,8 +2,9 @@
 #
 # SURGE_CPU_NATIVE compiles them for the build machine's instruction set (-march=native: AVX2, AVX-512),
 # which runs them 1.4x (learner) and 3x (CartPole stepping, which baseline x86-64 SSE2 cannot vectorise:
-# it lacks a vector rounding instruction) faster than baseline x86-64. It is right when the build machine is the run machine, as with tools/setup.sh and CI; turn it
-# off to build binaries for other machines.
+# it lacks a vector rounding instruction) faster than baseline x86-64. It is right when the build
+# machine is the run machine, as with tools/setup.sh and CI; turn it off to build binaries for other
+# machines.
 option(SURGE_CPU_NATIVE "Compile the CPU hot loops for this machine's instruction set (-march=native)" ON)
 include(CheckCXXCompilerFlag)
 check_cxx_compiler_flag(-march=native SURGE_HAVE_MARCH_NATIVE)

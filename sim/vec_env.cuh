@@ -313,8 +313,8 @@ inline void rollout_lanes(const RolloutTile<S>& tile, std::int64_t first) {
     for (int c = 0; c < chunk_steps; ++c) {
       const std::int64_t row = (chunk_start + c) * num_envs + first;  // slot of lane 0 in the [T][N] outputs
       for (int l = 0; l < lanes; ++l) {
-        // The fields gathered by value and bit_cast, not written through a float* into the struct: that
-        // way the struct is never in memory, also in nvcc's host pass, and the loop vectorises.
+        // The fields gathered into arrays and bit_cast, rather than written into the structs through a
+        // float*, so that nothing here needs the structs in memory.
         std::array<float, kStateDim> state_fields;
         std::array<float, kParamCount> param_fields;
         for (int j = 0; j < kStateDim; ++j) state_fields[j] = state[j][l];

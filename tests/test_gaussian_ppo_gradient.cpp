@@ -12,16 +12,14 @@
 #include "rl/ppo_loss.hpp"
 #include "sim/philox.hpp"
 #include "tests/finite_difference.hpp"
+#include "tests/ppo_gradient_batch.hpp"
 
 using namespace surge::rl;
+using surge::testing::around_the_clip_range;
 using surge::testing::central_difference;
+using surge::testing::normal;
 
 namespace {
-
-double normal(surge::Rng& rng) {
-  const double u1 = rng.uniform(), u2 = rng.uniform();
-  return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
-}
 
 // A minibatch of a Gaussian policy whose ratios and value steps fall both inside and well outside the
 // clip range (0.2), never near its edges, where the loss has kinks.
@@ -47,15 +45,14 @@ GaussianBatch make_batch(std::int64_t size, int obs_dim, int dims, const std::ve
   GaussianBatch b{size, dims, std::vector<double>(size * obs_dim), std::vector<double>(size * dims), std::vector<double>(size),
                   std::vector<double>(size), std::vector<double>(size), std::vector<double>(size)};
   for (auto& x : b.obs) x = normal(rng);
-  const double log_ratio_offsets[] = {-0.6, -0.1, 0.05, 0.12, 0.5, -0.35};
-  const double value_steps[] = {-0.9, -0.05, 0.1, 0.7};
   for (std::int64_t i = 0; i < size; ++i) {
     for (int k = 0; k < dims; ++k) b.actions[i * dims + k] = means[i * dims + k] + std::exp(log_std[k]) * normal(rng);
     const double logp = gaussian_log_prob(b.actions.data() + i * dims, means.data() + i * dims, log_std.data(), dims);
-    b.old_logprob[i] = logp - log_ratio_offsets[i % 6];
+    const auto estimates = around_the_clip_range(i, logp, values[i]);
+    b.old_logprob[i] = estimates.old_logprob;
     b.advantage[i] = normal(rng) + 0.3;
-    b.old_value[i] = values[i] - value_steps[i % 4];
-    b.returns[i] = values[i] + (i % 3 == 0 ? 1.5 : -0.8) * value_steps[(i + 1) % 4];
+    b.old_value[i] = estimates.old_value;
+    b.returns[i] = estimates.returns;
   }
   return b;
 }

@@ -11,9 +11,12 @@
 #include "rl/ppo_loss.hpp"
 #include "sim/philox.hpp"
 #include "tests/finite_difference.hpp"
+#include "tests/ppo_gradient_batch.hpp"
 
 using namespace surge::rl;
+using surge::testing::around_the_clip_range;
 using surge::testing::central_difference;
+using surge::testing::normal;
 
 namespace {
 
@@ -22,11 +25,6 @@ struct Case {
   PpoLossConfig loss;
   std::uint64_t seed;
 };
-
-double normal(surge::Rng& rng) {
-  const double u1 = rng.uniform(), u2 = rng.uniform();
-  return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
-}
 
 void check_gradient(const Case& c) {
   const int obs_dim = 4, num_actions = 3;
@@ -53,16 +51,12 @@ void check_gradient(const Case& c) {
   PpoGradient<double> workspace(cpu, net, batch);
   std::vector<double> logits(batch * num_actions), values(batch);
   workspace.forward(stream, params.data(), obs.data(), batch, logits.data(), values.data());
-  // Old log-probabilities and values placed so that ratios and value steps fall both inside and well
-  // outside the clip range (0.2), never near its edges, where the loss has kinks.
-  const double log_ratio_offsets[] = {-0.6, -0.1, 0.05, 0.12, 0.5, -0.35};
-  const double value_steps[] = {-0.9, -0.05, 0.1, 0.7};
   for (std::int64_t i = 0; i < batch; ++i) {
     const double* row = logits.data() + i * num_actions;
-    const double logp = row[actions[i]] - log_partition(row, num_actions);
-    old_logprob[i] = logp - log_ratio_offsets[i % 6];
-    old_value[i] = values[i] - value_steps[i % 4];
-    returns[i] = values[i] + (i % 3 == 0 ? 1.5 : -0.8) * value_steps[(i + 1) % 4];
+    const auto estimates = around_the_clip_range(i, row[actions[i]] - log_partition(row, num_actions), values[i]);
+    old_logprob[i] = estimates.old_logprob;
+    old_value[i] = estimates.old_value;
+    returns[i] = estimates.returns;
   }
 
   MinibatchView<double> minibatch;

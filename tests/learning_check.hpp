@@ -1,6 +1,8 @@
 #pragma once
 // Learning, end to end: `surge train` with a scenario's built-in config on the CPU backend must reach
 // a mean return over the last 100 finished episodes, say so in its summary, and show it in metrics.csv.
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 
 #include <cstdint>
@@ -22,7 +24,7 @@ struct LearningGoal {
 };
 
 inline void check_learns(const LearningGoal& goal) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("surge_test_learning_" + goal.scenario);
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("surge_test_learning_" + std::to_string(::getpid()) + "_" + goal.scenario);
   std::filesystem::remove_all(dir);
   std::ostringstream target;
   target << goal.target_return;

@@ -1,5 +1,7 @@
 // checkpoint.h5: written, read back bit for bit, evaluated the same as the live trainer; bad files are
 // one-line input errors. And the evaluator's first-episode bookkeeping.
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -29,7 +31,7 @@ TrainConfig small_config() {
 }
 
 std::filesystem::path temp_path(const std::string& name) {
-  return std::filesystem::temp_directory_path() / ("surge_test_checkpoint_" + name);
+  return std::filesystem::temp_directory_path() / ("surge_test_checkpoint_" + std::to_string(::getpid()) + "_" + name);
 }
 
 }  // namespace

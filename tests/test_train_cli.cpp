@@ -1,5 +1,7 @@
 // `surge train` as a user meets it: the files it writes, its summary, and one line with exit code 2 for
 // every kind of bad input.
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -18,7 +20,7 @@ using surge::testing::Result;
 using surge::testing::run_surge;
 
 std::filesystem::path fresh_dir(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() / ("surge_test_train_cli_" + name);
+  const auto dir = std::filesystem::temp_directory_path() / ("surge_test_train_cli_" + std::to_string(::getpid()) + "_" + name);
   std::filesystem::remove_all(dir);
   return dir;
 }

@@ -28,15 +28,19 @@ void IterationGraph::capture(const std::function<void()>& enqueue) {
   SURGE_CHECK(!exec_, "the iteration graph was already captured");
   const auto stream = static_cast<cudaStream_t>(stream_.native_handle());
   SURGE_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  // Debug builds (SURGE_DEBUG_SYNC) synchronise after each launch, which capture forbids.
+  surge::detail::capturing_graph = true;
   try {
     enqueue();
   } catch (...) {
+    surge::detail::capturing_graph = false;
     cudaGraph_t broken = nullptr;
     cudaStreamEndCapture(stream, &broken);
     if (broken) cudaGraphDestroy(broken);
     cudaGetLastError();
     throw;
   }
+  surge::detail::capturing_graph = false;
   cudaGraph_t graph = nullptr;
   SURGE_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
   graph_ = graph;

@@ -29,13 +29,20 @@ namespace surge::detail {
                    cudaGetErrorString(surge_status_));                                   \
   } while (0)
 
+namespace surge::detail {
+// True while this thread records a CUDA graph (rl::IterationGraph::capture): launches are only
+// recorded then, and a device synchronisation would invalidate the capture.
+inline thread_local bool capturing_graph = false;
+}  // namespace surge::detail
+
 // Every kernel launch is followed by this. With SURGE_SYNC_LAUNCHES defined (the CMake option
-// SURGE_DEBUG_SYNC) it also waits for the kernel, so a fault is reported at the launch that caused it.
+// SURGE_DEBUG_SYNC) it also waits for the kernel, so a fault is reported at the launch that caused it;
+// not while a graph is being captured, where nothing runs (the graph's replays then fault at the replay).
 #if defined(SURGE_SYNC_LAUNCHES)
-#define SURGE_CUDA_CHECK_LAUNCH()                  \
-  do {                                             \
-    SURGE_CUDA_CHECK(cudaGetLastError());          \
-    SURGE_CUDA_CHECK(cudaDeviceSynchronize());     \
+#define SURGE_CUDA_CHECK_LAUNCH()                                                         \
+  do {                                                                                    \
+    SURGE_CUDA_CHECK(cudaGetLastError());                                                 \
+    if (!::surge::detail::capturing_graph) SURGE_CUDA_CHECK(cudaDeviceSynchronize());     \
   } while (0)
 #else
 #define SURGE_CUDA_CHECK_LAUNCH() SURGE_CUDA_CHECK(cudaGetLastError())

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Gathers what tools/gpu-check.sh needs but a bare GPU machine lacks (it has nvcc, CMake and Python with
 # PyTorch, but no Debian packages and no network) into .deps/ (ignored by git), from this machine's
-# Debian packages: the Catch2, toml++, nlohmann-json and DLPack headers, and OpenBLAS with its runtime.
-# Carry .deps to the GPU machine beside the working tree. About 45 MB.
+# Debian packages: the Catch2, toml++, nlohmann-json and DLPack headers, and OpenBLAS with its runtime;
+# and Gymnasium's golden transitions from ../shared/golden, which the golden GPU tests read and which
+# does not travel with the working tree. Carry .deps to the GPU machine beside the working tree. About 50 MB.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rm -rf .deps
@@ -19,5 +20,10 @@ if [[ -f $openblas_lib/libopenblas.so.0 ]]; then
   done
 else
   echo "gpu-deps: OpenBLAS not found (apt-get install libopenblas-dev); the CPU backend will use its built-in GEMM" >&2
+fi
+if [[ -d ../shared/golden ]]; then
+  cp -r ../shared/golden .deps/golden
+else
+  echo "gpu-deps: ../shared/golden not found; the golden GPU tests will fail on the GPU machine" >&2
 fi
 du -sh .deps

@@ -88,7 +88,11 @@ std::vector<hsize_t> row_dims(const LogField& field, std::int64_t log_envs) {
 
 std::string axes_text(const LogField& field) {
   std::string axes = field.steps > 0 ? "[iteration][step][env]" : "[iteration][env]";
-  for (std::int64_t d : field.item_shape) axes += "[" + std::to_string(d) + "]";
+  for (std::int64_t d : field.item_shape) {  // appends: GCC 12 warns falsely (-Wrestrict) about "[" + string
+    axes += '[';
+    axes += std::to_string(d);
+    axes += ']';
+  }
   return axes;
 }
 

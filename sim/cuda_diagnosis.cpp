@@ -131,7 +131,11 @@ Diagnosis diagnose(const MachineDescription& m) {
 
   std::set<int> own_archs;
   for (const GpuDescription& gpu : m.gpus) own_archs.insert(gpu.arch());
-  for (int arch : own_archs) d.build_for_this_machine += (d.build_for_this_machine.empty() ? "" : ";") + std::to_string(arch) + "-real";
+  for (int arch : own_archs) {  // appends: GCC 12 warns falsely (-Wrestrict) about a chain of string +
+    if (!d.build_for_this_machine.empty()) d.build_for_this_machine += ';';
+    d.build_for_this_machine += std::to_string(arch);
+    d.build_for_this_machine += "-real";
+  }
   if (d.build_for_this_machine.empty()) d.build_for_this_machine = "native";
 
   // Machine-wide problems: any one of them stops CUDA altogether.

@@ -116,7 +116,10 @@ int run_bench_train(const Args& args) {
   }
 
   std::string hidden;
-  for (std::size_t k = 0; k < config.hidden.size(); ++k) hidden += (k ? "," : "") + std::to_string(config.hidden[k]);
+  for (std::size_t k = 0; k < config.hidden.size(); ++k) {  // appends: GCC 12 warns falsely (-Wrestrict) about "," + string
+    if (k) hidden += ',';
+    hidden += std::to_string(config.hidden[k]);
+  }
   std::printf("scenario                  %s\n", spec.name.c_str());
   std::printf("device                    %s\n", device.str().c_str());
   std::printf("num_envs x steps          %lld x %lld (%lld epochs x %lld minibatches, hidden %s)\n",

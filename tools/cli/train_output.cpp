@@ -24,7 +24,8 @@ std::string number(double value) {
 std::string grouped(double value) {
   // 1234567 -> "1,234,567"
   std::string digits = std::to_string(static_cast<long long>(std::llround(value)));
-  for (int k = static_cast<int>(digits.size()) - 3; k > (digits[0] == '-' ? 1 : 0); k -= 3) digits.insert(k, ",");
+  for (int k = static_cast<int>(digits.size()) - 3; k > (digits[0] == '-' ? 1 : 0); k -= 3)
+    digits.insert(static_cast<std::size_t>(k), 1, ',');  // not insert(k, ","), which GCC 12 warns about falsely (-Wrestrict)
   return digits;
 }
 

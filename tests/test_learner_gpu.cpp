@@ -214,8 +214,13 @@ TEST_CASE("one full training iteration on CUDA matches the CPU on the same seed"
   CHECK(gpu_view(b.reward(0), slots) == cpu_view(a.reward(0), slots));
   CHECK(gpu_view(b.terminated(0), slots) == cpu_view(a.terminated(0), slots));
   CHECK(gpu_view(b.truncated(0), slots) == cpu_view(a.truncated(0), slots));
-  check_close(gpu_view(b.obs(0), (slots + config.num_envs) * 4), cpu_view(a.obs(0), (slots + config.num_envs) * 4), 1e-6,
-              1e-6, "observations");
+  // The states are not bit-identical: the device fuses multiply-adds and its sinf/cosf round differently
+  // from the host's. Each step adds a last-bit difference (6e-8 relative at |x| ~ 1) and the upright pole
+  // amplifies it by about 8% a step (test_gpu_consistency.cpp), so after at most 32 steps of an episode
+  // it is below 6e-8 * (1.083^32 - 1) / 0.083 = 8.6e-6 relative even when every step adds it with the
+  // same sign.
+  check_close(gpu_view(b.obs(0), (slots + config.num_envs) * 4), cpu_view(a.obs(0), (slots + config.num_envs) * 4), 1e-5,
+              1e-5, "observations");
   check_close(gpu_view(b.logprob(0), slots), cpu_view(a.logprob(0), slots), 1e-5, 1e-5, "log-probabilities");
   check_close(gpu_view(b.value(0), slots + config.num_envs), cpu_view(a.value(0), slots + config.num_envs), 1e-5, 1e-4,
               "values");

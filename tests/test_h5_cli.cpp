@@ -132,7 +132,10 @@ TEST_CASE("surge h5 export writes a dataset, or one iteration of it, as CSV", "[
     for (std::int64_t m = 0; m < S::log_envs; ++m) {
       const std::int64_t e = S::first_env + m;
       std::string row = "4," + std::to_string(t) + "," + std::to_string(e);
-      for (std::int64_t c = 0; c < S::obs_dim; ++c) row += "," + format_float(S::obs(4, t, e, c));
+      for (std::int64_t c = 0; c < S::obs_dim; ++c) {
+        row += ',';
+        row += format_float(S::obs(4, t, e, c));
+      }
       CHECK(lines[1 + t * S::log_envs + m] == row);
     }
 

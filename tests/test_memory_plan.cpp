@@ -154,7 +154,10 @@ TEST_CASE("surge bench env --dry-run prints the plan; a run too big stops before
   CHECK(dry.exit_code == 0);
   const ScenarioSpec& spec = scenario_spec("cartpole");
   const std::size_t total = cli::bench_env_memory_plan(spec, Device::cpu(), 1000, 16, false).allocated_bytes();
-  CHECK(dry.out.find("(" + std::to_string(total) + " bytes)") != std::string::npos);
+  std::string total_text = "(";
+  total_text += std::to_string(total);
+  total_text += " bytes)";
+  CHECK(dry.out.find(total_text) != std::string::npos);
   CHECK(dry.out.find("rollout.obs") != std::string::npos);
   CHECK(dry.out.find("engine.states") != std::string::npos);
   CHECK(dry.out.find("env-steps/s") == std::string::npos);  // nothing was run

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "scenarios/mountain_car_valley.hpp"
 #include "sim/scenario.hpp"
 
 namespace surge {
@@ -20,16 +21,10 @@ struct MountainCar {
   static constexpr ActionKind kActionKind = ActionKind::Discrete;
   static constexpr int kNumActions = 3;  // 0 accelerates left, 1 does nothing, 2 accelerates right
 
-  static constexpr float kMinPosition = -1.2f;
-  static constexpr float kMaxPosition = 0.6f;
-  static constexpr float kMaxSpeed = 0.07f;
   static constexpr float kGoalPosition = 0.5f;
-  static constexpr float kGoalVelocity = 0.0f;
 
-  struct State {
-    float position, velocity;
-  };
-  static constexpr std::array<const char*, 2> kStateNames = {"position", "velocity"};
+  using State = mountain_car_valley::State;
+  static constexpr std::array<const char*, 2> kStateNames = mountain_car_valley::kStateNames;
 
   struct Params {
     float force, gravity;
@@ -41,27 +36,14 @@ struct MountainCar {
 
   using Action = std::int32_t;
 
-  SURGE_HD_INLINE static void reset(State& s, const Params&, Rng& rng) {
-    s.position = rng.uniform(-0.6f, -0.4f);
-    s.velocity = 0.0f;
-  }
+  SURGE_HD_INLINE static void reset(State& s, const Params&, Rng& rng) { mountain_car_valley::reset(s, rng); }
 
   SURGE_HD_INLINE static StepResult step(State& s, const Params& p, Action action) {
-    float velocity = s.velocity + static_cast<float>(action - 1) * p.force + lane_cosf(3.0f * s.position) * -p.gravity;
-    velocity = fminf(fmaxf(velocity, -kMaxSpeed), kMaxSpeed);
-    float position = s.position + velocity;
-    position = fminf(fmaxf(position, kMinPosition), kMaxPosition);
-    if (position == kMinPosition && velocity < 0.0f) velocity = 0.0f;
-    s.position = position;
-    s.velocity = velocity;
-    const bool terminated = position >= kGoalPosition && velocity >= kGoalVelocity;
-    return {-1.0f, terminated};
+    mountain_car_valley::move(s, static_cast<float>(action - 1) * p.force, p.gravity);
+    return {-1.0f, mountain_car_valley::reached(s, kGoalPosition)};
   }
 
-  SURGE_HD_INLINE static void observe(const State& s, float* obs) {
-    obs[0] = s.position;
-    obs[1] = s.velocity;
-  }
+  SURGE_HD_INLINE static void observe(const State& s, float* obs) { mountain_car_valley::observe(s, obs); }
 };
 
 }  // namespace surge

@@ -9,6 +9,7 @@
 #include <array>
 #include <cmath>
 
+#include "scenarios/mountain_car_valley.hpp"
 #include "sim/scenario.hpp"
 
 namespace surge {
@@ -24,18 +25,12 @@ struct MountainCarContinuous {
   static constexpr std::array<float, 1> kActionHigh = {1.0f};
 
   static constexpr float kMaxForce = 1.0f;
-  static constexpr float kMinPosition = -1.2f;
-  static constexpr float kMaxPosition = 0.6f;
-  static constexpr float kMaxSpeed = 0.07f;
   static constexpr float kGoalPosition = 0.45f;
-  static constexpr float kGoalVelocity = 0.0f;
   static constexpr float kGoalReward = 100.0f;
   static constexpr float kActionCost = 0.1f;
 
-  struct State {
-    float position, velocity;
-  };
-  static constexpr std::array<const char*, 2> kStateNames = {"position", "velocity"};
+  using State = mountain_car_valley::State;
+  static constexpr std::array<const char*, 2> kStateNames = mountain_car_valley::kStateNames;
 
   struct Params {
     float power, gravity;
@@ -49,29 +44,17 @@ struct MountainCarContinuous {
     float v[1];
   };
 
-  SURGE_HD_INLINE static void reset(State& s, const Params&, Rng& rng) {
-    s.position = rng.uniform(-0.6f, -0.4f);
-    s.velocity = 0.0f;
-  }
+  SURGE_HD_INLINE static void reset(State& s, const Params&, Rng& rng) { mountain_car_valley::reset(s, rng); }
 
   SURGE_HD_INLINE static StepResult step(State& s, const Params& p, const Action& action) {
     const float force = fminf(fmaxf(action.v[0], -kMaxForce), kMaxForce);
-    float velocity = s.velocity + force * p.power - p.gravity * lane_cosf(3.0f * s.position);
-    velocity = fminf(fmaxf(velocity, -kMaxSpeed), kMaxSpeed);
-    float position = s.position + velocity;
-    position = fminf(fmaxf(position, kMinPosition), kMaxPosition);
-    if (position == kMinPosition && velocity < 0.0f) velocity = 0.0f;
-    s.position = position;
-    s.velocity = velocity;
-    const bool terminated = position >= kGoalPosition && velocity >= kGoalVelocity;
+    mountain_car_valley::move(s, force * p.power, p.gravity);
+    const bool terminated = mountain_car_valley::reached(s, kGoalPosition);
     const float reward = (terminated ? kGoalReward : 0.0f) - kActionCost * action.v[0] * action.v[0];
     return {reward, terminated};
   }
 
-  SURGE_HD_INLINE static void observe(const State& s, float* obs) {
-    obs[0] = s.position;
-    obs[1] = s.velocity;
-  }
+  SURGE_HD_INLINE static void observe(const State& s, float* obs) { mountain_car_valley::observe(s, obs); }
 };
 
 }  // namespace surge

@@ -105,6 +105,20 @@ std::vector<T> host(surge::Span<T> view, const Stream& stream) {
   return surge::to_host(view, stream);
 }
 
+// Two engines that ran the same steps by different paths hold the same state, bit for bit: states,
+// parameters, episode counters and accumulators, stream positions and finished-episode statistics.
+void check_same_engine_state(surge::Engine& a, surge::Engine& b, const Stream& stream) {
+  CHECK(same_bits(host(a.states(), stream), host(b.states(), stream)));
+  CHECK(same_bits(host(a.params(), stream), host(b.params(), stream)));
+  CHECK(same_bits(host(a.episode_steps(), stream), host(b.episode_steps(), stream)));
+  CHECK(same_bits(host(a.episode_returns(), stream), host(b.episode_returns(), stream)));
+  CHECK(same_bits(host(a.rng_offsets(), stream), host(b.rng_offsets(), stream)));
+  const surge::EpisodeStats a_stats = a.episode_stats(stream), b_stats = b.episode_stats(stream);
+  CHECK(a_stats.episodes == b_stats.episodes);
+  CHECK(a_stats.return_sum == b_stats.return_sum);
+  CHECK(a_stats.length_sum == b_stats.length_sum);
+}
+
 }  // namespace
 
 TEST_CASE("episodes that nothing ends are truncated at exactly step 500", "[vec_env][auto_reset]") {
@@ -324,15 +338,8 @@ TEST_CASE("rollout_random() equals random_actions() + step() bit for bit", "[vec
     CHECK(same_bits(host(terminated.span(), stream), step_terminated));
     CHECK(same_bits(host(truncated.span(), stream), step_truncated));
     // Both leave the engines in the same state.
-    CHECK(same_bits(host(fused->states(), stream), host(stepped->states(), stream)));
-    CHECK(same_bits(host(fused->params(), stream), host(stepped->params(), stream)));
-    CHECK(same_bits(host(fused->episode_steps(), stream), host(stepped->episode_steps(), stream)));
-    CHECK(same_bits(host(fused->episode_returns(), stream), host(stepped->episode_returns(), stream)));
-    CHECK(same_bits(host(fused->rng_offsets(), stream), host(stepped->rng_offsets(), stream)));
-    const surge::EpisodeStats fused_stats = fused->episode_stats(stream), stepped_stats = stepped->episode_stats(stream);
-    CHECK(fused_stats.episodes == stepped_stats.episodes);
-    CHECK(fused_stats.return_sum == stepped_stats.return_sum);
-    CHECK(fused_stats.length_sum == stepped_stats.length_sum);
+    check_same_engine_state(*fused, *stepped, stream);
+    const surge::EpisodeStats stepped_stats = stepped->episode_stats(stream);
     // Each case went through the ending it is named for.
     std::int64_t terminations = 0, truncations = 0;
     for (auto f : step_terminated) terminations += f;
@@ -391,15 +398,8 @@ TEST_CASE("rollout_random() equals random_actions() + step() bit for bit in ever
     CHECK(same_bits(host(reward.span(), stream), all_reward));
     CHECK(same_bits(host(terminated.span(), stream), all_terminated));
     CHECK(same_bits(host(truncated.span(), stream), all_truncated));
-    CHECK(same_bits(host(fused->states(), stream), host(stepped->states(), stream)));
-    CHECK(same_bits(host(fused->params(), stream), host(stepped->params(), stream)));
-    CHECK(same_bits(host(fused->episode_steps(), stream), host(stepped->episode_steps(), stream)));
-    CHECK(same_bits(host(fused->episode_returns(), stream), host(stepped->episode_returns(), stream)));
-    CHECK(same_bits(host(fused->rng_offsets(), stream), host(stepped->rng_offsets(), stream)));
-    const surge::EpisodeStats fused_stats = fused->episode_stats(stream), stepped_stats = stepped->episode_stats(stream);
-    CHECK(fused_stats.episodes == stepped_stats.episodes);
-    CHECK(fused_stats.return_sum == stepped_stats.return_sum);
-    CHECK(fused_stats.length_sum == stepped_stats.length_sum);
+    check_same_engine_state(*fused, *stepped, stream);
+    const surge::EpisodeStats stepped_stats = stepped->episode_stats(stream);
     CHECK(stepped_stats.episodes >= n);  // every env ended at least one episode
     // The action streams continue where both left them.
     DeviceBuffer<std::int32_t> fused_discrete(cpu, discrete ? n : 0);

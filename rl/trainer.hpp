@@ -67,7 +67,7 @@ class Trainer {
   TrainState train_state() const;
   void restore(const std::vector<float>& params, const std::vector<float>& adam_m, const std::vector<float>& adam_v,
                const OptimizerScalars& optimizer, const TrainState& state);
-  // The rest of what an exact resume restores (rl/resume_state.hpp), on the device: each env's return
+  // The rest of what an exact resume restores (rl/io/resume_state.hpp), on the device: each env's return
   // so far in its running episode, [N], and the ring of recent finished returns, [kRecentEpisodes].
   Span<float> running_returns() const { return running_return_.span(); }
   Span<double> recent_returns() const { return recent_returns_.span(); }

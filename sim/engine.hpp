@@ -99,7 +99,7 @@ class Engine {
   virtual void reset(const Stream& stream) = 0;
   // Writes the current observation of every environment, [N][obs_dim].
   virtual void observe(Span<float> obs, const Stream& stream) const = 0;
-  // One step of every environment with same-step auto-reset (semantics in vec_env.cuh).
+  // One step of every environment with same-step auto-reset (semantics at EnvLogic::step_env in sim/env_logic.cuh).
   // Enqueued on `stream`; never waits for the device.
   virtual void step(const ActionView& actions, const StepViews& out, const Stream& stream) = 0;
   // `steps` steps of every environment with uniform random actions drawn on the device, fused in

@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "scenarios/acrobot.hpp"
-#include "tests/scenario_testing.hpp"
+#include "tests/support/scenario_testing.hpp"
 
 using namespace surge;
 using namespace surge::testing;

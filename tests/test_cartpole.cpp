@@ -12,8 +12,8 @@
 #include "scenarios/registry.hpp"
 #include "sim/error.hpp"
 #include "sim/memory.hpp"
-#include "tests/golden.hpp"
-#include "tests/scenario_testing.hpp"
+#include "tests/support/golden.hpp"
+#include "tests/support/scenario_testing.hpp"
 
 using surge::CartPole;
 using surge::Device;

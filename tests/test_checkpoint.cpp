@@ -9,7 +9,7 @@
 #include <fstream>
 #include <vector>
 
-#include "rl/checkpoint.hpp"
+#include "rl/io/checkpoint.hpp"
 #include "rl/evaluate.hpp"
 #include "rl/trainer.hpp"
 #include "scenarios/registry.hpp"

@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "sim/device.hpp"
-#include "tests/golden.hpp"
-#include "tests/run_surge.hpp"
-#include "tests/scratch_folder.hpp"
+#include "tests/support/golden.hpp"
+#include "tests/support/run_surge.hpp"
+#include "tests/support/scratch_folder.hpp"
 #include "tools/cli/io.hpp"
 
 namespace fs = std::filesystem;

@@ -2,7 +2,7 @@
 // memory (kDLCUDAHost), which counts as cpu.
 #include <catch2/catch.hpp>
 
-#include "tests/dlpack_cases.hpp"
+#include "tests/support/dlpack_cases.hpp"
 
 using namespace surge;
 using namespace surge::testing;

@@ -2,7 +2,7 @@
 // with kDLCUDA device types and device memory written through the imported views.
 #include <catch2/catch.hpp>
 
-#include "tests/dlpack_cases.hpp"
+#include "tests/support/dlpack_cases.hpp"
 
 using namespace surge;
 using namespace surge::testing;

@@ -17,7 +17,7 @@
 #include "sim/cuda_diagnosis.hpp"
 #include "sim/device.hpp"
 #include "sim/error.hpp"
-#include "tests/run_surge.hpp"
+#include "tests/support/run_surge.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/library_versions.hpp"
 

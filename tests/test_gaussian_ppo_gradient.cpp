@@ -11,8 +11,8 @@
 #include "rl/gaussian.hpp"
 #include "rl/ppo_loss.hpp"
 #include "sim/philox.hpp"
-#include "tests/finite_difference.hpp"
-#include "tests/ppo_gradient_batch.hpp"
+#include "tests/support/finite_difference.hpp"
+#include "tests/support/ppo_gradient_batch.hpp"
 
 using namespace surge::rl;
 using surge::testing::around_the_clip_range;

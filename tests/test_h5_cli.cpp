@@ -1,4 +1,4 @@
-// `surge h5` as a user meets it, on a log of the synthetic rollout (tests/synthetic_rollout.hpp):
+// `surge h5` as a user meets it, on a log of the synthetic rollout (tests/support/synthetic_rollout.hpp):
 // info, episodes checked against episodes worked out from the rollout's own formulas, export, and
 // bad input answered with one line and exit code 2.
 #include <catch2/catch.hpp>
@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "tests/run_surge.hpp"
-#include "tests/scratch_folder.hpp"
-#include "tests/synthetic_rollout.hpp"
+#include "tests/support/run_surge.hpp"
+#include "tests/support/scratch_folder.hpp"
+#include "tests/support/synthetic_rollout.hpp"
 
 namespace fs = std::filesystem;
 using surge::testing::read_text;

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <vector>
 
-#include "tools/throughput/knee.hpp"
+#include "tools/bench/knee.hpp"
 
 using surge::throughput::analyse_scaling;
 using surge::throughput::fit_saturation;

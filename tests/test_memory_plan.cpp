@@ -13,9 +13,9 @@
 
 #include "scenarios/registry.hpp"
 #include "sim/error.hpp"
-#include "tests/run_surge.hpp"
+#include "tests/support/run_surge.hpp"
 #include "sim/memory_plan.hpp"
-#include "tools/cli/bench_buffers.hpp"
+#include "tools/bench/bench_buffers.hpp"
 
 namespace fs = std::filesystem;
 using namespace surge;

@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "scenarios/mountain_car.hpp"
-#include "tests/scenario_testing.hpp"
+#include "tests/support/scenario_testing.hpp"
 
 using namespace surge;
 using namespace surge::testing;

@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "scenarios/pendulum.hpp"
-#include "tests/scenario_testing.hpp"
+#include "tests/support/scenario_testing.hpp"
 
 using namespace surge;
 using namespace surge::testing;

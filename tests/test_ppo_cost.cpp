@@ -5,8 +5,8 @@
 
 #include "rl/actor_critic.hpp"
 #include "scenarios/registry.hpp"
-#include "tools/throughput/env_cost.hpp"
-#include "tools/throughput/ppo_cost.hpp"
+#include "tools/bench/env_cost.hpp"
+#include "tools/bench/ppo_cost.hpp"
 
 using namespace surge;
 using namespace surge::throughput;

@@ -19,16 +19,16 @@
 #include <thread>
 #include <vector>
 
-#include "rl/hdf5_util.hpp"
-#include "rl/rollout_episodes.hpp"
-#include "rl/rollout_file.hpp"
-#include "rl/rollout_log.hpp"
-#include "rl/rollout_schema.hpp"
+#include "rl/io/hdf5_util.hpp"
+#include "rl/io/rollout_episodes.hpp"
+#include "rl/io/rollout_file.hpp"
+#include "rl/io/rollout_log.hpp"
+#include "rl/io/rollout_schema.hpp"
 #include "sim/error.hpp"
 #include "sim/stream.hpp"
-#include "tests/run_surge.hpp"
-#include "tests/scratch_folder.hpp"
-#include "tests/synthetic_rollout.hpp"
+#include "tests/support/run_surge.hpp"
+#include "tests/support/scratch_folder.hpp"
+#include "tests/support/synthetic_rollout.hpp"
 
 namespace fs = std::filesystem;
 using namespace surge;

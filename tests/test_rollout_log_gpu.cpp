@@ -9,11 +9,11 @@
 #include <string>
 #include <vector>
 
-#include "rl/rollout_file.hpp"
-#include "rl/rollout_log.hpp"
+#include "rl/io/rollout_file.hpp"
+#include "rl/io/rollout_log.hpp"
 #include "sim/memory.hpp"
 #include "sim/stream.hpp"
-#include "tests/synthetic_rollout.hpp"
+#include "tests/support/synthetic_rollout.hpp"
 
 namespace fs = std::filesystem;
 using namespace surge;

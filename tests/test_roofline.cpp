@@ -3,8 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include "scenarios/registry.hpp"
-#include "tools/throughput/env_cost.hpp"
-#include "tools/throughput/roofline.hpp"
+#include "tools/bench/env_cost.hpp"
+#include "tools/bench/roofline.hpp"
 
 using namespace surge;
 using namespace surge::throughput;

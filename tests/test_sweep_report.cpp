@@ -1,15 +1,15 @@
 // The sweep's JSON report and SVG figure, rendered from a synthetic sweep whose knee and
 // recommendation are known: fields and values in the JSON, and in the SVG the points, the ticks and
 // the knee where the log-log mapping puts them. (Well-formedness of the XML is checked by
-// tests/check_throughput_outputs.py with an independent parser.)
+// tests/support/check_throughput_outputs.py with an independent parser.)
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <string>
 
-#include "tools/throughput/svg_chart.hpp"
-#include "tools/throughput/sweep_report.hpp"
+#include "tools/bench/svg_chart.hpp"
+#include "tools/bench/sweep_report.hpp"
 
 using namespace surge::throughput;
 

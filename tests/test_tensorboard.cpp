@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "rl/crc32c.hpp"
-#include "rl/tensorboard.hpp"
+#include "rl/io/crc32c.hpp"
+#include "rl/io/tensorboard.hpp"
 #include "sim/error.hpp"
 
 namespace fs = std::filesystem;

@@ -1,5 +1,5 @@
 // libtorch interop on the CPU backend (the cases are in torch_interop_cases.hpp).
-#include "tests/torch_interop_cases.hpp"
+#include "tests/support/torch_interop_cases.hpp"
 
 using namespace surge;
 using namespace surge::testing;

@@ -3,8 +3,8 @@
 #include <cstdio>
 #include <string>
 
-#include "tests/run_surge.hpp"
-#include "tests/torch_interop_cases.hpp"
+#include "tests/support/run_surge.hpp"
+#include "tests/support/torch_interop_cases.hpp"
 
 using namespace surge;
 using namespace surge::testing;

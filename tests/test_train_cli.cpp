@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "rl/train_config.hpp"
-#include "tests/run_surge.hpp"
+#include "tests/support/run_surge.hpp"
 #include "tools/cli/io.hpp"
 
 namespace {

@@ -19,11 +19,11 @@
 #include <thread>
 #include <vector>
 
-#include "rl/checkpoint.hpp"
-#include "rl/resume_state.hpp"
-#include "rl/rollout_file.hpp"
-#include "rl/tensorboard.hpp"
-#include "tests/run_surge.hpp"
+#include "rl/io/checkpoint.hpp"
+#include "rl/io/resume_state.hpp"
+#include "rl/io/rollout_file.hpp"
+#include "rl/io/tensorboard.hpp"
+#include "tests/support/run_surge.hpp"
 #include "tools/cli/io.hpp"
 
 namespace fs = std::filesystem;

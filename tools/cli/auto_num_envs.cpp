@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "tools/cli/sweep_runner.hpp"
+#include "tools/bench/sweep_runner.hpp"
 
 namespace surge::cli {
 

@@ -13,7 +13,7 @@
 #include "tools/cli/physics_option.hpp"
 
 #if defined(SURGE_WITH_CHECKPOINTS)
-#include "rl/checkpoint.hpp"
+#include "rl/io/checkpoint.hpp"
 #endif
 
 namespace surge::cli {

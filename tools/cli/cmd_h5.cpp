@@ -8,9 +8,9 @@
 #include <optional>
 #include <sstream>
 
-#include "rl/rollout_episodes.hpp"
-#include "rl/rollout_file.hpp"
-#include "rl/rollout_schema.hpp"
+#include "rl/io/rollout_episodes.hpp"
+#include "rl/io/rollout_file.hpp"
+#include "rl/io/rollout_schema.hpp"
 #include "sim/error.hpp"
 #include "tools/cli/args.hpp"
 #include "tools/cli/commands.hpp"

@@ -26,8 +26,8 @@
 #include "tools/cli/train_output.hpp"
 
 #if defined(SURGE_WITH_CHECKPOINTS)
-#include "rl/checkpoint.hpp"
-#include "rl/resume_state.hpp"
+#include "rl/io/checkpoint.hpp"
+#include "rl/io/resume_state.hpp"
 #include "tools/cli/train_rollout_log.hpp"
 #endif
 

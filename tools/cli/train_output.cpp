@@ -6,7 +6,7 @@
 #include <iostream>
 #include <sstream>
 
-#include "rl/tensorboard.hpp"
+#include "rl/io/tensorboard.hpp"
 #include "rl/trainer.hpp"
 #include "sim/error.hpp"
 #include "tools/cli/io.hpp"

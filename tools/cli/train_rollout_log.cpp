@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "rl/rollout_schema.hpp"
+#include "rl/io/rollout_schema.hpp"
 #include "tools/cli/version.hpp"
 
 namespace surge::cli {

@@ -1,11 +1,11 @@
 #pragma once
-// `surge train --log-rollouts`: the rollout log (rl/rollout_log.hpp) fed from the trainer's rollout
+// `surge train --log-rollouts`: the rollout log (rl/io/rollout_log.hpp) fed from the trainer's rollout
 // storage and the engine's episode accumulators. Built where HDF5 was found.
 #include <cstdint>
 #include <memory>
 #include <string>
 
-#include "rl/rollout_log.hpp"
+#include "rl/io/rollout_log.hpp"
 #include "rl/trainer.hpp"
 #include "sim/engine.hpp"
 

@@ -1,0 +1,240 @@
+#include "rl/io/checkpoint.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "rl/actor_critic.hpp"
+#include "rl/io/hdf5_util.hpp"
+#include "rl/trainer.hpp"
+#include "sim/error.hpp"
+
+namespace surge::rl {
+namespace {
+
+constexpr const char* kFormat = "surge-checkpoint";
+constexpr std::int64_t kFormatVersion = 1;
+
+NetworkConfig network_of(const TrainConfig& config) {
+  NetworkConfig network;
+  network.hidden = config.hidden;
+  network.activation = parse_activation(config.activation);
+  return network;
+}
+
+hdf5::Handle create_group(hid_t parent, const std::string& name) {
+  return hdf5::Handle(H5Gcreate2(parent, name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), "create group " + name);
+}
+
+void write_double_attribute(hid_t object, const std::string& name, double value) {
+  hdf5::Handle space(H5Screate(H5S_SCALAR), "attribute space");
+  hdf5::Handle attribute(H5Acreate2(object, name.c_str(), H5T_IEEE_F64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT),
+                         "create attribute " + name);
+  hdf5::check(H5Awrite(attribute.get(), H5T_NATIVE_DOUBLE, &value), "write attribute " + name);
+}
+
+double read_double_attribute(hid_t object, const std::string& name) {
+  hdf5::Handle attribute(H5Aopen(object, name.c_str(), H5P_DEFAULT), "open attribute " + name);
+  double value = 0.0;
+  hdf5::check(H5Aread(attribute.get(), H5T_NATIVE_DOUBLE, &value), "read attribute " + name);
+  return value;
+}
+
+// One dataset per slice under `group`, from a flat buffer laid out by `table`.
+void write_slices(hid_t group, const ParamTable& table, const std::vector<float>& flat) {
+  for (const ParamSlice& slice : table.slices()) {
+    const hsize_t dims[2] = {static_cast<hsize_t>(slice.rows), static_cast<hsize_t>(slice.cols)};
+    hdf5::Handle space(H5Screate_simple(2, dims, nullptr), "dataspace of " + slice.name);
+    hdf5::Handle dataset(H5Dcreate2(group, slice.name.c_str(), H5T_IEEE_F32LE, space.get(), H5P_DEFAULT, H5P_DEFAULT,
+                                    H5P_DEFAULT),
+                         "create dataset " + slice.name);
+    hdf5::check(H5Dwrite(dataset.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, flat.data() + slice.offset),
+                "write dataset " + slice.name);
+  }
+}
+
+std::vector<float> read_slices(hid_t file, const std::string& group, const ParamTable& table, const std::string& path) {
+  std::vector<float> flat(static_cast<std::size_t>(table.total()), 0.0f);
+  for (const ParamSlice& slice : table.slices()) {
+    const std::string name = group + "/" + slice.name;
+    if (H5Lexists(file, group.c_str(), H5P_DEFAULT) <= 0 || H5Lexists(file, name.c_str(), H5P_DEFAULT) <= 0)
+      throw InputError("checkpoint '" + path + "' lacks " + name + "; it was not written for this network");
+    hdf5::Handle dataset(H5Dopen2(file, name.c_str(), H5P_DEFAULT), "open " + name);
+    hdf5::Handle space(H5Dget_space(dataset.get()), "dataspace of " + name);
+    hsize_t dims[2] = {0, 0};
+    if (H5Sget_simple_extent_ndims(space.get()) != 2 || H5Sget_simple_extent_dims(space.get(), dims, nullptr) != 2 ||
+        dims[0] != static_cast<hsize_t>(slice.rows) || dims[1] != static_cast<hsize_t>(slice.cols))
+      throw InputError("checkpoint '" + path + "': " + name + " is not shaped [" + std::to_string(slice.rows) + "][" +
+                       std::to_string(slice.cols) + "] as the config's network needs");
+    hdf5::check(H5Dread(dataset.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, flat.data() + slice.offset),
+                "read " + name);
+  }
+  return flat;
+}
+
+// Running moments [2*dim + 1] as <prefix>_mean [dim], <prefix>_var [dim] and attribute <prefix>_count.
+void write_moments(hid_t group, const std::string& prefix, const std::vector<double>& moments) {
+  const hsize_t dim = (moments.size() - 1) / 2;
+  for (int part = 0; part < 2; ++part) {
+    const std::string name = prefix + (part == 0 ? "_mean" : "_var");
+    hdf5::Handle space(H5Screate_simple(1, &dim, nullptr), "dataspace of " + name);
+    hdf5::Handle dataset(H5Dcreate2(group, name.c_str(), H5T_IEEE_F64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+                         "create dataset " + name);
+    hdf5::check(H5Dwrite(dataset.get(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, moments.data() + part * dim),
+                "write dataset " + name);
+  }
+  write_double_attribute(group, prefix + "_count", moments.back());
+}
+
+std::vector<double> read_moments(hid_t file, const std::string& prefix, int dim, const std::string& path) {
+  std::vector<double> moments(static_cast<std::size_t>(2 * dim + 1), 0.0);
+  if (H5Lexists(file, "normalization", H5P_DEFAULT) <= 0)
+    throw InputError("checkpoint '" + path + "' lacks /normalization, which its config's " + prefix +
+                     " normalisation needs; it was not written by surge train");
+  hdf5::Handle group(H5Gopen2(file, "normalization", H5P_DEFAULT), "open /normalization");
+  for (int part = 0; part < 2; ++part) {
+    const std::string name = prefix + (part == 0 ? "_mean" : "_var");
+    if (H5Lexists(group.get(), name.c_str(), H5P_DEFAULT) <= 0)
+      throw InputError("checkpoint '" + path + "' lacks /normalization/" + name);
+    hdf5::Handle dataset(H5Dopen2(group.get(), name.c_str(), H5P_DEFAULT), "open " + name);
+    hdf5::Handle space(H5Dget_space(dataset.get()), "dataspace of " + name);
+    if (H5Sget_simple_extent_npoints(space.get()) != dim)
+      throw InputError("checkpoint '" + path + "': /normalization/" + name + " does not hold " + std::to_string(dim) + " values");
+    hdf5::check(H5Dread(dataset.get(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, moments.data() + part * dim),
+                "read " + name);
+  }
+  moments.back() = read_double_attribute(group.get(), prefix + "_count");
+  return moments;
+}
+
+}  // namespace
+
+ActorCritic checkpoint_network(const Checkpoint& c) {
+  if (c.action_dim > 0) return ActorCritic(c.obs_dim, ActionKind::Continuous, c.action_dim, network_of(c.config));
+  return ActorCritic(c.obs_dim, c.num_actions, network_of(c.config));
+}
+
+void write_checkpoint(const std::string& path, const Checkpoint& c) {
+  const ActorCritic network = checkpoint_network(c);
+  const ParamTable& table = network.table();
+  SURGE_CHECK(static_cast<std::int64_t>(c.params.size()) == table.total() &&
+                  static_cast<std::int64_t>(c.adam_m.size()) == table.total() &&
+                  static_cast<std::int64_t>(c.adam_v.size()) == table.total(),
+              "checkpoint buffers do not match the network's table");
+  SURGE_CHECK(c.obs_moments.size() == (c.config.normalize_obs ? static_cast<std::size_t>(2 * c.obs_dim + 1) : 0u) &&
+                  c.reward_moments.size() == (c.config.normalize_reward ? 3u : 0u),
+              "checkpoint normalisation statistics do not match the config");
+  const std::string temporary = path + ".partial." + std::to_string(::getpid());
+  {
+    hdf5::Lock lock;
+    hdf5::Handle file(H5Fcreate(temporary.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), "create " + temporary);
+    const hid_t root = file.get();
+    hdf5::write_string_attribute(root, "format", kFormat);
+    hdf5::write_int_attribute(root, "format_version", kFormatVersion);
+    hdf5::write_string_attribute(root, "scenario", c.scenario);
+    hdf5::write_string_attribute(root, "gym_id", c.gym_id);
+    hdf5::write_int_attribute(root, "obs_dim", c.obs_dim);
+    hdf5::write_int_attribute(root, "num_actions", c.num_actions);
+    hdf5::write_int_attribute(root, "action_dim", c.action_dim);
+    hdf5::write_int_attribute(root, "global_step", c.global_step);
+    hdf5::write_int_attribute(root, "iteration", c.iteration);
+    hdf5::write_string_attribute(root, "config", c.config.to_toml());
+    {
+      hdf5::Handle parameters = create_group(root, "parameters");
+      write_slices(parameters.get(), table, c.params);
+    }
+    hdf5::Handle optimizer = create_group(root, "optimizer");
+    write_double_attribute(optimizer.get(), "step", c.adam_step);
+    write_double_attribute(optimizer.get(), "learning_rate", c.learning_rate);
+    const AdamConfig adam{};
+    write_double_attribute(optimizer.get(), "beta1", adam.beta1);
+    write_double_attribute(optimizer.get(), "beta2", adam.beta2);
+    write_double_attribute(optimizer.get(), "eps", c.config.adam_eps);
+    write_double_attribute(optimizer.get(), "max_grad_norm", c.config.max_grad_norm);
+    {
+      hdf5::Handle m = create_group(optimizer.get(), "adam_m");
+      write_slices(m.get(), table, c.adam_m);
+    }
+    {
+      hdf5::Handle v = create_group(optimizer.get(), "adam_v");
+      write_slices(v.get(), table, c.adam_v);
+    }
+    optimizer.reset();
+    if (!c.obs_moments.empty() || !c.reward_moments.empty()) {
+      hdf5::Handle normalization = create_group(root, "normalization");
+      if (!c.obs_moments.empty()) write_moments(normalization.get(), "obs", c.obs_moments);
+      if (!c.reward_moments.empty()) write_moments(normalization.get(), "reward", c.reward_moments);
+    }
+    if (file.close() < 0) {
+      std::remove(temporary.c_str());
+      throw Error("could not finish writing checkpoint '" + path + "': " + hdf5::error_stack());
+    }
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    std::remove(temporary.c_str());
+    throw Error("could not move the checkpoint into place at '" + path + "'");
+  }
+}
+
+void write_checkpoint(const std::string& path, const Trainer& trainer) {
+  Checkpoint c;
+  c.scenario = trainer.spec().name;
+  c.gym_id = trainer.spec().gym_id;
+  c.obs_dim = trainer.network().obs_dim();
+  c.num_actions = trainer.network().num_actions();
+  c.action_dim = trainer.network().action_dim();
+  c.config = trainer.config();
+  const TrainState state = trainer.train_state();
+  c.iteration = state.iteration;
+  c.global_step = state.iteration * trainer.config().batch_size();
+  c.params = to_host(trainer.parameters(), trainer.stream());
+  c.adam_m = to_host(trainer.adam_first_moment(), trainer.stream());
+  c.adam_v = to_host(trainer.adam_second_moment(), trainer.stream());
+  const OptimizerScalars optimizer = trainer.optimizer_scalars();
+  c.adam_step = optimizer.step;
+  c.learning_rate = optimizer.learning_rate;
+  c.obs_moments = to_host(trainer.obs_moments(), trainer.stream());
+  c.reward_moments = to_host(trainer.reward_moments(), trainer.stream());
+  write_checkpoint(path, c);
+}
+
+Checkpoint read_checkpoint(const std::string& path) {
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(path, error))
+    throw InputError("checkpoint '" + path + "' does not exist; `surge train --out DIR` writes DIR/checkpoint.h5");
+  hdf5::Lock lock;
+  if (H5Fis_hdf5(path.c_str()) <= 0) throw InputError("'" + path + "' is not an HDF5 file, so not a Surge checkpoint");
+  hdf5::Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), "open " + path);
+  const hid_t root = file.get();
+  if (!hdf5::has_attribute(root, "format") || hdf5::read_string_attribute(root, "format") != kFormat)
+    throw InputError("'" + path + "' is an HDF5 file but not a Surge checkpoint (no format = \"" + kFormat + "\")");
+  const std::int64_t version = hdf5::read_int_attribute(root, "format_version");
+  if (version != kFormatVersion)
+    throw InputError("checkpoint '" + path + "' has format_version " + std::to_string(version) + "; this build reads " +
+                     std::to_string(kFormatVersion));
+  Checkpoint c;
+  c.scenario = hdf5::read_string_attribute(root, "scenario");
+  c.gym_id = hdf5::read_string_attribute(root, "gym_id");
+  c.obs_dim = static_cast<int>(hdf5::read_int_attribute(root, "obs_dim"));
+  c.num_actions = static_cast<int>(hdf5::read_int_attribute(root, "num_actions"));
+  // Checkpoints from before continuous actions lack it: they are discrete.
+  c.action_dim = hdf5::has_attribute(root, "action_dim") ? static_cast<int>(hdf5::read_int_attribute(root, "action_dim")) : 0;
+  if (c.action_dim < 0 || c.action_dim > 64 || (c.action_dim == 0) == (c.num_actions == 0))
+    throw InputError("checkpoint '" + path + "' has num_actions = " + std::to_string(c.num_actions) + " and action_dim = " +
+                     std::to_string(c.action_dim) + "; exactly one of them must be positive");  c.global_step = hdf5::read_int_attribute(root, "global_step");
+  c.iteration = hdf5::read_int_attribute(root, "iteration");
+  c.config = load_train_config(hdf5::read_string_attribute(root, "config"), path + " (config)", false, "");
+  const ActorCritic network = checkpoint_network(c);
+  c.params = read_slices(root, "parameters", network.table(), path);
+  c.adam_m = read_slices(root, "optimizer/adam_m", network.table(), path);
+  c.adam_v = read_slices(root, "optimizer/adam_v", network.table(), path);
+  hdf5::Handle optimizer(H5Gopen2(root, "optimizer", H5P_DEFAULT), "open /optimizer");
+  c.adam_step = read_double_attribute(optimizer.get(), "step");
+  c.learning_rate = read_double_attribute(optimizer.get(), "learning_rate");
+  if (c.config.normalize_obs) c.obs_moments = read_moments(root, "obs", c.obs_dim, path);
+  if (c.config.normalize_reward) c.reward_moments = read_moments(root, "reward", 1, path);
+  return c;
+}
+
+}  // namespace surge::rl

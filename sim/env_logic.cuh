@@ -1,0 +1,166 @@
+#pragma once
+// EnvLogic<Scenario>: one environment's step, auto-reset and random actions as single-source code,
+// shared by VecEnv's step kernel and the fused random-action rollout (sim/fused_rollout.cuh).
+// Include only from .cu files (scenarios/registry.cu instantiates the engines).
+//
+// A Scenario is a plain struct (see scenarios/cartpole.hpp):
+//   State, Params     POD structs of floats; Params has one float per entry of kParams
+//   Action            std::int32_t (discrete) or a struct { float v[kActionDim]; } (continuous)
+//   kName, kGymId, kObsDim, kMaxEpisodeSteps, kActionKind, kNumActions or kActionDim/kActionLow/kActionHigh,
+//   kStateNames, kParams
+//   SURGE_HD static void reset(State&, const Params&, Rng&);
+//   SURGE_HD static StepResult step(State&, const Params&, const Action&);
+//   SURGE_HD static void observe(const State&, float* obs);
+#include <array>
+#include <bit>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "sim/engine.hpp"
+#include "sim/hd.hpp"
+#include "sim/philox.hpp"
+#include "sim/scenario.hpp"
+
+namespace surge {
+
+// Physics as the kernels see it: fixed-size, passed by value.
+template <int kCount>
+struct PhysicsTable {
+  float value[kCount];
+  float low[kCount];
+  float high[kCount];
+  std::uint32_t randomized_mask;
+};
+
+// Finished-episode tally of one environment since the last clear.
+struct EpisodeTally {
+  double episodes;
+  double return_sum;
+  double length_sum;
+};
+
+// Words of the random-action stream one action of S uses: one per discrete action, one per dimension.
+template <class S>
+constexpr int action_words() {
+  if constexpr (S::kActionKind == ActionKind::Discrete)
+    return 1;
+  else
+    return S::kActionDim;
+}
+
+template <class S>
+struct EnvLogic {
+  using State = typename S::State;
+  using Params = typename S::Params;
+  using Action = typename S::Action;
+  static constexpr int kParamCount = static_cast<int>(S::kParams.size());
+  static constexpr int kStateDim = static_cast<int>(S::kStateNames.size());
+  static_assert(kParamCount <= 32, "the randomisation mask holds 32 parameters");
+  static_assert(sizeof(Params) == kParamCount * sizeof(float), "Params must be exactly one float per kParams entry");
+  static_assert(sizeof(State) == kStateDim * sizeof(float), "State must be exactly one float per kStateNames entry");
+  static_assert(std::is_trivially_copyable_v<State> && std::is_trivially_copyable_v<Params>);
+
+  // Draws this reset's parameters (randomised ones only, in table order), then the initial state,
+  // from env i's reset stream; advances the env's stream offset past what was used.
+  SURGE_HD_INLINE static void reset_env(std::uint64_t seed, std::int64_t i, const PhysicsTable<kParamCount>& physics,
+                                        State& state, Params& params, std::uint64_t& rng_offset) {
+    Rng rng(seed, rng_subsequence(RngPurpose::EnvReset, static_cast<std::uint64_t>(i)), rng_offset);
+    float* fields = reinterpret_cast<float*>(&params);
+    for (int j = 0; j < kParamCount; ++j)
+      fields[j] = (physics.randomized_mask >> j & 1u) ? rng.uniform(physics.low[j], physics.high[j]) : physics.value[j];
+    S::reset(state, params, rng);
+    rng_offset = rng.offset();
+  }
+
+  SURGE_HD_INLINE static Action load_action(const std::int32_t* discrete, const float* continuous, std::int64_t i) {
+    if constexpr (S::kActionKind == ActionKind::Discrete) {
+      (void)continuous;
+      return discrete[i];
+    } else {
+      (void)discrete;
+      Action action;
+      for (int k = 0; k < S::kActionDim; ++k) action.v[k] = continuous[i * S::kActionDim + k];
+      return action;
+    }
+  }
+
+  static constexpr int kActionWords = action_words<S>();
+
+  // The action that kActionWords random words make: words[0], words[stride], ...
+  SURGE_HD_INLINE static Action random_action_from(const std::uint32_t* words, int stride) {
+    if constexpr (S::kActionKind == ActionKind::Discrete) {
+      (void)stride;
+      return static_cast<std::int32_t>(words[0] % static_cast<std::uint32_t>(S::kNumActions));
+    } else {
+      // Local copies: nvcc does not let device code index a host-side static constexpr std::array.
+      constexpr std::array<float, S::kActionDim> low = S::kActionLow, high = S::kActionHigh;
+      Action action;
+      for (int k = 0; k < S::kActionDim; ++k) action.v[k] = uniform_in(words[k * stride], low[k], high[k]);
+      return action;
+    }
+  }
+
+  SURGE_HD_INLINE static Action random_action(Rng& rng) {
+    std::uint32_t words[kActionWords];
+    for (int k = 0; k < kActionWords; ++k) words[k] = rng.next_u32();
+    return random_action_from(words, 1);
+  }
+
+  // Steps 1 and 2 of step_env: the scenario's step and the step counter. Returns the reward. (Flags as
+  // out-parameters rather than a returned struct: nvcc's host pass keeps such a struct in memory, which
+  // stops GCC vectorising the CPU rollout.)
+  SURGE_HD_INLINE static float advance(State& state, const Params& params, std::int32_t& episode_step, float& episode_return,
+                                       const Action& action, std::uint8_t& terminated, std::uint8_t& truncated) {
+    const StepResult result = S::step(state, params, action);
+    episode_step += 1;
+    episode_return += result.reward;
+    terminated = result.terminated ? 1 : 0;
+    truncated = episode_step >= S::kMaxEpisodeSteps ? 1 : 0;
+    return result.reward;
+  }
+
+  // Step 3 of step_env, after the final observation: the tally, the new episode, the zeroed counters.
+  SURGE_HD_INLINE static void begin_next_episode(std::uint64_t seed, std::int64_t i, const PhysicsTable<kParamCount>& physics,
+                                                 State& state, Params& params, std::int32_t& episode_step,
+                                                 float& episode_return, std::uint64_t& rng_offset, EpisodeTally& tally) {
+    tally.episodes += 1.0;
+    tally.return_sum += episode_return;
+    tally.length_sum += episode_step;
+    reset_env(seed, i, physics, state, params, rng_offset);
+    episode_step = 0;
+    episode_return = 0.0f;
+  }
+
+  // One step of one environment, with same-step auto-reset. This is the only place an episode ends
+  // and a new one begins:
+  //   1. the scenario steps the state under the action, giving a reward and `terminated`;
+  //   2. the step counter advances; `truncated` = counter >= kMaxEpisodeSteps, as Gymnasium's
+  //      TimeLimit sets it (so on the last allowed step both flags can be 1);
+  //   3. if the episode ended (either flag): the final observation goes to `final_obs` when the
+  //      caller gave one, the episode's return and length join the env's tally, the parameters are
+  //      redrawn where randomised, the state is reset from the env's stream and the counters zeroed;
+  //   4. `obs` receives the observation the policy acts on next: the same episode's, or the first
+  //      observation of the new one.
+  // Returns the reward and writes the flags; the caller stores them where its layout wants them.
+  // The CPU's fused rollout (rollout_lanes) runs these same steps over many environments in two
+  // passes: 1, 2 and 4 for all of them, then 3 and 4 again for those whose episode ended.
+  SURGE_HD_INLINE static float step_env(std::uint64_t seed, std::int64_t i, const PhysicsTable<kParamCount>& physics,
+                                        State& state, Params& params, std::int32_t& episode_step, float& episode_return,
+                                        std::uint64_t& rng_offset, EpisodeTally& tally, const Action& action,
+                                        std::uint8_t& terminated_out, std::uint8_t& truncated_out, float* obs_out,
+                                        float* final_obs_out) {
+    std::uint8_t terminated, truncated;
+    const float reward = advance(state, params, episode_step, episode_return, action, terminated, truncated);
+    terminated_out = terminated;
+    truncated_out = truncated;
+    if (terminated || truncated) {
+      if (final_obs_out) S::observe(state, final_obs_out);
+      begin_next_episode(seed, i, physics, state, params, episode_step, episode_return, rng_offset, tally);
+    }
+    S::observe(state, obs_out);
+    return reward;
+  }
+};
+
+}  // namespace surge

@@ -1,0 +1,237 @@
+#pragma once
+// The fused random-action rollout behind `surge bench env`: T steps of a tile of environments in one
+// launch, the state kept in registers (CUDA) or in structure-of-arrays lane tiles (CPU). Bit for bit
+// what EnvLogic::step_env gives step by step.
+#include <array>
+#include <bit>
+#include <cstdint>
+#include <cstring>
+
+#include "sim/env_logic.cuh"
+#include "sim/hd.hpp"
+
+namespace surge {
+
+// What the fused random-action rollout reads and writes, for a tile of consecutive environments.
+template <class S>
+struct RolloutTile {
+  using Logic = EnvLogic<S>;
+  using State = typename S::State;
+  using Params = typename S::Params;
+  State* states;
+  Params* params;
+  std::int32_t* episode_steps;
+  float* episode_returns;
+  std::uint64_t* rng_offsets;
+  std::uint64_t* action_offsets;
+  EpisodeTally* tallies;
+  float* obs;                  // [T][N][obs_dim]
+  float* reward;               // [T][N]
+  std::uint8_t* terminated;    // [T][N]
+  std::uint8_t* truncated;     // [T][N]
+  std::int64_t num_envs, num_steps;
+  std::uint64_t seed;
+  PhysicsTable<EnvLogic<S>::kParamCount> physics;
+};
+
+// The fused rollout as step_env runs it, for up to kLanes environments in lockstep. CUDA runs it with one
+// environment per thread (kLanes = 1), which keeps the environment in registers for all T steps.
+template <int kLanes, class S>
+SURGE_HD_INLINE void rollout_tile(const RolloutTile<S>& tile, std::int64_t first) {
+  using Logic = EnvLogic<S>;
+  using State = typename S::State;
+  using Params = typename S::Params;
+  const auto& [states, params, episode_steps, episode_returns, rng_offsets, action_offsets, tallies, obs, reward, terminated,
+               truncated, num_envs, num_steps, seed, physics] = tile;
+  const int lanes = static_cast<int>(num_envs - first < kLanes ? num_envs - first : kLanes);
+  State state[kLanes] = {};
+  Params param[kLanes] = {};
+  std::int32_t episode_step[kLanes] = {};
+  float episode_return[kLanes] = {};
+  std::uint64_t rng_offset[kLanes] = {};
+  Rng action_rng[kLanes];
+  EpisodeTally tally[kLanes] = {};
+  for (int l = 0; l < lanes; ++l) {
+    const std::int64_t i = first + l;
+    state[l] = states[i];
+    param[l] = params[i];
+    episode_step[l] = episode_steps[i];
+    episode_return[l] = episode_returns[i];
+    rng_offset[l] = rng_offsets[i];
+    action_rng[l] = Rng(seed, rng_subsequence(RngPurpose::Action, static_cast<std::uint64_t>(i)), action_offsets[i]);
+    tally[l] = tallies[i];
+  }
+  for (std::int64_t t = 0; t < num_steps; ++t) {
+    for (int l = 0; l < lanes; ++l) {
+      const std::int64_t i = first + l;
+      const std::int64_t slot = t * num_envs + i;
+      const auto action = Logic::random_action(action_rng[l]);
+      reward[slot] = Logic::step_env(seed, i, physics, state[l], param[l], episode_step[l], episode_return[l],
+                                     rng_offset[l], tally[l], action, terminated[slot], truncated[slot],
+                                     obs + slot * S::kObsDim, nullptr);
+    }
+  }
+  for (int l = 0; l < lanes; ++l) {
+    const std::int64_t i = first + l;
+    states[i] = state[l];
+    params[i] = param[l];
+    episode_steps[i] = episode_step[l];
+    episode_returns[i] = episode_return[l];
+    rng_offsets[i] = rng_offset[l];
+    action_offsets[i] = action_rng[l].offset();
+    tallies[i] = tally[l];
+  }
+}
+
+// The CPU's fused random-action rollout over a tile of up to kLanes consecutive environments, held
+// structure-of-arrays (one lane array per state field and per parameter) so that the compiler
+// vectorises across lanes. Each step runs step_env's parts in two passes: advance() and the
+// observation over all lanes, branch-free; then, one lane at a time, begin_next_episode() and the new
+// first observation for the few lanes whose episode ended. Before every chunk of steps a third pass
+// draws the chunk's action words, each lane's Philox blocks side by side. Bit for bit what step_env
+// with random_action(Rng&) gives.
+template <int kLanes, class S>
+inline void rollout_lanes(const RolloutTile<S>& tile, std::int64_t first) {
+  using Logic = EnvLogic<S>;
+  using State = typename S::State;
+  using Params = typename S::Params;
+  constexpr int kStateDim = Logic::kStateDim;
+  constexpr int kParamCount = Logic::kParamCount;
+  constexpr int kWords = Logic::kActionWords;
+  constexpr int kChunkSteps = 32;
+  constexpr int kChunkWords = kChunkSteps * kWords;
+  constexpr int kChunkBlocks = kChunkWords / 4 + 1;  // a lane's words may start anywhere in a block
+  // Plain copies, not references into `tile`: the flag stores below are bytes, which may alias anything,
+  // and would otherwise make the compiler reload every pointer after each one. The buffers are distinct
+  // allocations; __restrict__ spares the vectorised loop a run-time overlap check.
+  State* __restrict__ const states = tile.states;
+  Params* __restrict__ const params = tile.params;
+  std::int32_t* __restrict__ const episode_steps = tile.episode_steps;
+  float* __restrict__ const episode_returns = tile.episode_returns;
+  std::uint64_t* __restrict__ const rng_offsets = tile.rng_offsets;
+  std::uint64_t* __restrict__ const action_offsets = tile.action_offsets;
+  EpisodeTally* __restrict__ const tallies = tile.tallies;
+  float* __restrict__ const obs = tile.obs;
+  float* __restrict__ const reward = tile.reward;
+  std::uint8_t* __restrict__ const terminated = tile.terminated;
+  std::uint8_t* __restrict__ const truncated = tile.truncated;
+  const std::int64_t num_envs = tile.num_envs, num_steps = tile.num_steps;
+  const std::uint64_t seed = tile.seed;
+  const PhysicsTable<kParamCount> physics = tile.physics;
+  const int lanes = static_cast<int>(num_envs - first < kLanes ? num_envs - first : kLanes);
+
+  alignas(64) float state[kStateDim][kLanes];
+  alignas(64) float param[kParamCount][kLanes];
+  alignas(64) std::int32_t episode_step[kLanes];
+  alignas(64) float episode_return[kLanes];
+  alignas(64) std::uint64_t action_offset[kLanes];
+  alignas(64) std::uint32_t block_words[kChunkBlocks * 4][kLanes];  // [block word][lane] from each lane's first block
+  alignas(64) std::uint32_t action_word[kChunkWords][kLanes];       // [word of the chunk][lane]
+  alignas(64) std::uint8_t ended[kLanes + 8] = {};  // 1 where the episode ended; + 8: whole groups of eight
+  for (int l = 0; l < lanes; ++l) {
+    const float* state_fields = reinterpret_cast<const float*>(&states[first + l]);
+    const float* param_fields = reinterpret_cast<const float*>(&params[first + l]);
+    for (int j = 0; j < kStateDim; ++j) state[j][l] = state_fields[j];
+    for (int j = 0; j < kParamCount; ++j) param[j][l] = param_fields[j];
+    episode_step[l] = episode_steps[first + l];
+    episode_return[l] = episode_returns[first + l];
+    action_offset[l] = action_offsets[first + l];
+  }
+
+  for (std::int64_t chunk_start = 0; chunk_start < num_steps; chunk_start += kChunkSteps) {
+    const int chunk_steps = static_cast<int>(num_steps - chunk_start < kChunkSteps ? num_steps - chunk_start : kChunkSteps);
+    for (int b = 0; b < kChunkBlocks; ++b)
+      for (int l = 0; l < lanes; ++l) {
+        const PhiloxBlock block = philox_block(seed, rng_subsequence(RngPurpose::Action, static_cast<std::uint64_t>(first + l)),
+                                               (action_offset[l] >> 2) + static_cast<std::uint64_t>(b));
+        for (int m = 0; m < 4; ++m) block_words[b * 4 + m][l] = block.v[m];
+      }
+    // Shift each lane's words so that word 0 is the one at its offset.
+    for (int w = 0; w < kChunkWords; ++w)
+      for (int l = 0; l < lanes; ++l) {
+        const unsigned skip = static_cast<unsigned>(action_offset[l] & 3u);
+        const std::uint32_t w0 = block_words[w][l], w1 = block_words[w + 1][l], w2 = block_words[w + 2][l],
+                            w3 = block_words[w + 3][l];
+        action_word[w][l] = skip == 0 ? w0 : skip == 1 ? w1 : skip == 2 ? w2 : w3;
+      }
+    for (int l = 0; l < lanes; ++l) action_offset[l] += static_cast<std::uint64_t>(chunk_steps * kWords);
+
+    for (int c = 0; c < chunk_steps; ++c) {
+      const std::int64_t row = (chunk_start + c) * num_envs + first;  // slot of lane 0 in the [T][N] outputs
+      for (int l = 0; l < lanes; ++l) {
+        // The fields gathered into arrays and bit_cast, rather than written into the structs through a
+        // float*, so that nothing here needs the structs in memory.
+        std::array<float, kStateDim> state_fields;
+        std::array<float, kParamCount> param_fields;
+        for (int j = 0; j < kStateDim; ++j) state_fields[j] = state[j][l];
+        for (int j = 0; j < kParamCount; ++j) param_fields[j] = param[j][l];
+        State s = std::bit_cast<State>(state_fields);
+        const Params p = std::bit_cast<Params>(param_fields);
+        const auto action = Logic::random_action_from(&action_word[c * kWords][l], kLanes);
+        std::uint8_t terminated_flag, truncated_flag;
+        reward[row + l] = Logic::advance(s, p, episode_step[l], episode_return[l], action, terminated_flag, truncated_flag);
+        state_fields = std::bit_cast<std::array<float, kStateDim>>(s);
+        for (int j = 0; j < kStateDim; ++j) state[j][l] = state_fields[j];
+        terminated[row + l] = terminated_flag;
+        truncated[row + l] = truncated_flag;
+        ended[l] = terminated_flag | truncated_flag;
+        S::observe(s, obs + (row + l) * S::kObsDim);
+      }
+      // Eight lanes' flags at a time, as one word: most words are zero, and the set bytes are found
+      // without a branch per lane.
+      static_assert(std::endian::native == std::endian::little, "byte b of the word is lane group + b");
+      for (int group = 0; group < lanes; group += 8) {
+        std::uint64_t flags;
+        std::memcpy(&flags, &ended[group], sizeof flags);
+        for (; flags != 0; flags &= flags - 1) {
+          const int l = group + std::countr_zero(flags) / 8;
+          const std::int64_t i = first + l;
+          State s;
+          Params p;
+          float* state_fields = reinterpret_cast<float*>(&s);
+          float* param_fields = reinterpret_cast<float*>(&p);
+          for (int j = 0; j < kStateDim; ++j) state_fields[j] = state[j][l];
+          for (int j = 0; j < kParamCount; ++j) param_fields[j] = param[j][l];
+          Logic::begin_next_episode(seed, i, physics, s, p, episode_step[l], episode_return[l], rng_offsets[i], tallies[i]);
+          for (int j = 0; j < kStateDim; ++j) state[j][l] = state_fields[j];
+          for (int j = 0; j < kParamCount; ++j) param[j][l] = param_fields[j];
+          S::observe(s, obs + (row + l) * S::kObsDim);
+        }
+      }
+    }
+  }
+
+  for (int l = 0; l < lanes; ++l) {
+    float* state_fields = reinterpret_cast<float*>(&states[first + l]);
+    float* param_fields = reinterpret_cast<float*>(&params[first + l]);
+    for (int j = 0; j < kStateDim; ++j) state_fields[j] = state[j][l];
+    for (int j = 0; j < kParamCount; ++j) param_fields[j] = param[j][l];
+    episode_steps[first + l] = episode_step[l];
+    episode_returns[first + l] = episode_return[l];
+    action_offsets[first + l] = action_offset[l];
+  }
+}
+
+// The CPU backend's fused rollout, a tile of kLanes environments per item. Host-only: on CUDA,
+// rollout_random launches RolloutTileKernel<S, 1>, and the device pass compiles this to nothing.
+template <class S, int kLanes>
+struct RolloutLanesKernel {
+  RolloutTile<S> tile;
+  SURGE_HD_INLINE void operator()(std::int64_t k) const {
+#if defined(__CUDA_ARCH__)
+    (void)k;
+#else
+    rollout_lanes<kLanes>(tile, k * kLanes);
+#endif
+  }
+};
+
+// The hot loops as named functors rather than lambdas: nvcc calls an extended __host__ __device__
+// lambda through a pointer on the host, which stops the CPU backend from inlining and vectorising it.
+template <class S, int kLanes>
+struct RolloutTileKernel {
+  RolloutTile<S> tile;
+  SURGE_HD_INLINE void operator()(std::int64_t k) const { rollout_tile<kLanes>(tile, k * kLanes); }
+};
+
+}  // namespace surge

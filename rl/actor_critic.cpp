@@ -18,8 +18,8 @@ ActorCritic::ActorCritic(int obs_dim, ActionKind kind, int action_size, const Ne
       obs_dim_(obs_dim),
       kind_(kind),
       head_width_(action_size),
-      actor_(table_, "actor", obs_dim, config.hidden, action_size, config.activation, kActorHeadGain),
-      critic_(table_, "critic", obs_dim, config.hidden, 1, config.activation, kCriticHeadGain) {
+      actor_(table_, "actor", obs_dim, config.hidden, action_size, parse_activation(config.activation), kActorHeadGain),
+      critic_(table_, "critic", obs_dim, config.hidden, 1, parse_activation(config.activation), kCriticHeadGain) {
   if (kind == ActionKind::Discrete) {
     SURGE_CHECK(action_size >= 2, "a categorical policy needs at least two actions");
   } else {
@@ -45,23 +45,43 @@ std::vector<double> ActorCritic::initial_parameters(std::uint64_t seed) const {
 }
 
 template <class Scalar>
+BufferTable PpoGradient<Scalar>::table(Device device, const ActorCritic& net, std::int64_t max_batch, Buffers& b) {
+  const std::int64_t rows = max_batch, a = net.head_width();
+  const char* head = net.continuous() ? "[B][action_dim]" : "[B][num_actions]";
+  BufferTable t;
+  b.actor_activations = t.add<Scalar>("workspace.actor_activations", {net.actor().activation_size(rows)}, "[B][hidden...]",
+                                      "the actor's hidden activations, kept for its backward pass");
+  b.critic_activations = t.add<Scalar>("workspace.critic_activations", {net.critic().activation_size(rows)},
+                                       "[B][hidden...]", "the critic's hidden activations");
+  b.logits = t.add<Scalar>("workspace.logits", {rows, a}, head, "the actor's outputs: logits, or the Gaussian's means");
+  b.values = t.add<Scalar>("workspace.values", {rows}, "[B]", "the critic's outputs");
+  b.d_logits = t.add<Scalar>("workspace.d_logits", {rows, a}, head, "the loss's gradient with respect to the actor's outputs");
+  b.d_values = t.add<Scalar>("workspace.d_values", {rows}, "[B]", "the loss's gradient with respect to the values");
+  b.scratch = t.add<Scalar>("workspace.scratch", {std::max(net.actor().scratch_size(rows), net.critic().scratch_size(rows))},
+                            "[2][B][widest hidden]", "gradients flowing back through the hidden layers");
+  b.ones = t.add<Scalar>("workspace.ones", {rows}, "[B]", "all 1: bias gradients as GEMMs");
+  b.reduce_scratch = t.add<double>("workspace.reduce_scratch", {reduce_scratch_doubles(device, kLossTermCount)}, "[scratch]",
+                                   "partial sums of the loss terms");
+  b.advantage_stats = t.add<double>("workspace.advantage_stats", {2}, "[2]",
+                                    "sum and sum of squares of the minibatch's advantages");
+  b.d_log_std_rows = t.add<Scalar>("workspace.d_log_std_rows", {rows, net.action_dim()}, "[B][action_dim]",
+                                   "Gaussian: each sample's gradient with respect to log_std");
+  return t;
+}
+
+template <class Scalar>
+BufferTable PpoGradient<Scalar>::table(Device device, const ActorCritic& net, std::int64_t max_batch) {
+  Buffers unused;
+  return table(device, net, max_batch, unused);
+}
+
+template <class Scalar>
 PpoGradient<Scalar>::PpoGradient(Device device, const ActorCritic& net, std::int64_t max_batch)
-    : net_(&net),
-      max_batch_(max_batch),
-      actor_activations_(device, net.actor().activation_size(max_batch)),
-      critic_activations_(device, net.critic().activation_size(max_batch)),
-      logits_(device, max_batch * net.head_width()),
-      values_(device, max_batch),
-      d_logits_(device, max_batch * net.head_width()),
-      d_log_std_rows_(device, max_batch * net.action_dim()),
-      d_values_(device, max_batch),
-      scratch_(device, std::max(net.actor().scratch_size(max_batch), net.critic().scratch_size(max_batch))),
-      ones_(device, max_batch),
-      reduce_scratch_(device, reduce_scratch_doubles(device, kLossTermCount)),
-      advantage_stats_(device, 2) {
+    : net_(&net), max_batch_(max_batch) {
   SURGE_CHECK(max_batch >= 1, "empty workspace");
   Stream stream(device);
-  fill<Scalar>(stream, ones_.data(), max_batch, Scalar(1));
+  arena_ = BufferArena(device, table(device, net, max_batch, b_), stream);
+  fill<Scalar>(stream, arena_.data(b_.ones), max_batch, Scalar(1));
   stream.synchronize();
 }
 
@@ -69,14 +89,14 @@ template <class Scalar>
 void PpoGradient<Scalar>::forward_actor(const Stream& stream, const Scalar* params, const Scalar* obs, std::int64_t batch,
                                         Scalar* logits) {
   SURGE_CHECK(batch <= max_batch_, "batch larger than the workspace");
-  mlp_forward<Scalar>(stream, net_->actor(), params, obs, batch, actor_activations_.data(), logits);
+  mlp_forward<Scalar>(stream, net_->actor(), params, obs, batch, arena_.data(b_.actor_activations), logits);
 }
 
 template <class Scalar>
 void PpoGradient<Scalar>::forward_critic(const Stream& stream, const Scalar* params, const Scalar* obs,
                                          std::int64_t batch, Scalar* values) {
   SURGE_CHECK(batch <= max_batch_, "batch larger than the workspace");
-  mlp_forward<Scalar>(stream, net_->critic(), params, obs, batch, critic_activations_.data(), values);
+  mlp_forward<Scalar>(stream, net_->critic(), params, obs, batch, arena_.data(b_.critic_activations), values);
 }
 
 template <class Scalar>
@@ -95,7 +115,7 @@ void PpoGradient<Scalar>::compute(const Stream& stream, const PpoLossConfig& con
 
 template <class Scalar>
 void PpoGradient<Scalar>::compute_forward(const Stream& stream, const MinibatchView<Scalar>& minibatch, const Scalar* params) {
-  forward(stream, params, minibatch.obs, minibatch.size, logits_.data(), values_.data());
+  forward(stream, params, minibatch.obs, minibatch.size, arena_.data(b_.logits), arena_.data(b_.values));
 }
 
 template <class Scalar>
@@ -106,46 +126,20 @@ void PpoGradient<Scalar>::compute_backward(const Stream& stream, const PpoLossCo
   if (net_->continuous()) {
     const int dims = net_->action_dim();
     Scalar* d_log_std = grads + net_->log_std_offset();
-    gaussian_ppo_loss<Scalar>(stream, config, minibatch, dims, logits_.data(), params + net_->log_std_offset(), values_.data(),
-                              advantage_stats_.data(), reduce_scratch_.data(), d_logits_.data(), d_log_std_rows_.data(),
-                              d_values_.data(), terms);
+    gaussian_ppo_loss<Scalar>(stream, config, minibatch, dims, arena_.data(b_.logits), params + net_->log_std_offset(), arena_.data(b_.values),
+                              arena_.data(b_.advantage_stats), arena_.data(b_.reduce_scratch), arena_.data(b_.d_logits), arena_.data(b_.d_log_std_rows),
+                              arena_.data(b_.d_values), terms);
     // d log_std [1][dims] = ones [1][B] x rows [B][dims]: a fixed-order sum, as the bias gradients are.
-    gemm<Scalar>(stream, Transpose::No, Transpose::No, 1, dims, batch, Scalar(1), ones_.data(), batch, d_log_std_rows_.data(),
+    gemm<Scalar>(stream, Transpose::No, Transpose::No, 1, dims, batch, Scalar(1), arena_.data(b_.ones), batch, arena_.data(b_.d_log_std_rows),
                  dims, Scalar(0), d_log_std, dims);
   } else {
-    ppo_loss<Scalar>(stream, config, minibatch, net_->num_actions(), logits_.data(), values_.data(), advantage_stats_.data(),
-                     reduce_scratch_.data(), d_logits_.data(), d_values_.data(), terms);
+    ppo_loss<Scalar>(stream, config, minibatch, net_->num_actions(), arena_.data(b_.logits), arena_.data(b_.values), arena_.data(b_.advantage_stats),
+                     arena_.data(b_.reduce_scratch), arena_.data(b_.d_logits), arena_.data(b_.d_values), terms);
   }
-  mlp_backward<Scalar>(stream, net_->actor(), params, minibatch.obs, batch, actor_activations_.data(), d_logits_.data(),
-                       ones_.data(), grads, scratch_.data());
-  mlp_backward<Scalar>(stream, net_->critic(), params, minibatch.obs, batch, critic_activations_.data(), d_values_.data(),
-                       ones_.data(), grads, scratch_.data());
-}
-
-template <class Scalar>
-std::size_t PpoGradient<Scalar>::device_bytes() const {
-  return actor_activations_.bytes() + critic_activations_.bytes() + logits_.bytes() + values_.bytes() + d_logits_.bytes() +
-         d_log_std_rows_.bytes() + d_values_.bytes() + scratch_.bytes() + ones_.bytes() + reduce_scratch_.bytes() + advantage_stats_.bytes();
-}
-
-template <class Scalar>
-std::vector<TrainerBuffer> PpoGradient<Scalar>::layout(Device device, const ActorCritic& net, std::int64_t max_batch) {
-  const std::int64_t b = max_batch, a = net.head_width();
-  const std::size_t size = sizeof(Scalar);
-  std::vector<TrainerBuffer> buffers = {
-      {"workspace.actor_activations", "[B][hidden...]", net.actor().activation_size(b), size},
-      {"workspace.critic_activations", "[B][hidden...]", net.critic().activation_size(b), size},
-      {"workspace.logits", net.continuous() ? "[B][action_dim]" : "[B][num_actions]", b * a, size},
-      {"workspace.values", "[B]", b, size},
-      {"workspace.d_logits", net.continuous() ? "[B][action_dim]" : "[B][num_actions]", b * a, size},
-      {"workspace.d_values", "[B]", b, size},
-      {"workspace.scratch", "[2][B][widest hidden]",
-       std::max(net.actor().scratch_size(b), net.critic().scratch_size(b)), size},
-      {"workspace.ones", "[B]", b, size},
-      {"workspace.reduce_scratch", "[scratch]", reduce_scratch_doubles(device, kLossTermCount), sizeof(double)},
-      {"workspace.advantage_stats", "[2]", 2, sizeof(double)}};
-  if (net.continuous()) buffers.push_back({"workspace.d_log_std_rows", "[B][action_dim]", b * net.action_dim(), size});
-  return buffers;
+  mlp_backward<Scalar>(stream, net_->actor(), params, minibatch.obs, batch, arena_.data(b_.actor_activations), arena_.data(b_.d_logits),
+                       arena_.data(b_.ones), grads, arena_.data(b_.scratch));
+  mlp_backward<Scalar>(stream, net_->critic(), params, minibatch.obs, batch, arena_.data(b_.critic_activations), arena_.data(b_.d_values),
+                       arena_.data(b_.ones), grads, arena_.data(b_.scratch));
 }
 
 template class PpoGradient<float>;

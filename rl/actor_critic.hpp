@@ -6,27 +6,15 @@
 #include <string>
 #include <vector>
 
+#include "rl/learner_configs.hpp"
 #include "rl/mlp.hpp"
 #include "rl/param_table.hpp"
 #include "rl/ppo_loss.hpp"
+#include "sim/buffer_table.hpp"
 #include "sim/engine.hpp"
 #include "sim/memory.hpp"
 
 namespace surge::rl {
-
-// One device buffer of a planned allocation: what a memory plan lists.
-struct TrainerBuffer {
-  std::string name;
-  std::string shape;
-  std::int64_t elements;
-  std::size_t element_bytes;
-  std::size_t bytes() const { return static_cast<std::size_t>(elements) * element_bytes; }
-};
-
-struct NetworkConfig {
-  std::vector<int> hidden = {64, 64};
-  Activation activation = Activation::Tanh;
-};
 
 class ActorCritic {
  public:
@@ -97,24 +85,21 @@ class PpoGradient {
                         const Scalar* params, Scalar* grads, double* terms);
 
   std::int64_t max_batch() const { return max_batch_; }
-  std::size_t device_bytes() const;
+  std::size_t device_bytes() const { return arena_.device_bytes(); }
   // The buffers a workspace of `max_batch` rows allocates, without allocating them.
-  static std::vector<TrainerBuffer> layout(Device device, const ActorCritic& net, std::int64_t max_batch);
+  static BufferTable table(Device device, const ActorCritic& net, std::int64_t max_batch);
 
  private:
+  struct Buffers {
+    Slot<Scalar> actor_activations, critic_activations, logits, values, d_logits, d_log_std_rows, d_values, scratch, ones;
+    Slot<double> reduce_scratch, advantage_stats;
+  };
+  static BufferTable table(Device device, const ActorCritic& net, std::int64_t max_batch, Buffers& b);
+
   const ActorCritic* net_;
   std::int64_t max_batch_;
-  DeviceBuffer<Scalar> actor_activations_;   // [actor.activation_size(max_batch)]
-  DeviceBuffer<Scalar> critic_activations_;  // [critic.activation_size(max_batch)]
-  DeviceBuffer<Scalar> logits_;              // [max_batch][head_width]: logits, or the Gaussian's means
-  DeviceBuffer<Scalar> values_;              // [max_batch]
-  DeviceBuffer<Scalar> d_logits_;            // [max_batch][head_width]
-  DeviceBuffer<Scalar> d_log_std_rows_;      // Gaussian: [max_batch][action_dim] per-sample d log_std; else empty
-  DeviceBuffer<Scalar> d_values_;            // [max_batch]
-  DeviceBuffer<Scalar> scratch_;             // [max(actor, critic).scratch_size(max_batch)]
-  DeviceBuffer<Scalar> ones_;                // [max_batch], all 1: bias gradients as GEMMs
-  DeviceBuffer<double> reduce_scratch_;      // [reduce_scratch_size(device, kLossTermCount)]
-  DeviceBuffer<double> advantage_stats_;     // [2] sum and sum of squares of the minibatch's advantages
+  Buffers b_;
+  BufferArena arena_;
 };
 
 }  // namespace surge::rl

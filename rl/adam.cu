@@ -62,7 +62,7 @@ void adam_step(const Stream& stream, const AdamConfig& config, Span<float> param
 
   parallel_for(stream, count,
                detail::AdamUpdate{params.data, m.data, v.data, grads.data, scalars, static_cast<float>(beta1),
-                                  static_cast<float>(beta2), static_cast<float>(config.eps)});
+                                  static_cast<float>(beta2), static_cast<float>(config.adam_eps)});
 }
 
 }  // namespace surge::rl

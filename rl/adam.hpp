@@ -5,17 +5,11 @@
 // the host waiting for anything.
 #include <cstdint>
 
+#include "rl/learner_configs.hpp"
 #include "sim/memory.hpp"
 #include "sim/stream.hpp"
 
 namespace surge::rl {
-
-struct AdamConfig {
-  double beta1 = 0.9;
-  double beta2 = 0.999;
-  double eps = 1e-5;           // CleanRL's choice (PyTorch's default is 1e-8)
-  double max_grad_norm = 0.5;  // <= 0: no clipping
-};
 
 // The optimiser's scalars, one struct in device memory.
 struct OptimizerScalars {
@@ -25,9 +19,10 @@ struct OptimizerScalars {
   double grad_scale;      // clipping factor applied to the latest update (1 when not clipped)
   double step_size;       // learning_rate / (1 - beta1^t) of the latest update
   double bias_correction2_sqrt;  // sqrt(1 - beta2^t) of the latest update
-  std::int32_t frozen;    // nonzero: updates are skipped (target-KL early stop); the step does not advance
-  std::int32_t padding;
+  double frozen;          // nonzero: updates are skipped (target-KL early stop); the step does not advance
 };
+// Seven doubles: a checkpoint keeps the struct as float64 [7].
+static_assert(sizeof(OptimizerScalars) == 7 * sizeof(double));
 
 // One Adam step over the flat buffers (all [count], the same ParamTable layout). Enqueues: the gradient
 // norm reduction, a one-thread kernel that turns it and the step count into this update's scalars, and

@@ -144,75 +144,71 @@ void scale_rewards(const Stream& stream, std::int64_t num_steps, std::int64_t nu
 
 // ============================== the trainer's state ==============================
 
+BufferTable Normalization::table(Device device, const NormalizationConfig& config, int obs_dim, std::int64_t num_steps,
+                                 std::int64_t num_envs, Buffers& b) {
+  const std::int64_t obs = config.normalize_obs ? 1 : 0, rewards = config.normalize_reward ? 1 : 0;
+  const std::int64_t any = obs | rewards;
+  BufferTable t;
+  b.obs_moments = t.add<double>("normalization.obs_moments", {obs * moments_size(obs_dim)}, "[2*obs_dim+1]",
+                                "running mean, variance and count of the observations", kSaved | kAgent);
+  b.obs_batch_sums = t.add<double>("normalization.obs_batch_sums", {obs * kSumsWidth}, "[16]",
+                                   "one batch's shifted sums and sums of squares");
+  b.reward_moments = t.add<double>("normalization.reward_moments", {rewards * moments_size(1)}, "[3]",
+                                   "running mean, variance and count of the discounted returns", kSaved | kAgent);
+  b.reward_accumulator = t.add<float>("normalization.reward_accumulator", {rewards * num_envs}, "[N]",
+                                      "each env's discounted return so far", kSaved);
+  b.reward_step_sums = t.add<double>("normalization.reward_step_sums", {rewards * 2 * num_steps}, "[2*T]",
+                                     "each step's sums over the accumulators");
+  b.scaled_reward = t.add<float>("normalization.scaled_reward", {rewards * num_steps, num_envs}, "[T][N]",
+                                 "the scaled rewards GAE reads (the discounted returns until then)");
+  b.scratch = t.add<double>("normalization.reduce_scratch", {any * normalization_scratch_doubles(device)}, "[scratch]",
+                            "partial sums of the reductions");
+  return t;
+}
+
+BufferTable Normalization::table(Device device, const NormalizationConfig& config, int obs_dim, std::int64_t num_steps,
+                                 std::int64_t num_envs) {
+  Buffers unused;
+  return table(device, config, obs_dim, num_steps, num_envs, unused);
+}
+
 Normalization::Normalization(Device device, const NormalizationConfig& config, int obs_dim, std::int64_t num_steps,
-                             std::int64_t num_envs)
-    : config_(config),
-      obs_dim_(obs_dim),
-      num_steps_(num_steps),
-      num_envs_(num_envs),
-      obs_moments_(device, config.observations ? moments_size(obs_dim) : 0),
-      obs_batch_sums_(device, config.observations ? kSumsWidth : 0),
-      reward_moments_(device, config.rewards ? moments_size(1) : 0),
-      reward_accumulator_(device, config.rewards ? num_envs : 0),
-      reward_step_sums_(device, config.rewards ? 2 * num_steps : 0),
-      scaled_reward_(device, config.rewards ? num_steps * num_envs : 0),
-      scratch_(device, config.observations || config.rewards ? normalization_scratch_doubles(device) : 0) {
-  if (config.observations && (obs_dim < 1 || obs_dim > kMaxNormalizedDim))
+                             std::int64_t num_envs, const Stream& stream)
+    : config_(config), obs_dim_(obs_dim), num_steps_(num_steps), num_envs_(num_envs) {
+  if (config.normalize_obs && (obs_dim < 1 || obs_dim > kMaxNormalizedDim))
     throw InputError("normalize_obs handles observations of up to " + std::to_string(kMaxNormalizedDim) +
                      " values, and this scenario has " + std::to_string(obs_dim) + "; set normalize_obs = false");
+  arena_ = BufferArena(device, table(device, config, obs_dim, num_steps, num_envs, b_), stream);
 }
 
 void Normalization::reset(const Stream& stream) {
-  if (config_.observations) reset_moments(stream, obs_dim_, obs_moments_.data());
-  if (config_.rewards) {
-    reset_moments(stream, 1, reward_moments_.data());
-    fill(stream, reward_accumulator_.data(), num_envs_, 0.0f);
+  if (config_.normalize_obs) reset_moments(stream, obs_dim_, data(b_.obs_moments));
+  if (config_.normalize_reward) {
+    reset_moments(stream, 1, data(b_.reward_moments));
+    fill(stream, data(b_.reward_accumulator), num_envs_, 0.0f);
   }
 }
 
 void Normalization::observe(const Stream& stream, float* obs, float* final_obs, const std::uint8_t* terminated,
                             const std::uint8_t* truncated) {
-  if (!config_.observations) return;
-  update_moments(stream, obs, num_envs_, obs_dim_, obs_moments_.data(), obs_batch_sums_.data(), scratch_.data());
-  normalize_rows(stream, obs, num_envs_, obs_dim_, obs_moments_.data(), config_.obs_clip);
-  if (final_obs)
-    normalize_rows(stream, final_obs, num_envs_, obs_dim_, obs_moments_.data(), config_.obs_clip, terminated, truncated);
+  if (!config_.normalize_obs) return;
+  double* moments = data(b_.obs_moments);
+  update_moments(stream, obs, num_envs_, obs_dim_, moments, data(b_.obs_batch_sums), data(b_.scratch));
+  normalize_rows(stream, obs, num_envs_, obs_dim_, moments, config_.obs_clip);
+  if (final_obs) normalize_rows(stream, final_obs, num_envs_, obs_dim_, moments, config_.obs_clip, terminated, truncated);
 }
 
 void Normalization::normalize(const Stream& stream, float* obs) const {
-  if (config_.observations) normalize_rows(stream, obs, num_envs_, obs_dim_, obs_moments_.data(), config_.obs_clip);
+  if (config_.normalize_obs) normalize_rows(stream, obs, num_envs_, obs_dim_, data(b_.obs_moments), config_.obs_clip);
 }
 
 const float* Normalization::scale(const Stream& stream, const float* reward, const std::uint8_t* terminated,
                                   const std::uint8_t* truncated) {
-  if (!config_.rewards) return reward;
+  if (!config_.normalize_reward) return reward;
   scale_rewards(stream, num_steps_, num_envs_, config_.gamma, config_.reward_clip, reward, terminated, truncated,
-                reward_accumulator_.data(), scaled_reward_.data(), reward_moments_.data(), reward_step_sums_.data(),
-                scratch_.data());
-  return scaled_reward_.data();
-}
-
-std::vector<TrainerBuffer> Normalization::memory_plan(Device device, const NormalizationConfig& config, int obs_dim,
-                                                      std::int64_t num_steps, std::int64_t num_envs) {
-  std::vector<TrainerBuffer> plan;
-  if (config.observations) {
-    plan.push_back({"normalization.obs_moments", "[2*obs_dim+1]", moments_size(obs_dim), sizeof(double)});
-    plan.push_back({"normalization.obs_batch_sums", "[16]", kSumsWidth, sizeof(double)});
-  }
-  if (config.rewards) {
-    plan.push_back({"normalization.reward_moments", "[3]", moments_size(1), sizeof(double)});
-    plan.push_back({"normalization.reward_accumulator", "[N]", num_envs, sizeof(float)});
-    plan.push_back({"normalization.reward_step_sums", "[2*T]", 2 * num_steps, sizeof(double)});
-    plan.push_back({"normalization.scaled_reward", "[T][N]", num_steps * num_envs, sizeof(float)});
-  }
-  if (config.observations || config.rewards)
-    plan.push_back({"normalization.reduce_scratch", "[scratch]", normalization_scratch_doubles(device), sizeof(double)});
-  return plan;
-}
-
-std::size_t Normalization::device_bytes() const {
-  return obs_moments_.bytes() + obs_batch_sums_.bytes() + reward_moments_.bytes() + reward_accumulator_.bytes() +
-         reward_step_sums_.bytes() + scaled_reward_.bytes() + scratch_.bytes();
+                data(b_.reward_accumulator), data(b_.scaled_reward), data(b_.reward_moments), data(b_.reward_step_sums),
+                data(b_.scratch));
+  return data(b_.scaled_reward);
 }
 
 }  // namespace surge::rl

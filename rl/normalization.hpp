@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "rl/actor_critic.hpp"
+#include "rl/learner_configs.hpp"
+#include "sim/buffer_table.hpp"
 #include "sim/memory.hpp"
 #include "sim/stream.hpp"
 
@@ -49,20 +51,12 @@ void scale_rewards(const Stream& stream, std::int64_t num_steps, std::int64_t nu
                    const float* reward, const std::uint8_t* terminated, const std::uint8_t* truncated, float* accumulator,
                    float* scaled, double* moments, double* step_sums, double* scratch);
 
-// What the trainer normalises, from its config.
-struct NormalizationConfig {
-  bool observations = false;
-  double obs_clip = 10.0;
-  bool rewards = false;
-  double reward_clip = 10.0;
-  double gamma = 0.99;
-};
-
-// The trainer's normalisation state and scratch. Buffers of a switched-off part are empty.
+// The trainer's normalisation state and scratch, one table. Buffers of a switched-off part are empty.
 class Normalization {
  public:
+  // Enqueues the zeroing of its buffers on `stream`.
   Normalization(Device device, const NormalizationConfig& config, int obs_dim, std::int64_t num_steps,
-                std::int64_t num_envs);
+                std::int64_t num_envs, const Stream& stream);
 
   const NormalizationConfig& config() const { return config_; }
   // Starting statistics and zero accumulators.
@@ -78,28 +72,34 @@ class Normalization {
   const float* scale(const Stream& stream, const float* reward, const std::uint8_t* terminated,
                      const std::uint8_t* truncated);
 
-  // [2*obs_dim + 1] and [3] (empty when off), each env's discounted-return accumulator [N], and the
-  // latest scaled rewards [T][N].
-  Span<double> obs_moments() const { return obs_moments_.span(); }
-  Span<double> reward_moments() const { return reward_moments_.span(); }
-  Span<float> reward_accumulator() const { return reward_accumulator_.span(); }
-  Span<float> scaled_rewards() const { return scaled_reward_.span(); }
+  // The statistics, [2*obs_dim + 1] and [3] (empty when off), and the latest scaled rewards [T][N].
+  Span<double> obs_moments() const { return arena_[b_.obs_moments]; }
+  Span<double> reward_moments() const { return arena_[b_.reward_moments]; }
+  Span<float> scaled_rewards() const { return arena_[b_.scaled_reward]; }
+  // The buffers, among them the state a resumable checkpoint saves (kSaved).
+  const BufferArena& buffers() const { return arena_; }
 
-  static std::vector<TrainerBuffer> memory_plan(Device device, const NormalizationConfig& config, int obs_dim,
-                                                std::int64_t num_steps, std::int64_t num_envs);
-  std::size_t device_bytes() const;
+  static BufferTable table(Device device, const NormalizationConfig& config, int obs_dim, std::int64_t num_steps,
+                           std::int64_t num_envs);
+  std::size_t device_bytes() const { return arena_.device_bytes(); }
 
  private:
+  struct Buffers {
+    Slot<double> obs_moments, obs_batch_sums, reward_moments, reward_step_sums, scratch;
+    Slot<float> reward_accumulator, scaled_reward;
+  };
+  static BufferTable table(Device device, const NormalizationConfig& config, int obs_dim, std::int64_t num_steps,
+                           std::int64_t num_envs, Buffers& b);
+  template <class T>
+  T* data(Slot<T> slot) const {
+    return arena_.data(slot);
+  }
+
   NormalizationConfig config_;
   int obs_dim_;
   std::int64_t num_steps_, num_envs_;
-  DeviceBuffer<double> obs_moments_;        // [2*obs_dim + 1]
-  DeviceBuffer<double> obs_batch_sums_;     // [2 * kMaxNormalizedDim]
-  DeviceBuffer<double> reward_moments_;     // [3]
-  DeviceBuffer<float> reward_accumulator_;  // [N]
-  DeviceBuffer<double> reward_step_sums_;   // [2*T]
-  DeviceBuffer<float> scaled_reward_;       // [T][N] the scaled rewards (the discounted returns until then)
-  DeviceBuffer<double> scratch_;            // [normalization_scratch_doubles]
+  Buffers b_;
+  BufferArena arena_;
 };
 
 }  // namespace surge::rl

@@ -4,17 +4,10 @@
 // advantages normalised within the minibatch.
 #include <cstdint>
 
+#include "rl/learner_configs.hpp"
 #include "sim/stream.hpp"
 
 namespace surge::rl {
-
-struct PpoLossConfig {
-  double clip_coef = 0.2;
-  double ent_coef = 0.01;
-  double vf_coef = 0.5;
-  bool clip_vloss = true;
-  bool norm_adv = true;
-};
 
 // One minibatch, gathered into contiguous rows on the device.
 template <class Scalar>

@@ -5,11 +5,14 @@
 #include <string>
 #include <vector>
 
+#include "rl/learner_configs.hpp"
 #include "sim/physics_settings.hpp"
 
 namespace surge::rl {
 
-struct TrainConfig {
+// One config of the whole run. The learner's parts are its bases (rl/learner_configs.hpp): the network,
+// loss, optimiser and normalisation each take a reference to their part of it.
+struct TrainConfig : NetworkConfig, PpoLossConfig, AdamConfig, NormalizationConfig {
   // Rollout
   std::int64_t num_envs = 4;
   std::int64_t num_steps = 128;         // T: steps per environment per iteration
@@ -18,27 +21,10 @@ struct TrainConfig {
   // PPO
   double learning_rate = 2.5e-4;
   bool anneal_lr = true;                // linearly to 0 over the run
-  double gamma = 0.99;
   double gae_lambda = 0.95;
   std::int64_t num_minibatches = 4;
   std::int64_t update_epochs = 4;
-  bool norm_adv = true;
-  double clip_coef = 0.2;
-  bool clip_vloss = true;
-  double ent_coef = 0.01;
-  double vf_coef = 0.5;
-  double max_grad_norm = 0.5;           // 0: no clipping
   double target_kl = 0.0;               // 0: no early stop
-  double adam_eps = 1e-5;
-  // Normalisation on the device, as Gymnasium's NormalizeObservation and NormalizeReward wrappers
-  // (rl/normalization.hpp), each followed by clipping to +-clip
-  bool normalize_obs = false;
-  double obs_clip = 10.0;
-  bool normalize_reward = false;        // divides rewards by the running std of the discounted return
-  double reward_clip = 10.0;
-  // Networks
-  std::vector<int> hidden = {64, 64};
-  std::string activation = "tanh";
   // Runtime
   bool cuda_graph = true;               // capture an iteration as a CUDA graph and replay it
   bool tf32 = false;                    // let cuBLASLt round GEMM inputs to TF32

@@ -1,6 +1,7 @@
 #include "rl/trainer.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <thread>
 
 #include "rl/categorical.hpp"
@@ -10,16 +11,10 @@
 #include "rl/gemm.hpp"
 #include "rl/trainer_kernels.hpp"
 #include "sim/error.hpp"
+#include "sim/phase_clock.hpp"
 
 namespace surge::rl {
 namespace {
-
-NetworkConfig network_config(const TrainConfig& config) {
-  NetworkConfig network;
-  network.hidden = config.hidden;
-  network.activation = parse_activation(config.activation);
-  return network;
-}
 
 // cpu_threads = 0 chooses: one thread while the rollout is narrower than 4096 environments, where an
 // OpenMP fork per small kernel costs more than it saves and a second thread that waits spins, which on a
@@ -39,76 +34,95 @@ const ScenarioSpec& checked_spec(const Engine& engine, const TrainConfig& config
   return spec;
 }
 
-NormalizationConfig normalization_config(const TrainConfig& config) {
-  NormalizationConfig normalization;
-  normalization.observations = config.normalize_obs;
-  normalization.obs_clip = config.obs_clip;
-  normalization.rewards = config.normalize_reward;
-  normalization.reward_clip = config.reward_clip;
-  normalization.gamma = config.gamma;
-  return normalization;
-}
-
 }  // namespace
+
+BufferTable Trainer::table(const TrainConfig& config, const ActorCritic& net, int obs_dim, Device device, Buffers& b) {
+  const std::int64_t t = config.num_steps, n = config.num_envs, d = obs_dim, p = net.table().total();
+  const std::int64_t mb = config.minibatch_size(), slots = config.batch_size(), a = net.head_width();
+  const std::int64_t action_dim = net.action_dim(), continuous = net.continuous() ? 1 : 0;
+  BufferTable table;
+  // The learner: parameters, gradients and both Adam moments side by side, each laid out by the ParamTable.
+  b.params = table.add<float>("learner.params", {p}, "[P]", "the actor's and critic's parameters", kSaved | kAgent);
+  b.grads = table.add<float>("learner.grads", {p}, "[P]", "the latest minibatch's gradient");
+  b.adam_m = table.add<float>("learner.adam_m", {p}, "[P]", "Adam's first moment", kSaved | kAgent);
+  b.adam_v = table.add<float>("learner.adam_v", {p}, "[P]", "Adam's second moment", kSaved | kAgent);
+  b.optimizer = table.add<OptimizerScalars>(DType::Float64, "learner.optimizer", {1}, "[1]",
+                                            "learning rate, step and the latest update's scalars", kSaved);
+  b.state = table.add<TrainState>(DType::Int64, "learner.train_state", {1}, "[1]",
+                                  "iteration, epochs applied and the recent-returns ring's head and count", kSaved);
+  b.rollout_head = table.add<float>(continuous ? "learner.rollout_means" : "learner.rollout_logits", {n, a},
+                                    continuous ? "[N][action_dim]" : "[N][num_actions]", "the actor's outputs during the rollout");
+  b.env_actions = table.add<float>("learner.env_actions", {continuous * n, action_dim}, "[N][action_dim]",
+                                   "the samples clipped to the action bounds, as the environments get them");
+  b.action_bounds = table.add<float>("learner.action_bounds", {2, action_dim}, "[2][action_dim]",
+                                     "the action space's low, then high");
+  b.mb_obs = table.add<float>("minibatch.obs", {mb, d}, "[B][obs_dim]", "the minibatch's observations");
+  if (continuous)
+    b.mb_continuous_actions = table.add<float>("minibatch.actions", {mb, action_dim}, "[B][action_dim]", "its actions");
+  else
+    b.mb_actions = table.add<std::int32_t>("minibatch.actions", {mb}, "[B]", "its actions");
+  b.mb_fields = table.add<float>("minibatch.fields", {4, mb}, "[4][B]", "its logprob, value, advantage and return");
+  b.loss_terms = table.add<double>("metrics.loss_terms", {config.update_epochs * config.num_minibatches, kLossTermCount},
+                                   "[E*M][5]", "each minibatch's loss term sums");
+  b.running_return = table.add<float>("metrics.running_return", {n}, "[N]", "return of each env's current episode", kSaved);
+  b.ended_return = table.add<float>("metrics.ended_return", {t, n}, "[T][N]", "return of the episode that ended at (t, n)");
+  b.chunk_counts = table.add<std::int32_t>("metrics.chunk_counts", {finished_chunk_count(slots)}, "[T*N/256]",
+                                           "ended episodes per chunk of slots");
+  b.group_counts = table.add<std::int32_t>("metrics.group_counts", {finished_group_count(slots)}, "[T*N/65536]",
+                                           "ended episodes per group of chunks");
+  b.recent_returns = table.add<double>("metrics.recent_returns", {kRecentEpisodes}, "[100]",
+                                       "ring of the latest finished returns", kSaved);
+  b.small_sums = table.add<double>("metrics.sums", {3 + 4}, "[7]", "episode statistics and explained-variance sums");
+  b.reduce_scratch = table.add<double>("metrics.reduce_scratch", {reduce_scratch_doubles(device, 4)}, "[scratch]",
+                                       "partial sums of the reductions");
+  b.metrics = table.add<IterationMetrics>(DType::Float64, "metrics.iteration", {1}, "[1]", "the iteration's metrics row");
+  return table;
+}
 
 Trainer::Trainer(Engine& engine, const TrainConfig& config)
     : engine_(engine),
       config_(config),
       device_(engine.device()),
       stream_(engine.device()),
-      network_(ActorCritic::for_scenario(checked_spec(engine, config), network_config(config))),
+      network_(ActorCritic::for_scenario(checked_spec(engine, config), config)),
       rollout_(device_, config.num_steps, config.num_envs, engine.spec().obs_dim, network_.action_dim()),
       minibatch_size_(config.minibatch_size()),
-      params_(device_, network_.table().total()),
-      grads_(device_, network_.table().total()),
-      adam_m_(device_, network_.table().total()),
-      adam_v_(device_, network_.table().total()),
-      optimizer_(device_, 1),
-      state_(device_, 1),
+      arena_(device_, table(config, network_, engine.spec().obs_dim, device_, b_), stream_),
       workspace_(device_, network_, std::max(config.num_envs, config.minibatch_size())),
-      rollout_logits_(device_, config.num_envs * network_.head_width()),
-      env_actions_(device_, config.num_envs * network_.action_dim()),
-      action_bounds_(device_, 2 * network_.action_dim()),
-      mb_obs_(device_, config.minibatch_size() * engine.spec().obs_dim),
-      mb_actions_(device_, network_.continuous() ? 0 : config.minibatch_size()),
-      mb_continuous_actions_(device_, config.minibatch_size() * network_.action_dim()),
-      mb_fields_(device_, 4 * config.minibatch_size()),
-      loss_terms_(device_, config.update_epochs * config.num_minibatches * kLossTermCount),
-      running_return_(device_, config.num_envs),
-      ended_return_(device_, config.batch_size()),
-      chunk_counts_(device_, finished_chunk_count(config.batch_size())),
-      group_counts_(device_, finished_group_count(config.batch_size())),
-      recent_returns_(device_, kRecentEpisodes),
-      small_sums_(device_, 3 + 4),
-      reduce_scratch_(device_, reduce_scratch_doubles(device_, 4)),
-      metrics_(device_, 1),
-      normalization_(device_, normalization_config(config), engine.spec().obs_dim, config.num_steps, config.num_envs),
+      normalization_(device_, config, engine.spec().obs_dim, config.num_steps, config.num_envs,
+                     stream_),
+      permutation_(Permutation::make(config.batch_size(), config.seed, 0)),
       graph_(stream_),
       metrics_mirror_(device_, sizeof(IterationMetrics), 2) {
-  loss_config_.clip_coef = config.clip_coef;
-  loss_config_.ent_coef = config.ent_coef;
-  loss_config_.vf_coef = config.vf_coef;
-  loss_config_.clip_vloss = config.clip_vloss;
-  loss_config_.norm_adv = config.norm_adv;
-  adam_config_.eps = config.adam_eps;
-  adam_config_.max_grad_norm = config.max_grad_norm;
   if (device_.is_cuda()) set_cuda_gemm_tf32(config.tf32);
   if (device_.is_cpu()) set_cpu_threads(cpu_threads_for(config));
+
+  const std::int64_t b = minibatch_size_;
+  const int d = rollout_.obs_dim(), action_dim = network_.action_dim();
+  batch_ = {rollout_.obs(0),   rollout_.actions(0),   rollout_.continuous_actions(0), rollout_.logprob(0),
+            rollout_.value(0), rollout_.advantage(0), rollout_.returns(0),            d,
+            action_dim};
+  float* fields = data(b_.mb_fields);
+  minibatch_buffers_ = {data(b_.mb_obs), data(b_.mb_actions), data(b_.mb_continuous_actions), fields, fields + b,
+                        fields + 2 * b, fields + 3 * b};
+  minibatch_.size = b;
+  minibatch_.obs = minibatch_buffers_.obs;
+  minibatch_.actions = minibatch_buffers_.actions;
+  minibatch_.old_logprob = minibatch_buffers_.logprob;
+  minibatch_.old_value = minibatch_buffers_.value;
+  minibatch_.advantage = minibatch_buffers_.advantage;
+  minibatch_.returns = minibatch_buffers_.returns;
+  minibatch_.continuous_actions = network_.continuous() ? minibatch_buffers_.continuous_actions : nullptr;
 
   if (network_.continuous()) {
     std::vector<float> bounds = engine.spec().action_low;
     bounds.insert(bounds.end(), engine.spec().action_high.begin(), engine.spec().action_high.end());
-    from_host(action_bounds_.span(), bounds, stream_);
+    from_host(arena_[b_.action_bounds], bounds, stream_);
   }
   const std::vector<double> initial = network_.initial_parameters(config.seed);
-  from_host(params_.span(), std::vector<float>(initial.begin(), initial.end()), stream_);
-  for (const DeviceBuffer<float>* zeroed : {&grads_, &adam_m_, &adam_v_, &running_return_, &ended_return_})
-    zero_bytes(zeroed->data(), device_, zeroed->bytes(), stream_);
-  zero_bytes(optimizer_.data(), device_, optimizer_.bytes(), stream_);
-  zero_bytes(state_.data(), device_, state_.bytes(), stream_);
-  zero_bytes(recent_returns_.data(), device_, recent_returns_.bytes(), stream_);
+  from_host(arena_[b_.params], std::vector<float>(initial.begin(), initial.end()), stream_);
   // The first observation sits in obs[T]: every iteration starts by moving obs[T] to obs[0].
-  const std::int64_t n = config.num_envs, d = rollout_.obs_dim();
+  const std::int64_t n = config.num_envs;
   engine_.observe({rollout_.obs(config.num_steps), n * d, device_}, stream_);
   normalization_.reset(stream_);
   normalization_.observe(stream_, rollout_.obs(config.num_steps));
@@ -116,135 +130,195 @@ Trainer::Trainer(Engine& engine, const TrainConfig& config)
   stream_.synchronize();
 }
 
+Trainer::~Trainer() { stream_.synchronize_noexcept(); }
+
 bool Trainer::uses_graph() const { return device_.is_cuda() && config_.cuda_graph; }
 
-void Trainer::enqueue_iteration(PhaseClock* clock) {
-  auto lap = [clock](TrainPhase phase) {
-    if (clock) clock->lap(static_cast<int>(phase));
-  };
-  if (clock) clock->start();
-  const std::int64_t steps = config_.num_steps, n = config_.num_envs, b = minibatch_size_;
-  const int d = rollout_.obs_dim(), actions = network_.num_actions(), action_dim = network_.action_dim();
-  const float* params = params_.data();
-  TrainState* state = state_.data();
-  OptimizerScalars* optimizer = optimizer_.data();
+// ---- the iteration: one launcher call per line, in the order the algorithm goes
 
-  begin_iteration(stream_, state, optimizer, config_.learning_rate, config_.anneal_lr, num_iterations());
-  copy_bytes(rollout_.obs(0), device_, rollout_.obs(steps), device_, static_cast<std::size_t>(n * d) * sizeof(float), stream_);
-  lap(TrainPhase::Other);
-
-  // ---- rollout
-  for (std::int64_t t = 0; t < steps; ++t) {
-    workspace_.forward_actor(stream_, params, rollout_.obs(t), n, rollout_logits_.data());
-    workspace_.forward_critic(stream_, params, rollout_.obs(t), n, rollout_.value(t));
-    lap(TrainPhase::PolicyForward);
-    const ActionDraw draw{config_.seed, &state->iteration, steps, t};
-    if (network_.continuous()) {
-      // The rollout keeps the unclipped sample its log-probability belongs to; the engine gets it clipped.
-      sample_gaussian_actions(stream_, rollout_logits_.data(), params + network_.log_std_offset(), n, action_dim,
-                              action_bounds_.data(), action_bounds_.data() + action_dim, draw, false,
-                              rollout_.continuous_actions(t), rollout_.logprob(t), env_actions_.data());
-    } else {
-      sample_actions(stream_, rollout_logits_.data(), n, actions, draw, false, rollout_.actions(t), rollout_.logprob(t));
-    }
-    lap(TrainPhase::Sampling);
-    const ActionView env_actions = network_.continuous() ? ActionView{{}, env_actions_.cspan()} : rollout_.action_view(t);
-    engine_.step(env_actions, rollout_.step_views(t), stream_);
-    normalization_.observe(stream_, rollout_.obs(t + 1), rollout_.final_obs(), rollout_.terminated(t), rollout_.truncated(t));
-    lap(TrainPhase::EnvStep);
-    // V(final observation) of episodes that ended at this step; GAE reads it only where they were truncated.
-    workspace_.forward_critic(stream_, params, rollout_.final_obs(), n, rollout_.final_value(t));
-    lap(TrainPhase::PolicyForward);
+void Trainer::enqueue_iteration() {
+  start_iteration();
+  for (std::int64_t t = 0; t < config_.num_steps; ++t) {
+    forward_policy(t);
+    sample_actions(t);
+    step_environments(t);
+    value_final_observations(t);
   }
-  workspace_.forward_critic(stream_, params, rollout_.obs(steps), n, rollout_.value(steps));
-  lap(TrainPhase::PolicyForward);
+  value_last_observations();
+  track_episodes();
+  advantages();
+  episode_statistics();
+  for (std::int64_t epoch = 0; epoch < config_.update_epochs; ++epoch) {
+    for (std::int64_t m = 0; m < config_.num_minibatches; ++m) {
+      gather_minibatch(epoch, m);
+      update_forward();
+      update_backward(epoch, m);
+      optimiser_step();
+    }
+    end_epoch(epoch);
+  }
+  finish_iteration();
+}
+
+namespace {
+// Charges the work enqueued since the previous mark to `phase` when it ends, if a clock is attached
+// (surge bench roofline); costs a null check otherwise.
+class PhaseMark {
+ public:
+  PhaseMark(PhaseClock* clock, TrainPhase phase) : clock_(clock), phase_(phase) {}
+  ~PhaseMark() {
+    if (clock_) clock_->lap(static_cast<int>(phase_));
+  }
+  PhaseMark(const PhaseMark&) = delete;
+  PhaseMark& operator=(const PhaseMark&) = delete;
+
+ private:
+  PhaseClock* clock_;
+  TrainPhase phase_;
+};
+}  // namespace
+
+void Trainer::start_iteration() {
+  const PhaseMark mark(clock_, TrainPhase::Other);
+  begin_iteration(stream_, data(b_.state), data(b_.optimizer), config_.learning_rate, config_.anneal_lr, num_iterations());
+  const std::size_t obs_bytes = static_cast<std::size_t>(config_.num_envs * rollout_.obs_dim()) * sizeof(float);
+  copy_bytes(rollout_.obs(0), device_, rollout_.obs(config_.num_steps), device_, obs_bytes, stream_);
+}
+
+void Trainer::forward_policy(std::int64_t t) {
+  const PhaseMark mark(clock_, TrainPhase::PolicyForward);
+  workspace_.forward_actor(stream_, data(b_.params), rollout_.obs(t), config_.num_envs, data(b_.rollout_head));
+  workspace_.forward_critic(stream_, data(b_.params), rollout_.obs(t), config_.num_envs, rollout_.value(t));
+}
+
+void Trainer::sample_actions(std::int64_t t) {
+  const PhaseMark mark(clock_, TrainPhase::Sampling);
+  const ActionDraw draw{config_.seed, &data(b_.state)->iteration, config_.num_steps, t};
+  const std::int64_t n = config_.num_envs;
+  if (network_.continuous()) {
+    // The rollout keeps the unclipped sample its log-probability belongs to; the engine gets it clipped.
+    const int dims = network_.action_dim();
+    const float* bounds = data(b_.action_bounds);
+    sample_gaussian_actions(stream_, data(b_.rollout_head), data(b_.params) + network_.log_std_offset(), n, dims, bounds,
+                            bounds + dims, draw, false, rollout_.continuous_actions(t), rollout_.logprob(t),
+                            data(b_.env_actions));
+  } else {
+    rl::sample_actions(stream_, data(b_.rollout_head), n, network_.num_actions(), draw, false, rollout_.actions(t),
+                       rollout_.logprob(t));
+  }
+}
+
+void Trainer::step_environments(std::int64_t t) {
+  const PhaseMark mark(clock_, TrainPhase::EnvStep);
+  const ActionView actions = network_.continuous() ? ActionView{{}, arena_[b_.env_actions]} : rollout_.action_view(t);
+  engine_.step(actions, rollout_.step_views(t), stream_);
+  normalization_.observe(stream_, rollout_.obs(t + 1), rollout_.final_obs(), rollout_.terminated(t), rollout_.truncated(t));
+}
+
+void Trainer::value_final_observations(std::int64_t t) {
+  // V(final observation) of episodes that ended at this step; GAE reads it only where they were truncated.
+  const PhaseMark mark(clock_, TrainPhase::PolicyForward);
+  workspace_.forward_critic(stream_, data(b_.params), rollout_.final_obs(), config_.num_envs, rollout_.final_value(t));
+}
+
+void Trainer::value_last_observations() {
+  const PhaseMark mark(clock_, TrainPhase::PolicyForward);
+  const std::int64_t steps = config_.num_steps;
+  workspace_.forward_critic(stream_, data(b_.params), rollout_.obs(steps), config_.num_envs, rollout_.value(steps));
+}
+
+void Trainer::track_episodes() {
   // The rollout keeps the environments' rewards (episode returns stay in their units); GAE reads the
   // scaled ones where normalize_reward is on.
-  track_episode_returns(stream_, steps, n, rollout_.reward(0), rollout_.terminated(0), rollout_.truncated(0),
-                        running_return_.data(), ended_return_.data());
-  const float* learner_reward = normalization_.scale(stream_, rollout_.reward(0), rollout_.terminated(0), rollout_.truncated(0));
-  lap(TrainPhase::Other);
-  compute_gae(stream_, steps, n, static_cast<float>(config_.gamma), static_cast<float>(config_.gae_lambda),
-              learner_reward, rollout_.terminated(0), rollout_.truncated(0), rollout_.value(0), rollout_.final_value(0),
-              rollout_.advantage(0), rollout_.returns(0));
-  lap(TrainPhase::Gae);
-
-  // ---- episode statistics and the rollout's explained variance
-  const std::int64_t slots = steps * n;
-  count_finished(stream_, slots, rollout_.terminated(0), rollout_.truncated(0), chunk_counts_.data(), group_counts_.data());
-  update_recent_returns(stream_, slots, rollout_.terminated(0), rollout_.truncated(0), ended_return_.data(),
-                        chunk_counts_.data(), group_counts_.data(), recent_returns_.data(), state);
-  double* episode_stats = small_sums_.data();
-  double* ev_sums = small_sums_.data() + 3;
-  engine_.reduce_episode_stats({episode_stats, 3, device_}, stream_);
-  engine_.clear_episode_stats(stream_);
-  explained_variance_sums(stream_, slots, rollout_.returns(0), rollout_.value(0), reduce_scratch_.data(), ev_sums);
-
-  // ---- updates
-  const Permutation permutation = Permutation::make(slots, config_.seed, 0);
-  const BatchView batch{rollout_.obs(0),      rollout_.actions(0),   rollout_.continuous_actions(0), rollout_.logprob(0),
-                        rollout_.value(0),    rollout_.advantage(0), rollout_.returns(0),            d,
-                        action_dim};
-  float* fields = mb_fields_.data();
-  const MinibatchBuffers buffers{mb_obs_.data(), mb_actions_.data(), mb_continuous_actions_.data(), fields, fields + b,
-                                 fields + 2 * b, fields + 3 * b};
-  MinibatchView<float> minibatch;
-  minibatch.size = b;
-  minibatch.obs = buffers.obs;
-  minibatch.actions = buffers.actions;
-  minibatch.old_logprob = buffers.logprob;
-  minibatch.old_value = buffers.value;
-  minibatch.advantage = buffers.advantage;
-  minibatch.returns = buffers.returns;
-  minibatch.continuous_actions = network_.continuous() ? buffers.continuous_actions : nullptr;
-  const std::int64_t epochs = config_.update_epochs, minibatches = config_.num_minibatches;
-  for (std::int64_t epoch = 0; epoch < epochs; ++epoch) {
-    double* terms = nullptr;
-    for (std::int64_t m = 0; m < minibatches; ++m) {
-      terms = loss_terms_.data() + (epoch * minibatches + m) * kLossTermCount;
-      lap(TrainPhase::Other);
-      gather_minibatch(stream_, permutation, state, epochs, epoch, m, b, batch, buffers);
-      if (clock) {
-        workspace_.compute_forward(stream_, minibatch, params);
-        lap(TrainPhase::UpdateForward);
-        workspace_.compute_backward(stream_, loss_config_, minibatch, params, grads_.data(), terms);
-        lap(TrainPhase::UpdateBackward);
-      } else {
-        workspace_.compute(stream_, loss_config_, minibatch, params, grads_.data(), terms);
-      }
-      adam_step(stream_, adam_config_, params_.span(), grads_.cspan(), adam_m_.span(), adam_v_.span(), optimizer,
-                reduce_scratch_.data());
-      lap(TrainPhase::Optimiser);
-    }
-    end_epoch(stream_, state, optimizer, terms, b, config_.target_kl);
-  }
-
-  MetricsInputs inputs;
-  inputs.episode_stats = episode_stats;
-  inputs.ring = recent_returns_.data();
-  inputs.loss_terms = loss_terms_.data();
-  inputs.ev_sums = ev_sums;
-  inputs.minibatches = minibatches;
-  inputs.minibatch_size = b;
-  inputs.steps_per_iteration = slots;
-  finish_iteration(stream_, inputs, optimizer, state, metrics_.data());
-  lap(TrainPhase::Other);
+  const PhaseMark mark(clock_, TrainPhase::Other);
+  track_episode_returns(stream_, config_.num_steps, config_.num_envs, rollout_.reward(0), rollout_.terminated(0),
+                        rollout_.truncated(0), data(b_.running_return), data(b_.ended_return));
+  normalization_.scale(stream_, rollout_.reward(0), rollout_.terminated(0), rollout_.truncated(0));
 }
+
+void Trainer::advantages() {
+  const PhaseMark mark(clock_, TrainPhase::Gae);
+  const float* reward = config_.normalize_reward ? normalization_.scaled_rewards().data : rollout_.reward(0);
+  compute_gae(stream_, config_.num_steps, config_.num_envs, static_cast<float>(config_.gamma),
+              static_cast<float>(config_.gae_lambda), reward, rollout_.terminated(0), rollout_.truncated(0),
+              rollout_.value(0), rollout_.final_value(0), rollout_.advantage(0), rollout_.returns(0));
+}
+
+void Trainer::episode_statistics() {
+  // Episode statistics and the rollout's explained variance.
+  const PhaseMark mark(clock_, TrainPhase::Other);
+  const std::int64_t slots = config_.batch_size();
+  count_finished(stream_, slots, rollout_.terminated(0), rollout_.truncated(0), data(b_.chunk_counts), data(b_.group_counts));
+  update_recent_returns(stream_, slots, rollout_.terminated(0), rollout_.truncated(0), data(b_.ended_return),
+                        data(b_.chunk_counts), data(b_.group_counts), data(b_.recent_returns), data(b_.state));
+  engine_.reduce_episode_stats(arena_[b_.small_sums].slice(0, kEpisodeStatsWidth), stream_);
+  engine_.clear_episode_stats(stream_);
+  explained_variance_sums(stream_, slots, rollout_.returns(0), rollout_.value(0), data(b_.reduce_scratch),
+                          data(b_.small_sums) + kEpisodeStatsWidth);
+}
+
+void Trainer::gather_minibatch(std::int64_t epoch, std::int64_t m) {
+  const PhaseMark mark(clock_, TrainPhase::Other);
+  rl::gather_minibatch(stream_, permutation_, data(b_.state), config_.update_epochs, epoch, m, minibatch_size_, batch_,
+                       minibatch_buffers_);
+}
+
+void Trainer::update_forward() {
+  const PhaseMark mark(clock_, TrainPhase::UpdateForward);
+  workspace_.compute_forward(stream_, minibatch_, data(b_.params));
+}
+
+void Trainer::update_backward(std::int64_t epoch, std::int64_t m) {
+  const PhaseMark mark(clock_, TrainPhase::UpdateBackward);
+  double* terms = data(b_.loss_terms) + (epoch * config_.num_minibatches + m) * kLossTermCount;
+  workspace_.compute_backward(stream_, config_, minibatch_, data(b_.params), data(b_.grads), terms);
+}
+
+void Trainer::optimiser_step() {
+  const PhaseMark mark(clock_, TrainPhase::Optimiser);
+  adam_step(stream_, config_, arena_[b_.params], arena_[b_.grads], arena_[b_.adam_m], arena_[b_.adam_v],
+            data(b_.optimizer), data(b_.reduce_scratch));
+}
+
+void Trainer::end_epoch(std::int64_t epoch) {
+  const PhaseMark mark(clock_, TrainPhase::Other);
+  const double* last_terms = data(b_.loss_terms) + (epoch * config_.num_minibatches + config_.num_minibatches - 1) * kLossTermCount;
+  rl::end_epoch(stream_, data(b_.state), data(b_.optimizer), last_terms, minibatch_size_, config_.target_kl);
+}
+
+void Trainer::finish_iteration() {
+  const PhaseMark mark(clock_, TrainPhase::Other);
+  MetricsInputs inputs;
+  inputs.episode_stats = data(b_.small_sums);
+  inputs.ring = data(b_.recent_returns);
+  inputs.loss_terms = data(b_.loss_terms);
+  inputs.ev_sums = data(b_.small_sums) + kEpisodeStatsWidth;
+  inputs.minibatches = config_.num_minibatches;
+  inputs.minibatch_size = minibatch_size_;
+  inputs.steps_per_iteration = config_.batch_size();
+  rl::finish_iteration(stream_, inputs, data(b_.optimizer), data(b_.state), data(b_.metrics));
+}
+
+// ---- running it
 
 void Trainer::iterate(PhaseClock* clock) {
   // Iteration 0 runs eagerly: it sets up cuBLASLt's plans and touches every buffer, which capture
-  // must not do; later ones replay the graph captured from the second.
+  // must not do; later ones replay the graph captured from the second. With a clock, the diagnostic
+  // pass: eager, with a mark after every phase.
   if (clock) {
-    enqueue_iteration(clock);
+    clock_ = clock;
+    clock->start();
+    enqueue_iteration();
+    clock_ = nullptr;
   } else if (uses_graph() && enqueued_ >= 1) {
-    if (!graph_.captured()) graph_.capture([this] { enqueue_iteration(nullptr); });
+    if (!graph_.captured()) graph_.capture([this] { enqueue_iteration(); });
     graph_.launch();
   } else {
-    enqueue_iteration(nullptr);
+    enqueue_iteration();
   }
   // Slot enqueued_ % 2 still holds iteration enqueued_ - 2 if nobody read it: read it before reuse.
   if (collected_ <= enqueued_ - 2) collect(enqueued_ - 2);
-  metrics_mirror_.copy_async(static_cast<int>(enqueued_ % 2), metrics_.data(), stream_);
+  metrics_mirror_.copy_async(static_cast<int>(enqueued_ % 2), data(b_.metrics), stream_);
   ++enqueued_;
 }
 
@@ -265,88 +339,52 @@ std::vector<IterationMetrics> Trainer::drain() {
   return std::exchange(pending_, {});
 }
 
-OptimizerScalars Trainer::optimizer_scalars() const { return to_host(optimizer_.cspan(), stream_)[0]; }
-TrainState Trainer::train_state() const { return to_host(state_.cspan(), stream_)[0]; }
+// ---- state for checkpoints
 
-void Trainer::restore(const std::vector<float>& params, const std::vector<float>& adam_m, const std::vector<float>& adam_v,
-                      const OptimizerScalars& optimizer, const TrainState& state) {
-  from_host(params_.span(), params, stream_);
-  from_host(adam_m_.span(), adam_m, stream_);
-  from_host(adam_v_.span(), adam_v, stream_);
-  from_host(optimizer_.span(), std::vector<OptimizerScalars>{optimizer}, stream_);
-  from_host(state_.span(), std::vector<TrainState>{state}, stream_);
+std::vector<SavedBuffer> Trainer::save_state() const {
+  std::vector<SavedBuffer> saved = save_buffers(arena_, stream_);
+  for (SavedBuffer& buffer : save_buffers(normalization_.buffers(), stream_)) saved.push_back(std::move(buffer));
+  return saved;
 }
 
-void Trainer::observe_engine() {
-  // The next iteration moves obs[T] to obs[0].
+void Trainer::restore_state(const std::vector<SavedBuffer>& saved) {
+  // The kernels index the ring of recent returns with these: a damaged file must not reach them.
+  for (const SavedBuffer& buffer : saved) {
+    if (buffer.name != "train_state" || buffer.bytes.size() != sizeof(TrainState)) continue;
+    TrainState state;
+    std::memcpy(&state, buffer.bytes.data(), sizeof state);
+    if (state.iteration < 0 || state.epochs_applied < 0 || state.last100_head < 0 || state.last100_head >= kRecentEpisodes ||
+        state.last100_count < 0 || state.last100_count > kRecentEpisodes)
+      throw InputError("the checkpoint's train_state (iteration " + std::to_string(state.iteration) + ", ring head " +
+                       std::to_string(state.last100_head) + ", ring count " + std::to_string(state.last100_count) +
+                       ") is out of range; the file is damaged");
+  }
+  restore_buffers(arena_, saved, "the checkpoint", stream_);
+  restore_buffers(normalization_.buffers(), saved, "the checkpoint", stream_);
+  // The restored environments' observation starts the next iteration (obs[T] moves to obs[0]),
+  // normalised by the statistics as restored: they counted that observation already.
   const std::int64_t n = config_.num_envs, d = rollout_.obs_dim();
   engine_.observe({rollout_.obs(config_.num_steps), n * d, device_}, stream_);
   normalization_.normalize(stream_, rollout_.obs(config_.num_steps));
+  stream_.synchronize();
 }
 
-void Trainer::restore_normalization(const std::vector<double>& obs, const std::vector<double>& reward,
-                                    const std::vector<float>& accumulator) {
-  auto upload = [this](auto view, const auto& host, const char* what) {
-    if (static_cast<std::int64_t>(host.size()) != view.size)
-      throw InputError(std::string("the checkpoint's ") + what + " holds " + std::to_string(host.size()) +
-                       " values where this run has " + std::to_string(view.size) + "; resume with the checkpoint's own config");
-    if (view.size > 0) from_host(view, host, stream_);
-  };
-  upload(obs_moments(), obs, "observation statistics");
-  upload(reward_moments(), reward, "reward statistics");
-  upload(reward_accumulator(), accumulator, "discounted-return accumulators");
-}
+// ---- memory
 
-std::vector<TrainerBuffer> Trainer::memory_plan(const TrainConfig& config, const ScenarioSpec& spec, Device device) {
-  std::vector<TrainerBuffer> plan;
-  const ActorCritic network = ActorCritic::for_scenario(spec, network_config(config));
-  const std::int64_t t = config.num_steps, n = config.num_envs, d = spec.obs_dim, a = network.head_width();
-  const std::int64_t action_dim = network.action_dim();
-  const std::int64_t b = config.minibatch_size(), slots = config.batch_size();
-  for (const auto& buffer : RolloutStorage::layout(t, n, static_cast<int>(d), network.action_dim()))
-    plan.push_back({buffer.name, buffer.shape, buffer.elements, buffer.element_bytes});
-  const std::int64_t p = network.table().total();
-  for (const char* name : {"learner.params", "learner.grads", "learner.adam_m", "learner.adam_v"})
-    plan.push_back({name, "[P]", p, sizeof(float)});
-  plan.push_back({"learner.optimizer_scalars", "[1]", 1, sizeof(OptimizerScalars)});
-  plan.push_back({"learner.train_state", "[1]", 1, sizeof(TrainState)});
-  for (const TrainerBuffer& buffer : PpoGradient<float>::layout(device, network, std::max(n, b))) plan.push_back(buffer);
-  if (network.continuous()) {
-    plan.push_back({"learner.rollout_means", "[N][action_dim]", n * a, sizeof(float)});
-    plan.push_back({"learner.env_actions", "[N][action_dim]", n * action_dim, sizeof(float)});
-    plan.push_back({"learner.action_bounds", "[2][action_dim]", 2 * action_dim, sizeof(float)});
-  } else {
-    plan.push_back({"learner.rollout_logits", "[N][num_actions]", n * a, sizeof(float)});
-  }
-  plan.push_back({"minibatch.obs", "[B][obs_dim]", b * d, sizeof(float)});
-  if (network.continuous())
-    plan.push_back({"minibatch.actions", "[B][action_dim]", b * action_dim, sizeof(float)});
-  else
-    plan.push_back({"minibatch.actions", "[B]", b, sizeof(std::int32_t)});
-  plan.push_back({"minibatch.fields", "[4][B]", 4 * b, sizeof(float)});
-  plan.push_back({"metrics.loss_terms", "[E*M][5]", config.update_epochs * config.num_minibatches * kLossTermCount,
-                  sizeof(double)});
-  plan.push_back({"metrics.running_return", "[N]", n, sizeof(float)});
-  plan.push_back({"metrics.ended_return", "[T][N]", slots, sizeof(float)});
-  plan.push_back({"metrics.chunk_counts", "[T*N/256]", finished_chunk_count(slots), sizeof(std::int32_t)});
-  plan.push_back({"metrics.group_counts", "[T*N/65536]", finished_group_count(slots), sizeof(std::int32_t)});
-  plan.push_back({"metrics.recent_returns", "[100]", kRecentEpisodes, sizeof(double)});
-  plan.push_back({"metrics.sums", "[7]", 7, sizeof(double)});
-  plan.push_back({"metrics.reduce_scratch", "[scratch]", reduce_scratch_doubles(device, 4), sizeof(double)});
-  plan.push_back({"metrics.iteration", "[1]", 1, sizeof(IterationMetrics)});
-  for (const TrainerBuffer& buffer :
-       Normalization::memory_plan(device, normalization_config(config), static_cast<int>(d), t, n))
-    plan.push_back(buffer);
+MemoryPlan Trainer::memory_plan(const TrainConfig& config, const ScenarioSpec& spec, Device device) {
+  const ActorCritic network = ActorCritic::for_scenario(spec, config);
+  const std::int64_t t = config.num_steps, n = config.num_envs;
+  MemoryPlan plan(device);
+  RolloutStorage::table(t, n, spec.obs_dim, network.action_dim()).add_to(plan);
+  Buffers unused;
+  table(config, network, spec.obs_dim, device, unused).add_to(plan);
+  PpoGradient<float>::table(device, network, std::max(n, config.minibatch_size())).add_to(plan);
+  Normalization::table(device, config, spec.obs_dim, t, n).add_to(plan);
   return plan;
 }
 
 std::size_t Trainer::device_bytes() const {
-  return rollout_.device_bytes() + params_.bytes() + grads_.bytes() + adam_m_.bytes() + adam_v_.bytes() +
-         optimizer_.bytes() + state_.bytes() + workspace_.device_bytes() + rollout_logits_.bytes() + env_actions_.bytes() +
-         action_bounds_.bytes() + mb_obs_.bytes() + mb_actions_.bytes() + mb_continuous_actions_.bytes() + mb_fields_.bytes() +
-         loss_terms_.bytes() + running_return_.bytes() + ended_return_.bytes() +
-         chunk_counts_.bytes() + group_counts_.bytes() + recent_returns_.bytes() + small_sums_.bytes() +
-         reduce_scratch_.bytes() + metrics_.bytes() + normalization_.device_bytes();
+  return rollout_.device_bytes() + arena_.device_bytes() + workspace_.device_bytes() + normalization_.device_bytes();
 }
 
 }  // namespace surge::rl

@@ -13,10 +13,14 @@
 #include "rl/device_graph.hpp"
 #include "rl/normalization.hpp"
 #include "rl/rollout.hpp"
+#include "rl/shuffle.hpp"
+#include "rl/trainer_kernels.hpp"
 #include "rl/train_config.hpp"
 #include "rl/train_state.hpp"
 #include "sim/engine.hpp"
+#include "sim/buffer_table.hpp"
 #include "sim/memory.hpp"
+#include "sim/memory_plan.hpp"
 #include "sim/phase_clock.hpp"
 #include "sim/stream.hpp"
 
@@ -33,6 +37,8 @@ class Trainer {
   // policy for discrete actions, a diagonal Gaussian for continuous ones), freshly reset; it must outlive the trainer. Throws InputError for a config that does not fit
   // the scenario, after config.validate().
   Trainer(Engine& engine, const TrainConfig& config);
+  // Waits for the stream first, so that no copy or graph replay still running outlives its buffers.
+  ~Trainer();
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
 
@@ -58,43 +64,70 @@ class Trainer {
   const RolloutStorage& rollout() const { return rollout_; }
 
   // The learner's state, for checkpoints: each [network().table().total()], on the device.
-  Span<float> parameters() const { return params_.span(); }
-  Span<float> gradients() const { return grads_.span(); }  // of the latest minibatch, [table.total()]
-  Span<float> adam_first_moment() const { return adam_m_.span(); }
-  Span<float> adam_second_moment() const { return adam_v_.span(); }
-  // Host copies of the small device structs (they wait for the stream), and their restoration.
-  OptimizerScalars optimizer_scalars() const;
-  TrainState train_state() const;
-  void restore(const std::vector<float>& params, const std::vector<float>& adam_m, const std::vector<float>& adam_v,
-               const OptimizerScalars& optimizer, const TrainState& state);
-  // The rest of what an exact resume restores (rl/io/resume_state.hpp), on the device: each env's return
-  // so far in its running episode, [N], and the ring of recent finished returns, [kRecentEpisodes].
-  Span<float> running_returns() const { return running_return_.span(); }
-  Span<double> recent_returns() const { return recent_returns_.span(); }
-  // The observation statistics [2*obs_dim + 1], the discounted-return statistics [3] and each env's
-  // discounted-return accumulator [N], on the device; empty where the config turns that part off.
+  Span<float> parameters() const { return arena_[b_.params]; }
+  Span<float> gradients() const { return arena_[b_.grads]; }  // of the latest minibatch
+  Span<float> adam_first_moment() const { return arena_[b_.adam_m]; }
+  Span<float> adam_second_moment() const { return arena_[b_.adam_v]; }
+  // Host copies of the small device structs (they wait for the stream).
+  OptimizerScalars optimizer_scalars() const { return to_host(arena_[b_.optimizer], stream_)[0]; }
+  TrainState train_state() const { return to_host(arena_[b_.state], stream_)[0]; }
+  // The observation statistics [2*obs_dim + 1] and the discounted-return statistics [3], on the device;
+  // empty where the config turns that part off. The latest rollout's rewards as GAE read them, [T][N],
+  // where normalize_reward is on (rollout() keeps the environments' own).
   Span<double> obs_moments() const { return normalization_.obs_moments(); }
   Span<double> reward_moments() const { return normalization_.reward_moments(); }
-  Span<float> reward_accumulator() const { return normalization_.reward_accumulator(); }
-  // The latest rollout's rewards as GAE read them, [T][N], where normalize_reward is on (rollout() keeps
-  // the environments' own).
   Span<float> scaled_rewards() const { return normalization_.scaled_rewards(); }
-  // Puts saved statistics and accumulators back (each sized as the spans above); throws InputError when
-  // a size differs from this run's.
-  void restore_normalization(const std::vector<double>& obs, const std::vector<double>& reward,
-                             const std::vector<float>& accumulator);
-  // Takes the engine's current observation as the start of the next iteration (after its state was
-  // restored), normalised by the statistics as restored: they counted that observation already.
-  void observe_engine();
+
+  // Everything an exact resume needs of the trainer: the entries of its tables marked kSaved (waits for
+  // the stream).
+  std::vector<SavedBuffer> save_state() const;
+  // Puts saved state back (after the engine's own) and takes the engine's current observation as the
+  // start of the next iteration; throws InputError when an entry is missing or sized for another run.
+  void restore_state(const std::vector<SavedBuffer>& saved);
 
   // Every device buffer a run of `config` allocates besides the engine's, computed from the config
-  // alone (for `--dry-run` memory plans); their sum equals device_bytes() of such a trainer.
-  static std::vector<TrainerBuffer> memory_plan(const TrainConfig& config, const ScenarioSpec& spec, Device device);
+  // alone (for `--dry-run` memory plans); its allocated_bytes() equal device_bytes() of such a trainer.
+  static MemoryPlan memory_plan(const TrainConfig& config, const ScenarioSpec& spec, Device device);
   std::size_t device_bytes() const;
 
  private:
-  void enqueue_iteration(PhaseClock* clock);
+  struct Buffers {
+    Slot<float> params, grads, adam_m, adam_v;
+    Slot<OptimizerScalars> optimizer;
+    Slot<TrainState> state;
+    Slot<float> rollout_head, env_actions, action_bounds;
+    Slot<float> mb_obs, mb_continuous_actions, mb_fields;
+    Slot<std::int32_t> mb_actions;
+    Slot<double> loss_terms;
+    Slot<float> running_return, ended_return;
+    Slot<std::int32_t> chunk_counts, group_counts;
+    Slot<double> recent_returns, small_sums, reduce_scratch;
+    Slot<IterationMetrics> metrics;
+  };
+  static BufferTable table(const TrainConfig& config, const ActorCritic& network, int obs_dim, Device device, Buffers& b);
+
+  // The iteration, phase by phase (each phase times itself when a clock is attached).
+  void enqueue_iteration();
+  void start_iteration();
+  void forward_policy(std::int64_t t);
+  void sample_actions(std::int64_t t);
+  void step_environments(std::int64_t t);
+  void value_final_observations(std::int64_t t);
+  void value_last_observations();
+  void track_episodes();
+  void advantages();
+  void episode_statistics();
+  void gather_minibatch(std::int64_t epoch, std::int64_t m);
+  void update_forward();
+  void update_backward(std::int64_t epoch, std::int64_t m);
+  void optimiser_step();
+  void end_epoch(std::int64_t epoch);
+  void finish_iteration();
   void collect(std::int64_t iteration);
+  template <class T>
+  T* data(Slot<T> slot) const {
+    return arena_.data(slot);
+  }
 
   Engine& engine_;
   TrainConfig config_;
@@ -103,33 +136,15 @@ class Trainer {
   ActorCritic network_;
   RolloutStorage rollout_;
   std::int64_t minibatch_size_;
-  PpoLossConfig loss_config_;
-  AdamConfig adam_config_;
-
-  DeviceBuffer<float> params_;   // [table.total()]
-  DeviceBuffer<float> grads_;    // [table.total()]
-  DeviceBuffer<float> adam_m_;   // [table.total()]
-  DeviceBuffer<float> adam_v_;   // [table.total()]
-  DeviceBuffer<OptimizerScalars> optimizer_;  // [1]
-  DeviceBuffer<TrainState> state_;            // [1]
-  PpoGradient<float> workspace_;              // rows: max(N, B)
-  DeviceBuffer<float> rollout_logits_;        // [N][head_width]: logits, or the Gaussian's means
-  DeviceBuffer<float> env_actions_;           // [N][action_dim] the samples clipped to the bounds (continuous)
-  DeviceBuffer<float> action_bounds_;         // [2][action_dim] low, then high (continuous)
-  DeviceBuffer<float> mb_obs_;                // [B][obs_dim]
-  DeviceBuffer<std::int32_t> mb_actions_;     // [B] (discrete)
-  DeviceBuffer<float> mb_continuous_actions_; // [B][action_dim] (continuous)
-  DeviceBuffer<float> mb_fields_;             // [4][B] logprob, value, advantage, return
-  DeviceBuffer<double> loss_terms_;           // [E*M][kLossTermCount]
-  DeviceBuffer<float> running_return_;        // [N] return of each env's current episode
-  DeviceBuffer<float> ended_return_;          // [T][N] return of the episode that ended at (t, n)
-  DeviceBuffer<std::int32_t> chunk_counts_;   // [ceil(T*N / 256)] ended episodes per chunk of slots
-  DeviceBuffer<std::int32_t> group_counts_;   // [ceil(chunks / 256)]
-  DeviceBuffer<double> recent_returns_;       // [kRecentEpisodes] ring of the latest finished returns
-  DeviceBuffer<double> small_sums_;           // [3 + 4] episode stats, explained-variance sums
-  DeviceBuffer<double> reduce_scratch_;       // [reduce_scratch_size(device, 4)]
-  DeviceBuffer<IterationMetrics> metrics_;    // [1]
-  Normalization normalization_;               // observation and reward statistics (rl/normalization.hpp)
+  Buffers b_;
+  BufferArena arena_;                  // the table above, one allocation
+  PpoGradient<float> workspace_;       // rows: max(N, B)
+  Normalization normalization_;        // observation and reward statistics (rl/normalization.hpp)
+  BatchView batch_;                    // the rollout as the minibatch gather reads it
+  MinibatchBuffers minibatch_buffers_; // where it gathers to
+  MinibatchView<float> minibatch_;     // the same rows as the loss reads them
+  Permutation permutation_;            // the shuffles' family; each epoch's is picked on the device
+  PhaseClock* clock_ = nullptr;        // set during iterate(clock)
 
   IterationGraph graph_;
   HostMirror metrics_mirror_;  // two slots: iteration k lands in slot k % 2

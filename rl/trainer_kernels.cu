@@ -14,7 +14,7 @@ void begin_iteration(const Stream& stream, TrainState* state, OptimizerScalars* 
   parallel_for(stream, 1, [=] SURGE_HD(std::int64_t) {
     const double fraction = anneal ? 1.0 - static_cast<double>(state->iteration) / iterations : 1.0;
     optimizer->learning_rate = fraction * learning_rate;
-    optimizer->frozen = 0;
+    optimizer->frozen = 0.0;
     state->epochs_applied = 0;
   });
 }
@@ -61,7 +61,7 @@ void end_epoch(const Stream& stream, TrainState* state, OptimizerScalars* optimi
   parallel_for(stream, 1, [=] SURGE_HD(std::int64_t) {
     if (optimizer->frozen) return;
     state->epochs_applied += 1;
-    if (target_kl > 0.0 && last_terms[kApproxKl] / batch > target_kl) optimizer->frozen = 1;
+    if (target_kl > 0.0 && last_terms[kApproxKl] / batch > target_kl) optimizer->frozen = 1.0;
   });
 }
 

@@ -127,6 +127,12 @@ void Stream::synchronize() const {
 #endif
 }
 
+void Stream::synchronize_noexcept() const noexcept {
+#if defined(__CUDACC__)
+  if (device_.is_cuda() && handle_) SURGE_CUDA_CHECK_NOTHROW(cudaStreamSynchronize(static_cast<cudaStream_t>(handle_)));
+#endif
+}
+
 // ---- memory ----------------------------------------------------------------------------------
 
 namespace {

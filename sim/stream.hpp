@@ -18,6 +18,8 @@ class Stream {
   Device device() const { return device_; }
   void* native_handle() const { return handle_; }  // cudaStream_t on CUDA, nullptr on the CPU
   void synchronize() const;
+  // The same for destructors: waits, and reports a failure on stderr instead of throwing.
+  void synchronize_noexcept() const noexcept;
 
  private:
   Device device_;

@@ -41,7 +41,7 @@ TEST_CASE("Adam with clipping matches the reference over several steps", "[adam]
       const double g = grads[i] * scale;
       ref_m[i] = config.beta1 * ref_m[i] + (1 - config.beta1) * g;
       ref_v[i] = config.beta2 * ref_v[i] + (1 - config.beta2) * g * g;
-      const double denom = std::sqrt(ref_v[i]) / std::sqrt(bc2) + config.eps;
+      const double denom = std::sqrt(ref_v[i]) / std::sqrt(bc2) + config.adam_eps;
       ref_p[i] -= learning_rates[step - 1] / bc1 * ref_m[i] / denom;
     }
     CHECK(scalars.step == step);

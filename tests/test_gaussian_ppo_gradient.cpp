@@ -190,7 +190,7 @@ TEST_CASE("Gaussian PPO gradient through the networks matches finite differences
           "[ppo][gradient]") {
   NetworkConfig network;
   network.hidden = {7, 5};
-  network.activation = Activation::Relu;
+  network.activation = "relu";
   PpoLossConfig loss;
   loss.clip_vloss = false;
   loss.norm_adv = false;

@@ -207,10 +207,13 @@ TEST_CASE("the trainer counts every observation it returns and trains on normali
   Trainer trainer(*engine, config);
   const int d = engine->spec().obs_dim;
   // The memory plan lists the normalisation buffers too.
-  std::size_t planned = 0;
-  for (const TrainerBuffer& buffer : Trainer::memory_plan(config, engine->spec(), Device::cpu())) planned += buffer.bytes();
-  CHECK(planned == trainer.device_bytes());
-  CHECK(trainer.reward_accumulator().size == config.num_envs);
+  const MemoryPlan plan = Trainer::memory_plan(config, engine->spec(), Device::cpu());
+  CHECK(plan.allocated_bytes() == trainer.device_bytes());
+  bool accumulator_planned = false;
+  for (const PlannedBuffer& buffer : plan.buffers())
+    if (buffer.name == "normalization.reward_accumulator")
+      accumulator_planned = buffer.elements == config.num_envs;
+  CHECK(accumulator_planned);
   // The first observation counts at once.
   std::vector<double> moments = to_host(trainer.obs_moments(), trainer.stream());
   REQUIRE(moments.size() == static_cast<std::size_t>(2 * d + 1));
@@ -248,7 +251,7 @@ TEST_CASE("the trainer counts every observation it returns and trains on normali
 
 TEST_CASE("normalize_obs refuses observations wider than it handles", "[normalization]") {
   NormalizationConfig config;
-  config.observations = true;
-  CHECK_THROWS_AS(Normalization(Device::cpu(), config, kMaxNormalizedDim + 1, 4, 4), InputError);
-  CHECK_NOTHROW(Normalization(Device::cpu(), config, kMaxNormalizedDim, 4, 4));
+  config.normalize_obs = true;
+  CHECK_THROWS_AS(Normalization(Device::cpu(), config, kMaxNormalizedDim + 1, 4, 4, Stream(Device::cpu())), InputError);
+  CHECK_NOTHROW(Normalization(Device::cpu(), config, kMaxNormalizedDim, 4, 4, Stream(Device::cpu())));
 }

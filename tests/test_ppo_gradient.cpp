@@ -111,7 +111,7 @@ TEST_CASE("PPO gradient matches finite differences (tanh, every loss option on)"
 TEST_CASE("PPO gradient matches finite differences (relu, three hidden layers)", "[ppo][gradient]") {
   Case c;
   c.network.hidden = {7, 5, 6};
-  c.network.activation = Activation::Relu;
+  c.network.activation = "relu";
   c.seed = 2;
   check_gradient(c);
 }

@@ -198,12 +198,12 @@ TEST_CASE("every rollout field is a view of its buffer with the documented shape
     CHECK(views[k].view.dtype == expected[k].dtype);
     CHECK(shape_of(views[k].view) == expected[k].shape);
     CHECK(strides_of(views[k].view) == expected[k].strides);
-    bytes += static_cast<std::size_t>(views[k].view.numel()) * dtype_size(views[k].view.dtype);
+    bytes += allocation_bytes(static_cast<std::size_t>(views[k].view.numel()) * dtype_size(views[k].view.dtype));
   }
   // Row t of a field is where the rollout's own accessor puts it: obs[t] is rollout.obs(t).
   const TensorView& obs = find_view(views, "obs");
   CHECK(static_cast<float*>(obs.data) + 2 * obs.strides[0] == rollout.obs(2));
-  // The views cover every byte the storage holds.
+  // The views cover every byte the storage holds, each rounded up to its 256-byte-aligned slot.
   CHECK(bytes == rollout.device_bytes());
 }
 

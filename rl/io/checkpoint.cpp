@@ -16,13 +16,6 @@ namespace {
 constexpr const char* kFormat = "surge-checkpoint";
 constexpr std::int64_t kFormatVersion = 1;
 
-NetworkConfig network_of(const TrainConfig& config) {
-  NetworkConfig network;
-  network.hidden = config.hidden;
-  network.activation = parse_activation(config.activation);
-  return network;
-}
-
 hdf5::Handle create_group(hid_t parent, const std::string& name) {
   return hdf5::Handle(H5Gcreate2(parent, name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), "create group " + name);
 }
@@ -111,8 +104,8 @@ std::vector<double> read_moments(hid_t file, const std::string& prefix, int dim,
 }  // namespace
 
 ActorCritic checkpoint_network(const Checkpoint& c) {
-  if (c.action_dim > 0) return ActorCritic(c.obs_dim, ActionKind::Continuous, c.action_dim, network_of(c.config));
-  return ActorCritic(c.obs_dim, c.num_actions, network_of(c.config));
+  if (c.action_dim > 0) return ActorCritic(c.obs_dim, ActionKind::Continuous, c.action_dim, c.config);
+  return ActorCritic(c.obs_dim, c.num_actions, c.config);
 }
 
 void write_checkpoint(const std::string& path, const Checkpoint& c) {

@@ -261,3 +261,65 @@ std::string attribute_text(hid_t object, const std::string& name) {
 }
 
 }  // namespace surge::rl::hdf5
+
+namespace surge::rl::hdf5 {
+
+hid_t native_type(DType dtype) {
+  switch (dtype) {
+    case DType::Float32: return H5T_NATIVE_FLOAT;
+    case DType::Float64: return H5T_NATIVE_DOUBLE;
+    case DType::Int32: return H5T_NATIVE_INT32;
+    case DType::Int64: return H5T_NATIVE_INT64;
+    case DType::UInt8: return H5T_NATIVE_UINT8;
+    case DType::UInt64: return H5T_NATIVE_UINT64;
+  }
+  throw Error("no HDF5 type for this dtype");
+}
+
+hid_t file_type(DType dtype) {
+  switch (dtype) {
+    case DType::Float32: return H5T_IEEE_F32LE;
+    case DType::Float64: return H5T_IEEE_F64LE;
+    case DType::Int32: return H5T_STD_I32LE;
+    case DType::Int64: return H5T_STD_I64LE;
+    case DType::UInt8: return H5T_STD_U8LE;
+    case DType::UInt64: return H5T_STD_U64LE;
+  }
+  throw Error("no HDF5 type for this dtype");
+}
+
+void write_values(hid_t group, const std::string& name, const Values& values) {
+  std::vector<hsize_t> dims(values.dims.begin(), values.dims.end());
+  if (dims.empty()) dims.push_back(0);
+  Handle space(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), "dataspace of " + name);
+  Handle dataset(H5Dcreate2(group, name.c_str(), file_type(values.dtype), space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+                 "create " + name);
+  if (!values.bytes.empty())
+    check(H5Dwrite(dataset.get(), native_type(values.dtype), H5S_ALL, H5S_ALL, H5P_DEFAULT, values.bytes.data()),
+          "write " + name);
+}
+
+Values read_values(hid_t group, const std::string& name, const std::string& file) {
+  Handle dataset(H5Dopen2(group, name.c_str(), H5P_DEFAULT), "open " + name);
+  Handle type(H5Dget_type(dataset.get()), "type of " + name);
+  const H5T_class_t kind = H5Tget_class(type.get());
+  const std::size_t size = H5Tget_size(type.get());
+  Values values;
+  if (kind == H5T_FLOAT && size == 4) values.dtype = DType::Float32;
+  else if (kind == H5T_FLOAT && size == 8) values.dtype = DType::Float64;
+  else if (kind == H5T_INTEGER && size == 1 && H5Tget_sign(type.get()) == H5T_SGN_NONE) values.dtype = DType::UInt8;
+  else if (kind == H5T_INTEGER && size == 4 && H5Tget_sign(type.get()) == H5T_SGN_2) values.dtype = DType::Int32;
+  else if (kind == H5T_INTEGER && size == 8 && H5Tget_sign(type.get()) == H5T_SGN_2) values.dtype = DType::Int64;
+  else if (kind == H5T_INTEGER && size == 8 && H5Tget_sign(type.get()) == H5T_SGN_NONE) values.dtype = DType::UInt64;
+  else throw InputError("'" + file + "': dataset " + name + " holds a type Surge does not write; the file is damaged or not Surge's");
+  for (hsize_t extent : dataset_dims(dataset.get())) values.dims.push_back(static_cast<std::int64_t>(extent));
+  std::int64_t count = 1;
+  for (std::int64_t extent : values.dims) count *= extent;
+  values.bytes.resize(static_cast<std::size_t>(count) * dtype_size(values.dtype));
+  if (count > 0)
+    check(H5Dread(dataset.get(), native_type(values.dtype), H5S_ALL, H5S_ALL, H5P_DEFAULT, values.bytes.data()),
+          "read " + name);
+  return values;
+}
+
+}  // namespace surge::rl::hdf5

@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "sim/tensor_view.hpp"
+
 namespace surge::rl::hdf5 {
 
 // Serialises all HDF5 calls in the process.
@@ -84,5 +86,24 @@ std::vector<std::string> read_strings_attribute(hid_t object, const std::string&
 std::vector<std::string> attribute_names(hid_t object);
 // An attribute's value as text: strings as they are, numbers (scalar or array) as "a, b, c".
 std::string attribute_text(hid_t object, const std::string& name);
+
+}  // namespace surge::rl::hdf5
+
+namespace surge::rl::hdf5 {
+
+// Datasets of any of Surge's element types, as raw bytes with a dtype and a shape: what the buffer
+// tables' saved entries (sim/buffer_table.hpp) become in a file.
+struct Values {
+  DType dtype = DType::Float32;
+  std::vector<std::int64_t> dims;
+  std::vector<std::byte> bytes;  // dims' product of dtype values, native byte order
+};
+hid_t native_type(DType dtype);
+hid_t file_type(DType dtype);  // little-endian, as every file Surge writes
+// Creates `name` under `group` with the values' shape (one dimension of 0 for no values).
+void write_values(hid_t group, const std::string& name, const Values& values);
+// A whole dataset in the element type it was written with (an integer or IEEE type Surge writes);
+// throws InputError naming `file` when the dataset holds another kind of type.
+Values read_values(hid_t group, const std::string& name, const std::string& file);
 
 }  // namespace surge::rl::hdf5

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 
 #include "rl/io/checkpoint.hpp"
 #include "rl/io/hdf5_util.hpp"
@@ -64,49 +65,65 @@ void upload(Span<T> device, const std::vector<T>& host, const std::string& what,
   from_host(device, host, stream);
 }
 
+// The agent's part of the trainer's saved state, as the checkpoint keeps it.
+std::vector<SavedBuffer> agent_buffers(const Checkpoint& agent) {
+  auto of = [](const std::string& name, const auto& values) {
+    using T = typename std::decay_t<decltype(values)>::value_type;
+    SavedBuffer buffer{name, dtype_of<T>, {static_cast<std::int64_t>(values.size())}, true, {}};
+    buffer.bytes.resize(values.size() * sizeof(T));
+    if (!values.empty()) std::memcpy(buffer.bytes.data(), values.data(), buffer.bytes.size());
+    return buffer;
+  };
+  return {of("params", agent.params), of("adam_m", agent.adam_m), of("adam_v", agent.adam_v),
+          of("obs_moments", agent.obs_moments), of("reward_moments", agent.reward_moments)};
+}
+
+const SavedBuffer* find_saved(const std::vector<SavedBuffer>& saved, const std::string& name) {
+  for (const SavedBuffer& buffer : saved)
+    if (buffer.name == name) return &buffer;
+  return nullptr;
+}
+
 }  // namespace
 
 ResumeState ResumeState::capture(const Trainer& trainer, Engine& engine) {
   const Stream& stream = trainer.stream();
   ResumeState s;
-  s.train_state = trainer.train_state();
-  s.optimizer = trainer.optimizer_scalars();
-  s.recent_returns = to_host(trainer.recent_returns(), stream);
-  s.running_return = to_host(trainer.running_returns(), stream);
+  for (SavedBuffer& buffer : trainer.save_state())
+    if (!buffer.agent) s.trainer.push_back(std::move(buffer));
   s.env_state = to_host(engine.states(), stream);
   s.env_params = to_host(engine.params(), stream);
   s.env_episode_steps = to_host(engine.episode_steps(), stream);
   s.env_episode_returns = to_host(engine.episode_returns(), stream);
   s.env_rng_offsets = to_host(engine.rng_offsets(), stream);
-  s.reward_accumulator = to_host(trainer.reward_accumulator(), stream);
   return s;
 }
 
 void ResumeState::restore(const Checkpoint& agent, Trainer& trainer, Engine& engine) const {
   const Stream& stream = trainer.stream();
-  trainer.restore(agent.params, agent.adam_m, agent.adam_v, optimizer, train_state);
-  upload(trainer.recent_returns(), recent_returns, "ring of recent returns", stream);
-  upload(trainer.running_returns(), running_return, "running episode returns", stream);
   upload(engine.states(), env_state, "environment state", stream);
   upload(engine.params(), env_params, "environment parameters", stream);
   upload(engine.episode_steps(), env_episode_steps, "episode step counters", stream);
   upload(engine.episode_returns(), env_episode_returns, "episode returns", stream);
   upload(engine.rng_offsets(), env_rng_offsets, "environment RNG offsets", stream);
-  trainer.restore_normalization(agent.obs_moments, agent.reward_moments, reward_accumulator);
-  trainer.observe_engine();  // the restored environments' observation starts the next iteration
-  stream.synchronize();
+  std::vector<SavedBuffer> saved = agent_buffers(agent);
+  saved.insert(saved.end(), this->trainer.begin(), this->trainer.end());
+  trainer.restore_state(saved);
+}
+
+std::int64_t ResumeState::iteration() const {
+  const SavedBuffer* state = find_saved(trainer, "train_state");
+  SURGE_CHECK(state && state->bytes.size() == sizeof(TrainState), "resume state without its train_state");
+  TrainState t;
+  std::memcpy(&t, state->bytes.data(), sizeof t);
+  return t.iteration;
 }
 
 void append_resume_state(const std::string& checkpoint_path, const ResumeState& s) {
   hdf5::Lock lock;
   hdf5::Handle file(H5Fopen(checkpoint_path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT), "open " + checkpoint_path);
   hdf5::Handle group(H5Gcreate2(file.get(), kGroup, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), "create /resume");
-  const TrainState& t = s.train_state;
-  hdf5::write_ints_attribute(group.get(), "train_state", {t.iteration, t.epochs_applied, t.last100_head, t.last100_count});
-  const OptimizerScalars& o = s.optimizer;
-  write_dataset(group.get(), "optimizer",
-                std::vector<double>{o.learning_rate, o.step, o.grad_norm_sq, o.grad_scale, o.step_size,
-                                    o.bias_correction2_sqrt, static_cast<double>(o.frozen)});
+  for (const SavedBuffer& buffer : s.trainer) hdf5::write_values(group.get(), buffer.name, {buffer.dtype, buffer.dims, buffer.bytes});
   hdf5::write_strings_attribute(group.get(), "metrics_columns", s.metrics_columns);
   std::vector<double> metrics;
   for (const auto& row : s.metrics_rows) {
@@ -114,14 +131,11 @@ void append_resume_state(const std::string& checkpoint_path, const ResumeState& 
     metrics.insert(metrics.end(), row.begin(), row.end());
   }
   write_dataset(group.get(), "metrics", metrics, s.metrics_rows.size());
-  write_dataset(group.get(), "recent_returns", s.recent_returns);
-  write_dataset(group.get(), "running_return", s.running_return);
   write_dataset(group.get(), "env_state", s.env_state);
   write_dataset(group.get(), "env_params", s.env_params);
   write_dataset(group.get(), "env_episode_steps", s.env_episode_steps);
   write_dataset(group.get(), "env_episode_returns", s.env_episode_returns);
   write_dataset(group.get(), "env_rng_offsets", s.env_rng_offsets);
-  if (!s.reward_accumulator.empty()) write_dataset(group.get(), "reward_accumulator", s.reward_accumulator);
   group.reset();
   hdf5::check(file.close(), "close " + checkpoint_path);
 }
@@ -134,35 +148,40 @@ ResumeState read_resume_state(const std::string& path) {
                      "(use it with 'surge eval')");
   hdf5::Handle group(H5Gopen2(file.get(), kGroup, H5P_DEFAULT), "open /resume");
   ResumeState s;
-  {
-    hdf5::Handle attribute(H5Aopen(group.get(), "train_state", H5P_DEFAULT), "open train_state");
-    std::int64_t t[4] = {};
-    hdf5::check(H5Aread(attribute.get(), H5T_NATIVE_INT64, t), "read train_state");
-    s.train_state = {t[0], t[1], t[2], t[3]};
+  // Every dataset that is not the metrics or the environments' is a saved trainer entry.
+  H5G_info_t info;
+  hdf5::check(H5Gget_info(group.get(), &info), "list /resume");
+  for (hsize_t k = 0; k < info.nlinks; ++k) {
+    char name[256] = {};
+    hdf5::check(H5Lget_name_by_idx(group.get(), ".", H5_INDEX_NAME, H5_ITER_INC, k, name, sizeof name, H5P_DEFAULT),
+                "name of an entry of /resume");
+    const std::string entry = name;
+    if (entry == "metrics" || entry.rfind("env_", 0) == 0) continue;
+    hdf5::Values values = hdf5::read_values(group.get(), entry, path);
+    s.trainer.push_back({entry, values.dtype, values.dims, false, std::move(values.bytes)});
   }
-  const std::vector<double> o = read_dataset<double>(group.get(), "optimizer", path);
-  if (o.size() != 7) throw InputError("checkpoint '" + path + "': /resume/optimizer is not 7 values");
-  s.optimizer.learning_rate = o[0];
-  s.optimizer.step = o[1];
-  s.optimizer.grad_norm_sq = o[2];
-  s.optimizer.grad_scale = o[3];
-  s.optimizer.step_size = o[4];
-  s.optimizer.bias_correction2_sqrt = o[5];
-  s.optimizer.frozen = static_cast<std::int32_t>(o[6]);
+  if (!find_saved(s.trainer, "train_state")) {
+    // The first release kept it as an attribute.
+    if (!hdf5::has_attribute(group.get(), "train_state"))
+      throw InputError("checkpoint '" + path + "' lacks /resume/train_state; it cannot be resumed");
+    hdf5::Handle attribute(H5Aopen(group.get(), "train_state", H5P_DEFAULT), "open train_state");
+    hdf5::Handle space(H5Aget_space(attribute.get()), "dataspace of train_state");
+    if (H5Sget_simple_extent_npoints(space.get()) != 4)
+      throw InputError("checkpoint '" + path + "': /resume's train_state attribute is not 4 integers; the file is damaged");
+    SavedBuffer state{"train_state", DType::Int64, {1, 4}, false, std::vector<std::byte>(sizeof(TrainState))};
+    hdf5::check(H5Aread(attribute.get(), H5T_NATIVE_INT64, state.bytes.data()), "read train_state");
+    s.trainer.push_back(std::move(state));
+  }
   s.metrics_columns = hdf5::read_strings_attribute(group.get(), "metrics_columns");
   const std::vector<double> metrics = read_dataset<double>(group.get(), "metrics", path);
   const std::size_t width = s.metrics_columns.size();
   for (std::size_t k = 0; width > 0 && k + width <= metrics.size(); k += width)
     s.metrics_rows.emplace_back(metrics.begin() + static_cast<std::ptrdiff_t>(k), metrics.begin() + static_cast<std::ptrdiff_t>(k + width));
-  s.recent_returns = read_dataset<double>(group.get(), "recent_returns", path);
-  s.running_return = read_dataset<float>(group.get(), "running_return", path);
   s.env_state = read_dataset<float>(group.get(), "env_state", path);
   s.env_params = read_dataset<float>(group.get(), "env_params", path);
   s.env_episode_steps = read_dataset<std::int32_t>(group.get(), "env_episode_steps", path);
   s.env_episode_returns = read_dataset<float>(group.get(), "env_episode_returns", path);
   s.env_rng_offsets = read_dataset<std::uint64_t>(group.get(), "env_rng_offsets", path);
-  if (H5Lexists(group.get(), "reward_accumulator", H5P_DEFAULT) > 0)
-    s.reward_accumulator = read_dataset<float>(group.get(), "reward_accumulator", path);
   return s;
 }
 

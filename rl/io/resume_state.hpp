@@ -1,26 +1,27 @@
 #pragma once
 // What a checkpoint must hold beyond the agent (rl/io/checkpoint.hpp) for `surge train --resume` to
-// continue a run exactly where it stopped: the trainer's device state (iteration counters, the Adam
-// scalars, the ring of recent returns, the running episode returns), the environments' state
-// (physics state, per-env parameters, step counters, episode accumulators, RNG offsets) and the
-// metrics rows so far. Stored in the checkpoint file under /resume:
-//   /resume              attributes train_state (int64 [4]: iteration, epochs_applied, last100_head,
-//                        last100_count) and metrics_columns (text [C])
-//   /resume/optimizer    float64 [7]: learning_rate, step, grad_norm_sq, grad_scale, step_size,
-//                        bias_correction2_sqrt, frozen
+// continue a run exactly where it stopped: the trainer's saved state (the entries of its buffer tables
+// marked kSaved that the agent does not hold: iteration counters, the Adam scalars, the ring of recent
+// returns, the running episode returns, the discounted-return accumulators), the environments' state
+// (physics state, per-env parameters, step counters, episode accumulators, RNG offsets) and the metrics
+// rows so far. Stored in the checkpoint file under /resume:
+//   /resume              attribute metrics_columns (text [C])
+//   /resume/<entry>      one dataset per saved trainer entry, named as BufferEntry::saved_name says and
+//                        shaped as its value_dims: train_state int64 [1][4] (iteration, epochs_applied,
+//                        last100_head, last100_count), optimizer float64 [1][7] (learning_rate, step,
+//                        grad_norm_sq, grad_scale, step_size, bias_correction2_sqrt, frozen),
+//                        recent_returns float64 [100], running_return float32 [N], reward_accumulator
+//                        float32 [N] where normalize_reward
 //   /resume/metrics      float64 [rows][C]     the metrics.csv rows so far
-//   /resume/recent_returns float64 [100]; /resume/running_return float32 [N]
-//   /resume/env_state float32 [N][state_dim]; /resume/env_params float32 [N][params];
+//   /resume/env_state float32 [N*state_dim]; /resume/env_params float32 [N*params];
 //   /resume/env_episode_steps int32 [N]; /resume/env_episode_returns float32 [N]; /resume/env_rng_offsets uint64 [N]
-//   /resume/reward_accumulator float32 [N], where normalize_reward: each env's discounted return so far
-//   (the normalisation statistics themselves are the agent's, under /normalization)
-// Built only where HDF5 was found.
+// Files of the first release keep train_state as an int64 [4] attribute of /resume and the other
+// entries flat; they load the same.
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "rl/adam.hpp"
-#include "rl/train_state.hpp"
+#include "sim/buffer_table.hpp"
 
 namespace surge {
 class Engine;
@@ -32,16 +33,12 @@ class Trainer;
 struct Checkpoint;
 
 struct ResumeState {
-  TrainState train_state{};
-  OptimizerScalars optimizer{};
-  std::vector<double> recent_returns;   // [kRecentEpisodes]
-  std::vector<float> running_return;    // [N]
-  std::vector<float> env_state;         // [N][state_dim]
-  std::vector<float> env_params;        // [N][params]
+  std::vector<SavedBuffer> trainer;  // Trainer::save_state() less the agent's entries (kAgent)
+  std::vector<float> env_state;      // [N][state_dim]
+  std::vector<float> env_params;     // [N][params]
   std::vector<std::int32_t> env_episode_steps;
   std::vector<float> env_episode_returns;
   std::vector<std::uint64_t> env_rng_offsets;
-  std::vector<float> reward_accumulator;  // [N] where normalize_reward, else empty
   std::vector<std::string> metrics_columns;
   std::vector<std::vector<double>> metrics_rows;
 
@@ -50,6 +47,8 @@ struct ResumeState {
   // Puts the agent and this state back into a trainer and engine built from the checkpoint's config;
   // throws InputError when their sizes differ from the checkpoint's.
   void restore(const Checkpoint& agent, Trainer& trainer, Engine& engine) const;
+  // Iterations the saved run had completed (its train_state).
+  std::int64_t iteration() const;
 };
 
 // Adds /resume to a checkpoint file written by write_checkpoint, or reads it; read throws InputError

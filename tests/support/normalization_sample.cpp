@@ -56,10 +56,10 @@ int main(int argc, char** argv) {
     }
 
     rl::NormalizationConfig config;
-    config.observations = true;
-    config.rewards = true;
+    config.normalize_obs = true;
+    config.normalize_reward = true;
     config.gamma = kGamma;
-    rl::Normalization normalization(cpu, config, kDim, kStepsPerRollout, kEnvs);
+    rl::Normalization normalization(cpu, config, kDim, kStepsPerRollout, kEnvs, stream);
     normalization.reset(stream);
     std::vector<float> normalized_obs = obs, scaled_reward = reward;
     for (std::int64_t t = 0; t <= kSteps; ++t) normalization.observe(stream, normalized_obs.data() + t * kEnvs * kDim);

@@ -25,8 +25,7 @@ rl::TrainConfig sized(const TrainBenchConfig& config) {
 MemoryPlan train_bench_memory_plan(const TrainBenchConfig& config) {
   const rl::TrainConfig train = sized(config);
   MemoryPlan plan = engine_memory_plan(config.scenario, config.device, train.num_envs);
-  for (const rl::TrainerBuffer& b : rl::Trainer::memory_plan(train, scenario_spec(config.scenario), config.device))
-    plan.add(b.name, b.shape, b.elements, b.element_bytes);
+  plan.append(rl::Trainer::memory_plan(train, scenario_spec(config.scenario), config.device));
   return plan;
 }
 

@@ -182,8 +182,7 @@ int run_train(const Args& args) {
   const double target = cmd.has("target-return") ? cmd.get_double("target-return", -1e300, 1e300) : NAN;
   // Every buffer is sized from the config: a run that would not fit stops here, before it allocates.
   MemoryPlan plan = engine_memory_plan(scenario, device, config.num_envs);
-  for (const rl::TrainerBuffer& buffer : rl::Trainer::memory_plan(config, spec, device))
-    plan.add(buffer.name, buffer.shape, buffer.elements, buffer.element_bytes);
+  plan.append(rl::Trainer::memory_plan(config, spec, device));
   if (cmd.flag_set("dry-run")) {
     std::cout << plan.table(available_memory(device));
     return 0;
@@ -207,7 +206,7 @@ int run_train(const Args& args) {
   if (resumed) {
     resume_state.restore(*resumed, trainer, *engine);
     output.restore_rows(resume_state.metrics_rows);
-    first_iteration = resume_state.train_state.iteration;
+    first_iteration = resume_state.iteration();
   }
   std::unique_ptr<rl::RolloutLog> rollout_log;
   if (cmd.has("log-rollouts")) {

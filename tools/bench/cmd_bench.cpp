@@ -6,6 +6,7 @@
 
 #include "scenarios/registry.hpp"
 #include "sim/error.hpp"
+#include "sim/format.hpp"
 #include "sim/memory.hpp"
 #include "sim/memory_plan.hpp"
 #include "sim/timer.hpp"
@@ -20,12 +21,6 @@
 
 namespace surge::cli {
 namespace {
-
-std::string human_rate(double per_second) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.3g", per_second);
-  return buffer;
-}
 
 int bench_env(const Args& args) {
   Command cmd("bench env",
@@ -99,9 +94,9 @@ int bench_env(const Args& args) {
   std::printf("scenario                 %s\n", spec.name.c_str());
   std::printf("device                   %s\n", device.str().c_str());
   std::printf("num_envs x steps         %lld x %lld (%s)\n", static_cast<long long>(num_envs), static_cast<long long>(steps), mode.c_str());
-  std::printf("env-steps/s (median)     %s   [min %s, max %s]\n", human_rate(rate).c_str(),
-              human_rate(*std::min_element(rates.begin(), rates.end())).c_str(),
-              human_rate(*std::max_element(rates.begin(), rates.end())).c_str());
+  std::printf("env-steps/s (median)     %s   [min %s, max %s]\n", format_rate(rate).c_str(),
+              format_rate(*std::min_element(rates.begin(), rates.end())).c_str(),
+              format_rate(*std::max_element(rates.begin(), rates.end())).c_str());
   std::printf("ns per env-step          %.3g\n", 1e9 / rate);
   std::printf("bytes written per step   %zu\n", bytes_per_step);
   std::printf("write bandwidth          %.3g GB/s\n", write_gb_per_s);

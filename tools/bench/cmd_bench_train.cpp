@@ -9,6 +9,7 @@
 #include "scenarios/registry.hpp"
 #include "scenarios/train_configs.hpp"
 #include "sim/error.hpp"
+#include "sim/format.hpp"
 #include "tools/cli/args.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/io.hpp"
@@ -52,12 +53,6 @@ Measurement measure(const std::string& scenario, Device device, const rl::TrainC
   }
   result.median = median_of(result.rates);
   return result;
-}
-
-std::string rate_text(double rate) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.4g", rate);
-  return buffer;
 }
 
 }  // namespace
@@ -128,8 +123,8 @@ int run_bench_train(const Args& args) {
   for (std::size_t k = 0; k < results.size(); ++k) {
     const auto& r = results[k];
     std::printf("env-steps/s, %-12s %s   [min %s, max %s]\n", device.is_cuda() ? (graph_modes[k] ? "graph on" : "graph off") : "cpu",
-                rate_text(r.median).c_str(), rate_text(*std::min_element(r.rates.begin(), r.rates.end())).c_str(),
-                rate_text(*std::max_element(r.rates.begin(), r.rates.end())).c_str());
+                format_rate(r.median).c_str(), format_rate(*std::min_element(r.rates.begin(), r.rates.end())).c_str(),
+                format_rate(*std::max_element(r.rates.begin(), r.rates.end())).c_str());
   }
   if (results.size() == 2) std::printf("graph speed-up            %.3gx\n", results[0].median / results[1].median);
 

@@ -1,11 +1,11 @@
 #include "tools/bench/env_bench.hpp"
 
 #include <algorithm>
-#include <cstdio>
 #include <iostream>
 
 #include "scenarios/registry.hpp"
 #include "sim/error.hpp"
+#include "sim/format.hpp"
 #include "sim/stream.hpp"
 #include "sim/timer.hpp"
 #include "tools/bench/bench_buffers.hpp"
@@ -64,11 +64,9 @@ EnvBenchRun run_env_bench(const EnvBenchConfig& config) {
     for (std::int64_t k = 0; k < config.rollouts_per_repeat; ++k) rollout();
     timer.stop();
     run.rates.push_back(env_steps / timer.seconds());
-    if (config.show_progress) {
-      char rate[32];
-      std::snprintf(rate, sizeof rate, "%.3g", run.rates.back());
-      std::cerr << "\r  repeat " << (r + 1) << "/" << config.repeats << ": " << rate << " env-steps/s   " << std::flush;
-    }
+    if (config.show_progress)
+      std::cerr << "\r  repeat " << (r + 1) << "/" << config.repeats << ": " << format_rate(run.rates.back()) << " env-steps/s   "
+                << std::flush;
   }
   if (config.show_progress) std::cerr << "\n";
   run.rate = median(run.rates);

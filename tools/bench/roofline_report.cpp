@@ -5,8 +5,8 @@
 #include <cstdio>
 
 #include "sim/error.hpp"
+#include "sim/format.hpp"
 #include "tools/cli/json.hpp"
-#include "tools/bench/format.hpp"
 #include "tools/bench/svg_chart.hpp"
 
 namespace surge::throughput {
@@ -82,15 +82,15 @@ std::string roofline_svg(const RooflineReport& r) {
   LogLogChart chart("Roofline (" + r.what + "): " + r.scenario + " on " + r.device, {"arithmetic intensity (FLOP per byte)", TickStyle::PowersOfTen},
                     {"FLOP per second", TickStyle::PowersOfTen});
   chart.subtitle(r.command);
-  chart.add(ChartSeries{"copy bandwidth " + format("%.3g", r.ceilings.bytes_per_s * 1e-9) + " GB/s",
+  chart.add(ChartSeries{"copy bandwidth " + format_number("%.3g", r.ceilings.bytes_per_s * 1e-9) + " GB/s",
                         {{low, r.ceilings.bytes_per_s * low}, {ridge, r.ceilings.flops_per_s}}, "#555555", false, false});
-  chart.add(ChartSeries{r.gemm_source + " " + format("%.3g", r.ceilings.flops_per_s * 1e-9) + " GFLOP/s",
+  chart.add(ChartSeries{r.gemm_source + " " + format_number("%.3g", r.ceilings.flops_per_s * 1e-9) + " GFLOP/s",
                         {{ridge, r.ceilings.flops_per_s}, {high, r.ceilings.flops_per_s}}, "#555555", false, true});
   const char* colours[] = {"#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2"};
   for (std::size_t k = 0; k < r.phases.size(); ++k) {
     const RooflinePhase& phase = r.phases[k];
     chart.add(ChartMarker{{phase.placement.intensity, phase.placement.achieved_flops_per_s},
-                          phase.work.name + ": " + format("%.0f", 100.0 * phase.placement.fraction_of_roof) + "% of its roof",
+                          phase.work.name + ": " + format_number("%.0f", 100.0 * phase.placement.fraction_of_roof) + "% of its roof",
                           colours[k % 7]});
   }
   return chart.svg();
@@ -98,15 +98,15 @@ std::string roofline_svg(const RooflineReport& r) {
 
 std::string roofline_table(const RooflineReport& r) {
   std::string out;
-  out += "ceilings: " + r.gemm_source + " " + format("%.4g", r.ceilings.flops_per_s * 1e-9) + " GFLOP/s (m = n = k = " +
-         std::to_string(r.gemm_size) + "), copy " + format("%.4g", r.ceilings.bytes_per_s * 1e-9) +
-         " GB/s (read + write), ridge at " + format("%.3g", r.ceilings.ridge_intensity()) + " FLOP/byte\n";
+  out += "ceilings: " + r.gemm_source + " " + format_number("%.4g", r.ceilings.flops_per_s * 1e-9) + " GFLOP/s (m = n = k = " +
+         std::to_string(r.gemm_size) + "), copy " + format_number("%.4g", r.ceilings.bytes_per_s * 1e-9) +
+         " GB/s (read + write), ridge at " + format_number("%.3g", r.ceilings.ridge_intensity()) + " FLOP/byte\n";
   char line[256];
   const bool train = r.what == "train";
   std::snprintf(line, sizeof line, "%-18s %-9s %10s %10s %9s %11s %7s %9s %8s %8s %7s %7s %8s\n", "phase", "per", "FLOP",
                 "bytes", "FLOP/B", "time", train ? "share" : "", "GFLOP/s", "GB/s", "%comp", "%bw", "%roof", "bound");
   out += line;
-  auto share = [&](double seconds) { return train ? format("%.1f%%", 100.0 * seconds / r.iteration.seconds) : std::string(); };
+  auto share = [&](double seconds) { return train ? format_number("%.1f%%", 100.0 * seconds / r.iteration.seconds) : std::string(); };
   for (const RooflinePhase& phase : r.phases) {
     const RooflinePlacement& p = phase.placement;
     std::snprintf(line, sizeof line, "%-18s %-9s %10.4g %10.4g %9.3g %9.3g s %7s %9.4g %8.4g %7.2f%% %6.1f%% %6.1f%% %8s\n",
@@ -119,8 +119,8 @@ std::string roofline_table(const RooflineReport& r) {
     std::snprintf(line, sizeof line, "%-18s %-9s %10s %10s %9s %9.3g s %7s\n", "other", "iteration", "", "", "",
                   r.iteration.other_seconds, share(r.iteration.other_seconds).c_str());
     out += line;
-    out += "iteration: " + format("%.4g", r.iteration.seconds) + " s in the diagnostic pass (outside any CUDA graph), " +
-           format("%.4g", static_cast<double>(r.num_envs * r.steps) / r.iteration.seconds) + " env-steps/s\n";
+    out += "iteration: " + format_number("%.4g", r.iteration.seconds) + " s in the diagnostic pass (outside any CUDA graph), " +
+           format_number("%.4g", static_cast<double>(r.num_envs * r.steps) / r.iteration.seconds) + " env-steps/s\n";
   }
   return out;
 }

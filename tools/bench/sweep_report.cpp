@@ -4,8 +4,8 @@
 #include <cstdio>
 
 #include "sim/error.hpp"
+#include "sim/format.hpp"
 #include "tools/cli/json.hpp"
-#include "tools/bench/format.hpp"
 #include "tools/bench/svg_chart.hpp"
 
 namespace surge::throughput {
@@ -142,7 +142,7 @@ std::string sweep_table(const SweepResult& r) {
   out += line;
   for (std::size_t k = 0; k < r.points.size(); ++k) {
     const SweepPoint& p = r.points[k];
-    const std::string gain = k ? format("%.2fx", r.analysis.gains[k - 1]) : "";
+    const std::string gain = k ? format_number("%.2fx", r.analysis.gains[k - 1]) : "";
     std::snprintf(line, sizeof line, "%12lld %8lld %14.4g %10.3g %8s %12.1f\n", static_cast<long long>(p.num_envs),
                   static_cast<long long>(p.steps), p.rate, 1e9 / p.rate, gain.c_str(),
                   static_cast<double>(p.device_bytes) / (1024.0 * 1024.0));
@@ -151,16 +151,16 @@ std::string sweep_table(const SweepResult& r) {
   const ScalingAnalysis& a = r.analysis;
   out += "stopped: " + r.stop_detail + "\n";
   out += a.knee ? "knee: N = " + envs_text(r.points[*a.knee].num_envs) + ": doubling it gained " +
-                      format("%.3gx", a.gains[*a.knee]) + ", under " + format("%.3gx", r.rule.min_gain) + "\n"
-                : "knee: not reached (every doubling gained at least " + format("%.3gx", r.rule.min_gain) + ")\n";
-  out += "best: " + format("%.4g", r.points[a.best].rate) + " env-steps/s at N = " + envs_text(r.points[a.best].num_envs) + "\n";
+                      format_number("%.3gx", a.gains[*a.knee]) + ", under " + format_number("%.3gx", r.rule.min_gain) + "\n"
+                : "knee: not reached (every doubling gained at least " + format_number("%.3gx", r.rule.min_gain) + ")\n";
+  out += "best: " + format_number("%.4g", r.points[a.best].rate) + " env-steps/s at N = " + envs_text(r.points[a.best].num_envs) + "\n";
   if (a.fit.valid)
-    out += "model: a step of N envs takes " + format("%.3g", a.fit.overhead_s * 1e6) + " us + N / " +
-           format("%.4g", a.fit.peak_rate) + " s, so the rate tends to " + format("%.4g", a.fit.peak_rate) +
-           " env-steps/s and reaches half of it at N = " + format("%.3g", a.fit.half_rate_num_envs) + " (rms error " +
-           format("%.1f", 100.0 * a.fit.rms_relative_error) + "%)\n";
+    out += "model: a step of N envs takes " + format_number("%.3g", a.fit.overhead_s * 1e6) + " us + N / " +
+           format_number("%.4g", a.fit.peak_rate) + " s, so the rate tends to " + format_number("%.4g", a.fit.peak_rate) +
+           " env-steps/s and reaches half of it at N = " + format_number("%.3g", a.fit.half_rate_num_envs) + " (rms error " +
+           format_number("%.1f", 100.0 * a.fit.rms_relative_error) + "%)\n";
   out += "recommended: --num-envs " + std::to_string(r.points[a.recommended].num_envs) + " (the smallest N within " +
-         format("%.0f", 100.0 * r.rule.recommend_fraction) + "% of the best rate)\n";
+         format_number("%.0f", 100.0 * r.rule.recommend_fraction) + "% of the best rate)\n";
   return out;
 }
 

@@ -6,16 +6,16 @@
 
 #include "scenarios/registry.hpp"
 #include "sim/error.hpp"
+#include "sim/format.hpp"
 #include "sim/physics_settings.hpp"
 #include "sim/memory_plan.hpp"
 #include "tools/bench/env_bench.hpp"
 #include "tools/bench/train_bench.hpp"
-#include "tools/bench/format.hpp"
 
 namespace surge::cli {
 namespace {
 
-std::string gain_text(double gain) { return throughput::format("%.3gx", gain); }
+std::string gain_text(double gain) { return format_number("%.3gx", gain); }
 
 }  // namespace
 

@@ -9,6 +9,7 @@
 #include "sim/cuda_diagnosis.hpp"
 #include "sim/cuda_probe.hpp"
 #include "sim/device.hpp"
+#include "sim/format.hpp"
 #include "sim/memory_plan.hpp"
 #include "tools/cli/args.hpp"
 #include "tools/cli/commands.hpp"

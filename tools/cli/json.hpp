@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "sim/format.hpp"
+
 namespace surge::cli {
 
 inline std::string json_quote(const std::string& text) {
@@ -30,13 +32,7 @@ inline std::string json_quote(const std::string& text) {
   return out + "\"";
 }
 
-inline std::string json_number(double value) {
-  if (!std::isfinite(value)) return "null";
-  std::ostringstream out;
-  out.precision(10);
-  out << value;
-  return out.str();
-}
+inline std::string json_number(double value) { return std::isfinite(value) ? format_number("%.10g", value) : "null"; }
 
 // Builds one JSON object, keys in insertion order.
 class JsonObject {

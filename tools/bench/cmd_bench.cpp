@@ -12,6 +12,7 @@
 #include "sim/timer.hpp"
 #include "tools/cli/args.hpp"
 #include "tools/bench/bench_buffers.hpp"
+#include "tools/bench/bench_report.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/bench/env_bench.hpp"
 #include "tools/cli/io.hpp"
@@ -43,17 +44,13 @@ int bench_env(const Args& args) {
       .example("surge bench env --scenario acrobot --physics link_mass_2=0.5:1.5,gravity=9.8 --device cpu")
       .example("surge bench env --num-envs 1048576 --device cuda --json bench.json")
       .example("surge bench env --num-envs 16777216 --steps 256 --device cuda --dry-run");
-  if (!cmd.parse(args)) {
-    std::cout << cmd.usage();
-    return 0;
-  }
+  if (!cmd.parse_or_print_usage(args)) return 0;
   const ScenarioSpec& spec = scenario_spec(cmd.get("scenario"));
   const PhysicsConfig physics = resolve_physics(spec, physics_options(cmd));
   const std::int64_t num_envs = cmd.get_int("num-envs", 1, std::int64_t(1) << 31);
   const std::int64_t steps = cmd.get_int("steps", 1, 1 << 20);
   const int repeats = static_cast<int>(cmd.get_int("repeats", 1, 1000));
-  const std::string mode = cmd.get("mode");
-  if (mode != "fused" && mode != "step") throw InputError(cmd.complaint("--mode '" + mode + "' is not one of fused, step"));
+  const std::string mode = bench_mode(cmd);
   const std::uint64_t seed = cmd.get_u64("seed");
   const std::string json_path = cmd.has("json") ? cmd.get("json") : "";
   if (!json_path.empty()) require_writable(json_path, "JSON report");
@@ -108,12 +105,8 @@ int bench_env(const Args& args) {
   std::printf("physics vs defaults      %s\n", describe_physics(spec, physics).c_str());
 
   if (!json_path.empty()) {
-    JsonObject json;
-    json.add("surge_version", SURGE_VERSION)
-        .add("benchmark", "env")
-        .add("scenario", spec.name)
-        .add("device", device.str())
-        .add("mode", mode)
+    JsonObject json = benchmark_json(SURGE_VERSION, "env", "", spec.name, device.str());
+    json.add("mode", mode)
         .add("num_envs", num_envs)
         .add("steps", steps)
         .add("repeats", repeats)

@@ -75,10 +75,7 @@ int run_bench_train(const Args& args) {
             "--physics and --set change it. The first two iterations are not timed: the eager one, and the graph's capture.")
       .example("surge bench train --device cuda --num-envs 1048576 --json bench-train.json")
       .example("surge bench train --device cpu --num-envs 256 --num-steps 32");
-  if (!cmd.parse(args)) {
-    std::cout << cmd.usage();
-    return 0;
-  }
+  if (!cmd.parse_or_print_usage(args)) return 0;
   const std::string scenario = cmd.get("scenario");
   const ScenarioSpec& spec = scenario_spec(scenario);
   const Device device = resolve_device(cmd.get("device"));
@@ -129,12 +126,8 @@ int run_bench_train(const Args& args) {
   if (results.size() == 2) std::printf("graph speed-up            %.3gx\n", results[0].median / results[1].median);
 
   if (!json_path.empty()) {
-    JsonObject json;
-    json.add("surge_version", SURGE_VERSION)
-        .add("benchmark", "train")
-        .add("scenario", spec.name)
-        .add("device", device.str())
-        .add("num_envs", config.num_envs)
+    JsonObject json = benchmark_json(SURGE_VERSION, "train", "", spec.name, device.str());
+    json.add("num_envs", config.num_envs)
         .add("num_steps", config.num_steps)
         .add("update_epochs", config.update_epochs)
         .add("num_minibatches", config.num_minibatches)

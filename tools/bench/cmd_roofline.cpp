@@ -45,10 +45,7 @@ int run_bench_roofline(const Args& args) {
       .option("svg", "FILE", "draw the phases on the roofline, log-log")
       .example("surge bench roofline --scenario cartpole --device cuda --json roofline.json --svg roofline.svg")
       .example("surge bench roofline --what train --device cuda --num-envs 65536 --json train-roofline.json");
-  if (!cmd.parse(args)) {
-    std::cout << cmd.usage();
-    return 0;
-  }
+  if (!cmd.parse_or_print_usage(args)) return 0;
   const std::string what = bench_what(cmd);
   const bool train = what == "train";
   const ScenarioSpec& spec = scenario_spec(cmd.get("scenario"));

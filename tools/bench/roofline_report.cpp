@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 
 #include "sim/error.hpp"
 #include "sim/format.hpp"
@@ -11,6 +12,7 @@
 
 namespace surge::throughput {
 
+using cli::benchmark_json;
 using cli::JsonObject;
 
 void place_phases(RooflineReport& report) {
@@ -25,6 +27,7 @@ std::string roofline_json(const RooflineReport& r, const std::string& surge_vers
       .add("copy_bytes_per_s", r.ceilings.bytes_per_s)
       .add("copy_bytes", static_cast<std::int64_t>(r.copy_bytes))
       .add("ridge_flops_per_byte", r.ceilings.ridge_intensity());
+  const bool train = r.what == "train";
   std::vector<JsonObject> phases;
   for (const RooflinePhase& phase : r.phases) {
     const RooflinePlacement& p = phase.placement;
@@ -42,30 +45,18 @@ std::string roofline_json(const RooflineReport& r, const std::string& surge_vers
         .add("attainable_flops_per_s", p.attainable_flops_per_s)
         .add("fraction_of_roof", p.fraction_of_roof)
         .add("bound", bound_name(p.bound));
-    if (r.what == "train")
-      json.add("share_of_iteration", phase.seconds / r.iteration.seconds);
-    else
-      json.raw("share_of_iteration", "null");
+    json.add("share_of_iteration", train ? std::optional(phase.seconds / r.iteration.seconds) : std::nullopt);
     phases.push_back(json);
   }
-  JsonObject json;
-  json.add("surge_version", surge_version)
-      .add("benchmark", "roofline")
-      .add("what", r.what)
-      .add("scenario", r.scenario)
-      .add("device", r.device)
-      .add("command", r.command)
+  JsonObject json = benchmark_json(surge_version, "roofline", r.what, r.scenario, r.device);
+  json.add("command", r.command)
       .add("num_envs", r.num_envs)
       .add("steps", r.steps)
       .add("ceilings", ceilings)
       .add_objects("phases", phases);
-  if (r.what == "train") {
-    JsonObject iteration;
-    iteration.add("seconds", r.iteration.seconds).add("other_seconds", r.iteration.other_seconds);
-    json.add("iteration", iteration);
-  } else {
-    json.raw("iteration", "null");
-  }
+  JsonObject iteration;
+  iteration.add("seconds", r.iteration.seconds).add("other_seconds", r.iteration.other_seconds);
+  json.add("iteration", train ? std::optional(iteration) : std::nullopt);
   return json.str() + "\n";
 }
 

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <optional>
 
 #include "sim/error.hpp"
 #include "sim/format.hpp"
@@ -11,6 +12,7 @@
 namespace surge::throughput {
 namespace {
 
+using cli::benchmark_json;
 using cli::JsonObject;
 
 // "65536 (2^16)" for powers of two, else the number.
@@ -30,10 +32,7 @@ JsonObject point_json(const ScalingAnalysis& analysis, const std::vector<SweepPo
       .add("env_steps_per_s_runs", p.rates)
       .add("ns_per_env_step", 1e9 / p.rate)
       .add("device_bytes", static_cast<std::int64_t>(p.device_bytes));
-  if (k > 0)
-    json.add("gain_from_previous", analysis.gains[k - 1]);
-  else
-    json.raw("gain_from_previous", "null");
+  json.add("gain_from_previous", k > 0 ? std::optional(analysis.gains[k - 1]) : std::nullopt);
   return json;
 }
 
@@ -66,18 +65,10 @@ std::string sweep_json(const SweepResult& r, const std::string& surge_version) {
   }
   JsonObject memory;
   memory.add("known", r.memory_known).add("source", r.memory_source);
-  if (r.memory_known)
-    memory.add("free_bytes", static_cast<std::int64_t>(r.free_bytes));
-  else
-    memory.raw("free_bytes", "null");
+  memory.add("free_bytes", r.memory_known ? std::optional(static_cast<std::int64_t>(r.free_bytes)) : std::nullopt);
 
-  JsonObject json;
-  json.add("surge_version", surge_version)
-      .add("benchmark", "sweep")
-      .add("what", r.what)
-      .add("scenario", r.scenario)
-      .add("device", r.device)
-      .add("mode", r.mode)
+  JsonObject json = benchmark_json(surge_version, "sweep", r.what, r.scenario, r.device);
+  json.add("mode", r.mode)
       .add("command", r.command)
       .add("from", r.from)
       .add("to", r.to)
@@ -88,11 +79,8 @@ std::string sweep_json(const SweepResult& r, const std::string& surge_version) {
       .add_objects("points", points)
       .add("stop", sweep_stop_name(r.stop))
       .add("stop_detail", r.stop_detail);
-  if (a.knee)
-    json.add("knee", at_point(r.points[*a.knee]));
-  else
-    json.raw("knee", "null");
-  json.add("best", at_point(r.points[a.best]))
+  json.add("knee", a.knee ? std::optional(at_point(r.points[*a.knee])) : std::nullopt)
+      .add("best", at_point(r.points[a.best]))
       .add("recommended_num_envs", r.points[a.recommended].num_envs)
       .add("model", model)
       .add("memory", memory);

@@ -92,10 +92,7 @@ int run_plot(const Args& args) {
   if (args.empty() || args[0].rfind("--", 0) == 0)
     throw InputError(cmd.complaint("name the run folder: surge plot DIR"));
   const std::string dir = args[0];
-  if (!cmd.parse(Args(args.begin() + 1, args.end()))) {
-    std::cout << cmd.usage();
-    return 0;
-  }
+  if (!cmd.parse_or_print_usage(Args(args.begin() + 1, args.end()))) return 0;
   const std::string csv_path = (std::filesystem::path(dir) / "metrics.csv").string();
   if (!std::filesystem::is_directory(dir)) throw InputError("surge plot: '" + dir + "' is not a folder; give the --out folder of a surge train run");
   if (!std::filesystem::exists(csv_path)) throw InputError("surge plot: '" + csv_path + "' does not exist; run surge train --out " + dir + " first");

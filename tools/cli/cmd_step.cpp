@@ -27,10 +27,7 @@ int run_step(const Args& args) {
             "The output is written whole or not at all.")
       .example("surge step --scenario cartpole --input ../shared/golden/gymnasium/cartpole.csv --output next.csv")
       .example("surge step --scenario pendulum --input in.csv --output next.csv --physics mass=1.2,gravity=9:11");
-  if (!cmd.parse(args)) {
-    std::cout << cmd.usage();
-    return 0;
-  }
+  if (!cmd.parse_or_print_usage(args)) return 0;
   const ScenarioSpec& spec = scenario_spec(cmd.get("scenario"));
   const PhysicsConfig physics = resolve_physics(spec, physics_options(cmd));
   const std::string output_path = cmd.get("output");

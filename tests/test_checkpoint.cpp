@@ -14,19 +14,15 @@
 #include "rl/trainer.hpp"
 #include "scenarios/registry.hpp"
 #include "sim/error.hpp"
+#include "tests/support/small_train_config.hpp"
 
 using namespace surge::rl;
 
 namespace {
 
 TrainConfig small_config() {
-  TrainConfig config;
-  config.num_envs = 8;
-  config.num_steps = 32;
-  config.total_steps = 8 * 32 * 10;
-  config.hidden = {32, 16};
+  TrainConfig config = surge::testing::small_train_config(8, 32, 10, {32, 16}, 21);
   config.learning_rate = 3e-3;
-  config.seed = 21;
   return config;
 }
 

@@ -17,6 +17,7 @@
 #include "scenarios/registry.hpp"
 #include "sim/memory.hpp"
 #include "sim/philox.hpp"
+#include "tests/support/randomized_physics.hpp"
 
 using surge::ActionView;
 using surge::CartPole;
@@ -24,6 +25,7 @@ using surge::Device;
 using surge::DeviceBuffer;
 using surge::Engine;
 using surge::Stream;
+using surge::testing::randomized_physics;
 
 namespace {
 
@@ -35,17 +37,6 @@ surge::PhysicsConfig frozen_physics() {
   const surge::ScenarioSpec& spec = surge::scenario_spec("cartpole");
   surge::PhysicsConfig physics = surge::PhysicsConfig::defaults(spec);
   physics.value[spec.param_index("tau")] = 1e-6f;
-  return physics;
-}
-
-// Default physics with the pole's mass redrawn at every reset, so params travel through resets.
-surge::PhysicsConfig randomized_physics() {
-  const surge::ScenarioSpec& spec = surge::scenario_spec("cartpole");
-  surge::PhysicsConfig physics = surge::PhysicsConfig::defaults(spec);
-  const int masspole = spec.param_index("masspole");
-  physics.randomized[masspole] = 1;
-  physics.low[masspole] = 0.05f;
-  physics.high[masspole] = 0.2f;
   return physics;
 }
 

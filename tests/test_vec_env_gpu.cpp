@@ -27,28 +27,20 @@
 #include "scenarios/registry.hpp"
 #include "sim/memory.hpp"
 #include "tests/support/golden.hpp"
+#include "tests/support/randomized_physics.hpp"
 
 using surge::ActionView;
 using surge::Device;
 using surge::DeviceBuffer;
 using surge::Engine;
 using surge::Stream;
+using surge::testing::randomized_physics;
 
 namespace {
 
 constexpr int kObsDim = 4;
 const Device kCpu = Device::cpu();
 const Device kCuda = Device::cuda(0);
-
-surge::PhysicsConfig randomized_physics() {
-  const surge::ScenarioSpec& spec = surge::scenario_spec("cartpole");
-  surge::PhysicsConfig physics = surge::PhysicsConfig::defaults(spec);
-  const int masspole = spec.param_index("masspole");
-  physics.randomized[masspole] = 1;
-  physics.low[masspole] = 0.05f;
-  physics.high[masspole] = 0.2f;
-  return physics;
-}
 
 bool close(float value, float ref) { return std::fabs(value - ref) <= 1e-4f + 1e-4f * std::fabs(ref); }
 

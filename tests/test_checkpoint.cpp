@@ -30,17 +30,22 @@ std::filesystem::path temp_path(const std::string& name) {
   return std::filesystem::temp_directory_path() / ("surge_test_checkpoint_" + std::to_string(::getpid()) + "_" + name);
 }
 
+// Runs `iterations` iterations, writes the trainer's checkpoint to `path` and reads it back.
+Checkpoint checkpoint_after(Trainer& trainer, int iterations, const std::filesystem::path& path) {
+  for (int k = 0; k < iterations; ++k) trainer.iterate();
+  trainer.drain();
+  write_checkpoint(path.string(), trainer);
+  return read_checkpoint(path.string());
+}
+
 }  // namespace
 
 TEST_CASE("a checkpoint reads back exactly what the trainer held", "[checkpoint]") {
   const TrainConfig config = small_config();
   auto engine = surge::make_engine("cartpole", surge::Device::cpu(), config.num_envs, config.seed);
   Trainer trainer(*engine, config);
-  for (int k = 0; k < 3; ++k) trainer.iterate();
-  trainer.drain();
   const auto path = temp_path("roundtrip.h5");
-  write_checkpoint(path.string(), trainer);
-  const Checkpoint c = read_checkpoint(path.string());
+  const Checkpoint c = checkpoint_after(trainer, 3, path);
   CHECK(c.scenario == "cartpole");
   CHECK(c.gym_id == "CartPole-v1");
   CHECK(c.obs_dim == 4);
@@ -74,11 +79,8 @@ TEST_CASE("a Gaussian policy's checkpoint keeps its log-std and plays as the liv
   const TrainConfig config = small_config();
   auto engine = surge::make_engine("pendulum", surge::Device::cpu(), config.num_envs, config.seed);
   Trainer trainer(*engine, config);
-  for (int k = 0; k < 2; ++k) trainer.iterate();
-  trainer.drain();
   const auto path = temp_path("gaussian.h5");
-  write_checkpoint(path.string(), trainer);
-  const Checkpoint c = read_checkpoint(path.string());
+  const Checkpoint c = checkpoint_after(trainer, 2, path);
   CHECK(c.scenario == "pendulum");
   CHECK(c.num_actions == 0);
   CHECK(c.action_dim == 1);
@@ -160,11 +162,8 @@ TEST_CASE("normalisation statistics are saved, read back, and used frozen by eva
   config.obs_clip = 5.0;
   auto engine = surge::make_engine("cartpole", surge::Device::cpu(), config.num_envs, config.seed);
   Trainer trainer(*engine, config);
-  for (int k = 0; k < 2; ++k) trainer.iterate();
-  trainer.drain();
   const auto path = temp_path("normalized.h5");
-  write_checkpoint(path.string(), trainer);
-  const Checkpoint c = read_checkpoint(path.string());
+  const Checkpoint c = checkpoint_after(trainer, 2, path);
   std::filesystem::remove(path);
   CHECK(c.config.normalize_obs);
   CHECK(c.config.normalize_reward);

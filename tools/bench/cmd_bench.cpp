@@ -66,14 +66,8 @@ int bench_env(const Args& args) {
   plan.require_fits("surge bench env with " + std::to_string(num_envs) + " envs x " + std::to_string(steps) + " steps",
                     "lower --num-envs or --steps (--dry-run shows the plan)");
 
-  EnvBenchConfig config;
-  config.scenario = spec.name;
-  config.device = device;
-  config.num_envs = num_envs;
-  config.steps = steps;
-  config.repeats = repeats;
+  EnvBenchConfig config = env_bench_config(spec.name, device, num_envs, steps, repeats, seed);
   config.step_mode = step_mode;
-  config.seed = seed;
   config.physics = physics;
   config.show_progress = ::isatty(STDERR_FILENO);
   std::cerr << "surge bench env: " << spec.name << " on " << device.str() << ", " << num_envs << " envs x " << steps

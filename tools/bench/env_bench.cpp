@@ -19,6 +19,16 @@ double median(std::vector<double> values) {
   return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
 
+EnvBenchConfig env_bench_config(const std::string& scenario, Device device, std::int64_t num_envs, std::int64_t steps,
+                                int repeats, std::uint64_t seed) {
+  return {.scenario = scenario, .device = device, .num_envs = num_envs, .steps = steps, .repeats = repeats, .seed = seed,
+          .physics = {}, .show_progress = false};
+}
+
+std::int64_t batches_for(std::int64_t min_env_steps, std::int64_t num_envs, std::int64_t steps) {
+  return std::max<std::int64_t>(1, (min_env_steps + num_envs * steps - 1) / (num_envs * steps));
+}
+
 MemoryPlan env_bench_memory_plan(const EnvBenchConfig& config) {
   const ScenarioSpec& spec = scenario_spec(config.scenario);
   MemoryPlan plan = engine_memory_plan(spec.name, config.device, config.num_envs);

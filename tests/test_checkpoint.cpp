@@ -6,7 +6,10 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <memory>
 #include <fstream>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "rl/io/checkpoint.hpp"

@@ -6,16 +6,15 @@
 #include <functional>
 #include <vector>
 
+#include "sim/native_handle.hpp"
 #include "sim/stream.hpp"
+#include "sim/transfer.hpp"
 
 namespace surge::rl {
 
 class IterationGraph {
  public:
   explicit IterationGraph(const Stream& stream);
-  ~IterationGraph();
-  IterationGraph(const IterationGraph&) = delete;
-  IterationGraph& operator=(const IterationGraph&) = delete;
 
   // Records everything `enqueue` puts on the stream (nothing runs) and instantiates it as a graph.
   // Needs a CUDA stream; throws Error on the CPU.
@@ -26,8 +25,8 @@ class IterationGraph {
 
  private:
   const Stream& stream_;
-  void* graph_ = nullptr;  // cudaGraph_t
-  void* exec_ = nullptr;   // cudaGraphExec_t
+  NativeHandle graph_ = no_native_handle();  // cudaGraph_t
+  NativeHandle exec_ = no_native_handle();   // cudaGraphExec_t, destroyed before its graph
 };
 
 // `slots` host copies of a device struct of `bytes` bytes. On CUDA they are pinned and filled by
@@ -35,9 +34,6 @@ class IterationGraph {
 class HostMirror {
  public:
   HostMirror(Device device, std::size_t bytes, int slots);
-  ~HostMirror();
-  HostMirror(const HostMirror&) = delete;
-  HostMirror& operator=(const HostMirror&) = delete;
 
   void copy_async(int slot, const void* device_source, const Stream& stream);
   // Waits for the slot's last copy and returns its bytes (valid until the slot is copied into again).
@@ -46,8 +42,8 @@ class HostMirror {
  private:
   Device device_;
   std::size_t bytes_;
-  void* host_ = nullptr;             // [slots][bytes], pinned on CUDA
-  std::vector<void*> events_;        // cudaEvent_t per slot
+  StagingBuffer host_;               // [slots][bytes], pinned on CUDA
+  std::vector<Event> events_;        // [slots]
 };
 
 }  // namespace surge::rl

@@ -2,7 +2,6 @@
 #include "rl/train_config.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <functional>
 #include <sstream>
@@ -10,16 +9,14 @@
 #include <toml++/toml.h>
 
 #include "sim/error.hpp"
+#include "sim/format.hpp"
 
 namespace surge::rl {
 namespace {
 
-// The shortest text that reads back to the same double.
-std::string format_double(double value) {
-  char buffer[64];
-  const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
-  std::string text(buffer, result.ptr);
-  // Keep it a TOML float, so it reads back as one.
+// The shortest text that reads back to the same double, kept a TOML float so it reads back as one.
+std::string toml_float(double value) {
+  std::string text = format_shortest(value);
   if (text.find_first_of(".eEn") == std::string::npos) text += ".0";
   return text;
 }
@@ -63,7 +60,7 @@ Key integer_key(const char* name, Field TrainConfig::*field) {
 Key number_key(const char* name, double TrainConfig::*field) {
   return {name, "a number",
           [name, field](TrainConfig& c, const toml::node& n, const std::string& where) { c.*field = read_number(n, where, name); },
-          [field](const TrainConfig& c) { return format_double(c.*field); }};
+          [field](const TrainConfig& c) { return toml_float(c.*field); }};
 }
 
 Key bool_key(const char* name, bool TrainConfig::*field) {

@@ -3,22 +3,12 @@
 #include <cuda_runtime.h>
 
 #include <cstdio>
-#include <string>
 
 #include "sim/error.hpp"
 
-namespace surge::detail {
-[[noreturn]] inline void throw_cuda(const char* file, int line, const char* expression, cudaError_t status) {
-  throw_error(file, line, expression, std::string(cudaGetErrorName(status)) + ": " + cudaGetErrorString(status));
-}
-}  // namespace surge::detail
-
 // Throws surge::Error with file, line, the expression and CUDA's own words.
-#define SURGE_CUDA_CHECK(expr)                                                       \
-  do {                                                                               \
-    cudaError_t surge_status_ = (expr);                                              \
-    if (surge_status_ != cudaSuccess) ::surge::detail::throw_cuda(__FILE__, __LINE__, #expr, surge_status_); \
-  } while (0)
+#define SURGE_CUDA_CHECK(expr) \
+  SURGE_DETAIL_CHECK_STATUS(expr, #expr, cudaError_t, cudaSuccess, cudaGetErrorName, cudaGetErrorString)
 
 // For destructors: reports and carries on.
 #define SURGE_CUDA_CHECK_NOTHROW(expr)                                                   \

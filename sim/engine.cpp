@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "sim/error.hpp"
+#include "sim/format.hpp"
 
 namespace surge {
 
@@ -30,21 +31,16 @@ void PhysicsConfig::validate(const ScenarioSpec& spec) const {
               "physics config does not match the scenario's parameter table");
   for (std::size_t j = 0; j < n; ++j) {
     const ParamInfo& info = spec.params[j];
-    auto number = [](float v) {
-      std::ostringstream out;
-      out << v;
-      return out.str();
-    };
     if (!std::isfinite(value[j]) || value[j] < info.min_value)
-      throw InputError(spec.name + " parameter " + info.name + " = " + number(value[j]) + " is out of range: it must be >= " +
-                       number(info.min_value));
+      throw InputError(spec.name + " parameter " + info.name + " = " + format_shortest(value[j]) + " is out of range: it must be >= " +
+                       format_shortest(info.min_value));
     if (randomized[j]) {
       if (!std::isfinite(low[j]) || !std::isfinite(high[j]) || low[j] > high[j])
-        throw InputError(spec.name + " parameter " + info.name + " has range [" + number(low[j]) + ", " + number(high[j]) +
+        throw InputError(spec.name + " parameter " + info.name + " has range [" + format_shortest(low[j]) + ", " + format_shortest(high[j]) +
                          "]: low must not exceed high");
       if (low[j] < info.min_value)
-        throw InputError(spec.name + " parameter " + info.name + " range starts at " + number(low[j]) +
-                         ", below the smallest sensible value " + number(info.min_value));
+        throw InputError(spec.name + " parameter " + info.name + " range starts at " + format_shortest(low[j]) +
+                         ", below the smallest sensible value " + format_shortest(info.min_value));
     }
   }
 }

@@ -8,6 +8,7 @@
 
 #include "sim/cuda_probe.hpp"
 #include "sim/error.hpp"
+#include "sim/format.hpp"
 
 namespace surge {
 namespace {
@@ -55,21 +56,6 @@ std::size_t read_mem_total() {
 }
 
 }  // namespace
-
-std::string format_bytes(std::size_t bytes) {
-  char text[32];
-  const double value = static_cast<double>(bytes);
-  if (bytes < 1024) {
-    std::snprintf(text, sizeof text, "%zu B", bytes);
-  } else if (bytes < (std::size_t(1) << 20)) {
-    std::snprintf(text, sizeof text, "%.1f KiB", value / 1024.0);
-  } else if (bytes < (std::size_t(1) << 30)) {
-    std::snprintf(text, sizeof text, "%.1f MiB", value / (1024.0 * 1024.0));
-  } else {
-    std::snprintf(text, sizeof text, "%.2f GiB", value / (1024.0 * 1024.0 * 1024.0));
-  }
-  return text;
-}
 
 AvailableMemory available_memory(Device device) {
   AvailableMemory available;

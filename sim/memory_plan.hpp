@@ -67,7 +67,4 @@ class MemoryPlan {
   std::vector<PlannedBuffer> buffers_;
 };
 
-// "1.50 GiB", "12.0 MiB", "512 B".
-std::string format_bytes(std::size_t bytes);
-
 }  // namespace surge

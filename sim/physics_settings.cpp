@@ -1,20 +1,13 @@
 #include "sim/physics_settings.hpp"
 
-#include <charconv>
 #include <cmath>
 #include <cstdlib>
 
 #include "sim/error.hpp"
+#include "sim/format.hpp"
 
 namespace surge {
 namespace {
-
-// The shortest text that reads back to the same float.
-std::string shortest(float value) {
-  char buffer[32];
-  const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
-  return std::string(buffer, result.ptr);
-}
 
 const char* kOptionForm = "write NAME=VALUE or NAME=LOW:HIGH, e.g. masspole=0.05:0.2";
 
@@ -87,16 +80,16 @@ PhysicsConfig resolve_physics(const ScenarioSpec& spec, const PhysicsSettings& s
 }
 
 std::string physics_toml_line(const PhysicsSetting& setting) {
-  if (setting.is_range) return setting.name + " = [" + shortest(setting.low) + ", " + shortest(setting.high) + "]";
-  return setting.name + " = " + shortest(setting.low);
+  if (setting.is_range) return setting.name + " = [" + format_shortest(setting.low) + ", " + format_shortest(setting.high) + "]";
+  return setting.name + " = " + format_shortest(setting.low);
 }
 
 std::string physics_option_text(const PhysicsSettings& settings) {
   std::string text;
   for (const PhysicsSetting& s : settings) {
     if (!text.empty()) text += ',';
-    text.append(s.name).append("=").append(shortest(s.low));
-    if (s.is_range) text.append(":").append(shortest(s.high));
+    text.append(s.name).append("=").append(format_shortest(s.low));
+    if (s.is_range) text.append(":").append(format_shortest(s.high));
   }
   return text;
 }
@@ -106,9 +99,9 @@ std::string describe_physics(const ScenarioSpec& spec, const PhysicsConfig& phys
   for (std::size_t j = 0; j < spec.params.size(); ++j) {
     std::string item;
     if (physics.randomized[j])
-      item = std::string(spec.params[j].name) + " ~ U(" + shortest(physics.low[j]) + ", " + shortest(physics.high[j]) + ")";
+      item = std::string(spec.params[j].name) + " ~ U(" + format_shortest(physics.low[j]) + ", " + format_shortest(physics.high[j]) + ")";
     else if (physics.value[j] != spec.params[j].default_value)
-      item = std::string(spec.params[j].name) + " = " + shortest(physics.value[j]);
+      item = std::string(spec.params[j].name) + " = " + format_shortest(physics.value[j]);
     if (!item.empty()) text += (text.empty() ? "" : ", ") + item;
   }
   return text.empty() ? "defaults" : text;

@@ -89,41 +89,28 @@ Device parse_device(std::string_view text) { return choose_device(text).device; 
 
 // ---- streams ---------------------------------------------------------------------------------
 
+#if defined(__CUDACC__)
+namespace {
+void destroy_stream(void* stream) { SURGE_CUDA_CHECK_NOTHROW(cudaStreamDestroy(static_cast<cudaStream_t>(stream))); }
+}  // namespace
+#endif
+
 Stream::Stream(Device device) : device_(device) {
   if (device.is_cuda()) {
 #if defined(__CUDACC__)
     SURGE_CUDA_CHECK(cudaSetDevice(device.index));
     cudaStream_t stream = nullptr;
     SURGE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    handle_ = stream;
+    handle_ = NativeHandle(stream, destroy_stream);
 #else
     throw Error("cannot create a CUDA stream: " + cuda_status().reason);
 #endif
   }
 }
 
-Stream::~Stream() {
-#if defined(__CUDACC__)
-  if (handle_) SURGE_CUDA_CHECK_NOTHROW(cudaStreamDestroy(static_cast<cudaStream_t>(handle_)));
-#endif
-}
-
-Stream::Stream(Stream&& other) noexcept : device_(other.device_), handle_(std::exchange(other.handle_, nullptr)) {}
-
-Stream& Stream::operator=(Stream&& other) noexcept {
-  if (this != &other) {
-#if defined(__CUDACC__)
-    if (handle_) SURGE_CUDA_CHECK_NOTHROW(cudaStreamDestroy(static_cast<cudaStream_t>(handle_)));
-#endif
-    device_ = other.device_;
-    handle_ = std::exchange(other.handle_, nullptr);
-  }
-  return *this;
-}
-
 void Stream::synchronize() const {
 #if defined(__CUDACC__)
-  if (device_.is_cuda()) SURGE_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(handle_)));
+  if (device_.is_cuda()) SURGE_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(native_handle())));
 #endif
 }
 
@@ -232,54 +219,25 @@ int cuda_multiprocessor_count(int device_index) {
 
 namespace surge {
 
-StreamTimer::StreamTimer(const Stream& stream) : stream_(stream) {
-#if defined(__CUDACC__)
-  if (stream.device().is_cuda()) {
-    cudaEvent_t a = nullptr, b = nullptr;
-    SURGE_CUDA_CHECK(cudaEventCreate(&a));
-    SURGE_CUDA_CHECK(cudaEventCreate(&b));
-    start_event_ = a;
-    stop_event_ = b;
-  }
-#endif
-}
-
-StreamTimer::~StreamTimer() {
-#if defined(__CUDACC__)
-  if (start_event_) SURGE_CUDA_CHECK_NOTHROW(cudaEventDestroy(static_cast<cudaEvent_t>(start_event_)));
-  if (stop_event_) SURGE_CUDA_CHECK_NOTHROW(cudaEventDestroy(static_cast<cudaEvent_t>(stop_event_)));
-#endif
-}
+StreamTimer::StreamTimer(const Stream& stream)
+    : stream_(stream), start_event_(stream.device(), false, true), stop_event_(stream.device(), false, true) {}
 
 void StreamTimer::start() {
-#if defined(__CUDACC__)
-  if (start_event_) {
-    SURGE_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(start_event_), static_cast<cudaStream_t>(stream_.native_handle())));
-    return;
-  }
-#endif
-  host_start_ = std::chrono::steady_clock::now();
+  if (stream_.device().is_cuda())
+    start_event_.record(stream_);
+  else
+    host_start_ = std::chrono::steady_clock::now();
 }
 
 void StreamTimer::stop() {
-#if defined(__CUDACC__)
-  if (stop_event_) {
-    SURGE_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(stop_event_), static_cast<cudaStream_t>(stream_.native_handle())));
-    return;
-  }
-#endif
-  host_stop_ = std::chrono::steady_clock::now();
+  if (stream_.device().is_cuda())
+    stop_event_.record(stream_);
+  else
+    host_stop_ = std::chrono::steady_clock::now();
 }
 
 double StreamTimer::seconds() const {
-#if defined(__CUDACC__)
-  if (stop_event_) {
-    SURGE_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(stop_event_)));
-    float ms = 0.0f;
-    SURGE_CUDA_CHECK(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(start_event_), static_cast<cudaEvent_t>(stop_event_)));
-    return ms * 1e-3;
-  }
-#endif
+  if (stream_.device().is_cuda()) return stop_event_.seconds_since(start_event_);
   return std::chrono::duration<double>(host_stop_ - host_start_).count();
 }
 

@@ -1,5 +1,6 @@
 #pragma once
 #include "sim/device.hpp"
+#include "sim/native_handle.hpp"
 
 namespace surge {
 
@@ -9,21 +10,16 @@ namespace surge {
 class Stream {
  public:
   explicit Stream(Device device = Device::cpu());
-  ~Stream();
-  Stream(Stream&& other) noexcept;
-  Stream& operator=(Stream&& other) noexcept;
-  Stream(const Stream&) = delete;
-  Stream& operator=(const Stream&) = delete;
 
   Device device() const { return device_; }
-  void* native_handle() const { return handle_; }  // cudaStream_t on CUDA, nullptr on the CPU
+  void* native_handle() const { return handle_.get(); }  // cudaStream_t on CUDA, nullptr on the CPU
   void synchronize() const;
   // The same for destructors: waits, and reports a failure on stderr instead of throwing.
   void synchronize_noexcept() const noexcept;
 
  private:
   Device device_;
-  void* handle_ = nullptr;
+  NativeHandle handle_ = no_native_handle();
 };
 
 }  // namespace surge

@@ -4,15 +4,13 @@
 #include <cstddef>
 
 #include "sim/stream.hpp"
+#include "sim/transfer.hpp"
 
 namespace surge {
 
 class StreamTimer {
  public:
   explicit StreamTimer(const Stream& stream);
-  ~StreamTimer();
-  StreamTimer(const StreamTimer&) = delete;
-  StreamTimer& operator=(const StreamTimer&) = delete;
 
   void start();
   void stop();
@@ -20,8 +18,7 @@ class StreamTimer {
 
  private:
   const Stream& stream_;
-  void* start_event_ = nullptr;
-  void* stop_event_ = nullptr;
+  Event start_event_, stop_event_;  // on a CUDA stream; empty on the CPU
   std::chrono::steady_clock::time_point host_start_{}, host_stop_{};
 };
 

@@ -17,52 +17,40 @@ namespace surge {
 
 // ---- events ----------------------------------------------------------------------------------
 
-Event::Event(Device device, bool blocking_sync) : device_(device) {
+#if defined(__CUDACC__)
+namespace {
+cudaEvent_t cuda_event(const NativeHandle& handle) { return static_cast<cudaEvent_t>(handle.get()); }
+void destroy_event(void* event) { SURGE_CUDA_CHECK_NOTHROW(cudaEventDestroy(static_cast<cudaEvent_t>(event))); }
+}  // namespace
+#endif
+
+Event::Event(Device device, bool blocking_sync, bool timing) : device_(device) {
   if (device.is_cuda()) {
 #if defined(__CUDACC__)
     SURGE_CUDA_CHECK(cudaSetDevice(device.index));
     cudaEvent_t event = nullptr;
-    const unsigned flags = cudaEventDisableTiming | (blocking_sync ? cudaEventBlockingSync : 0u);
+    const unsigned flags = (timing ? 0u : cudaEventDisableTiming) | (blocking_sync ? cudaEventBlockingSync : 0u);
     SURGE_CUDA_CHECK(cudaEventCreateWithFlags(&event, flags));
-    handle_ = event;
+    handle_ = NativeHandle(event, destroy_event);
 #else
     (void)blocking_sync;
+    (void)timing;
     throw Error("cannot create a CUDA event: " + cuda_status().reason);
 #endif
   }
 }
 
-Event::~Event() {
-#if defined(__CUDACC__)
-  if (handle_) SURGE_CUDA_CHECK_NOTHROW(cudaEventDestroy(static_cast<cudaEvent_t>(handle_)));
-#endif
-}
-
-Event::Event(Event&& other) noexcept : device_(other.device_), handle_(std::exchange(other.handle_, nullptr)) {}
-
-Event& Event::operator=(Event&& other) noexcept {
-  if (this != &other) {
-#if defined(__CUDACC__)
-    if (handle_) SURGE_CUDA_CHECK_NOTHROW(cudaEventDestroy(static_cast<cudaEvent_t>(handle_)));
-#endif
-    device_ = other.device_;
-    handle_ = std::exchange(other.handle_, nullptr);
-  }
-  return *this;
-}
-
 void Event::record(const Stream& stream) {
   SURGE_CHECK(stream.device() == device_, "event and stream on different devices");
 #if defined(__CUDACC__)
-  if (handle_)
-    SURGE_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(handle_), static_cast<cudaStream_t>(stream.native_handle())));
+  if (handle_) SURGE_CUDA_CHECK(cudaEventRecord(cuda_event(handle_), static_cast<cudaStream_t>(stream.native_handle())));
 #endif
 }
 
 void Event::wait(const Stream& stream) const {
 #if defined(__CUDACC__)
   if (handle_ && stream.device().is_cuda())
-    SURGE_CUDA_CHECK(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream.native_handle()), static_cast<cudaEvent_t>(handle_), 0));
+    SURGE_CUDA_CHECK(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream.native_handle()), cuda_event(handle_), 0));
 #else
   (void)stream;
 #endif
@@ -70,8 +58,18 @@ void Event::wait(const Stream& stream) const {
 
 void Event::synchronize() const {
 #if defined(__CUDACC__)
-  if (handle_) SURGE_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(handle_)));
+  if (handle_) SURGE_CUDA_CHECK(cudaEventSynchronize(cuda_event(handle_)));
 #endif
+}
+
+double Event::seconds_since(const Event& start) const {
+  SURGE_CHECK(handle_ && start.handle_, "only two CUDA events measure the time between them");
+  float milliseconds = 0.0f;
+#if defined(__CUDACC__)
+  SURGE_CUDA_CHECK(cudaEventSynchronize(cuda_event(handle_)));
+  SURGE_CUDA_CHECK(cudaEventElapsedTime(&milliseconds, cuda_event(start.handle_), cuda_event(handle_)));
+#endif
+  return milliseconds * 1e-3;
 }
 
 // ---- staging memory --------------------------------------------------------------------------

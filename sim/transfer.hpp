@@ -5,6 +5,7 @@
 #include <cstddef>
 
 #include "sim/device.hpp"
+#include "sim/native_handle.hpp"
 #include "sim/stream.hpp"
 
 namespace surge {
@@ -13,21 +14,19 @@ namespace surge {
 // blocking the host; synchronize() blocks the calling thread (any thread) until it is reached.
 class Event {
  public:
-  // With `blocking_sync`, synchronize() sleeps instead of spinning (for threads that wait long).
-  explicit Event(Device device = Device::cpu(), bool blocking_sync = false);
-  ~Event();
-  Event(Event&& other) noexcept;
-  Event& operator=(Event&& other) noexcept;
-  Event(const Event&) = delete;
-  Event& operator=(const Event&) = delete;
+  // With `blocking_sync`, synchronize() sleeps instead of spinning (for threads that wait long); with
+  // `timing`, seconds_since() can measure between two events.
+  explicit Event(Device device = Device::cpu(), bool blocking_sync = false, bool timing = false);
 
   void record(const Stream& stream);
   void wait(const Stream& stream) const;  // work enqueued on `stream` later runs after the recorded point
   void synchronize() const;
+  // Waits for this event and returns the seconds from `start` to it; both made with `timing` on CUDA.
+  double seconds_since(const Event& start) const;
 
  private:
   Device device_;
-  void* handle_ = nullptr;  // cudaEvent_t on CUDA
+  NativeHandle handle_ = no_native_handle();  // cudaEvent_t on CUDA
 };
 
 // Host memory for copies from `device`: page-locked when `device` is a GPU (so that copies into it

@@ -6,7 +6,10 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <memory>
 #include <fstream>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "rl/io/checkpoint.hpp"
@@ -14,19 +17,15 @@
 #include "rl/trainer.hpp"
 #include "scenarios/registry.hpp"
 #include "sim/error.hpp"
+#include "tests/support/small_train_config.hpp"
 
 using namespace surge::rl;
 
 namespace {
 
 TrainConfig small_config() {
-  TrainConfig config;
-  config.num_envs = 8;
-  config.num_steps = 32;
-  config.total_steps = 8 * 32 * 10;
-  config.hidden = {32, 16};
+  TrainConfig config = surge::testing::small_train_config(8, 32, 10, {32, 16}, 21);
   config.learning_rate = 3e-3;
-  config.seed = 21;
   return config;
 }
 
@@ -34,17 +33,41 @@ std::filesystem::path temp_path(const std::string& name) {
   return std::filesystem::temp_directory_path() / ("surge_test_checkpoint_" + std::to_string(::getpid()) + "_" + name);
 }
 
+// A trainer on the CPU with the engine it trains on.
+struct CpuTrainer {
+  std::unique_ptr<surge::Engine> engine;
+  Trainer trainer;
+  CpuTrainer(const std::string& scenario, const TrainConfig& config)
+      : engine(surge::make_engine(scenario, surge::Device::cpu(), config.num_envs, config.seed)), trainer(*engine, config) {}
+};
+
+// The first-episode returns of the live policy and of the checkpoint's parameters in `network`, each on
+// its own `num_envs` fresh environments of `scenario` (the same seed for both).
+std::pair<std::vector<double>, std::vector<double>> live_and_loaded_returns(const std::string& scenario, std::int64_t num_envs,
+                                                                             const Trainer& trainer, const Checkpoint& c,
+                                                                             const ActorCritic& network, bool sample) {
+  auto live_engine = surge::make_engine(scenario, surge::Device::cpu(), num_envs, 99);
+  auto loaded_engine = surge::make_engine(scenario, surge::Device::cpu(), num_envs, 99);
+  return {evaluate_policy(*live_engine, trainer.network(), trainer.parameters(), sample),
+          evaluate_policy(*loaded_engine, network, {c.params.data(), static_cast<std::int64_t>(c.params.size())}, sample)};
+}
+
+// Runs `iterations` iterations, writes the trainer's checkpoint to `path` and reads it back.
+Checkpoint checkpoint_after(Trainer& trainer, int iterations, const std::filesystem::path& path) {
+  for (int k = 0; k < iterations; ++k) trainer.iterate();
+  trainer.drain();
+  write_checkpoint(path.string(), trainer);
+  return read_checkpoint(path.string());
+}
+
 }  // namespace
 
 TEST_CASE("a checkpoint reads back exactly what the trainer held", "[checkpoint]") {
   const TrainConfig config = small_config();
-  auto engine = surge::make_engine("cartpole", surge::Device::cpu(), config.num_envs, config.seed);
-  Trainer trainer(*engine, config);
-  for (int k = 0; k < 3; ++k) trainer.iterate();
-  trainer.drain();
+  CpuTrainer run("cartpole", config);
+  Trainer& trainer = run.trainer;
   const auto path = temp_path("roundtrip.h5");
-  write_checkpoint(path.string(), trainer);
-  const Checkpoint c = read_checkpoint(path.string());
+  const Checkpoint c = checkpoint_after(trainer, 3, path);
   CHECK(c.scenario == "cartpole");
   CHECK(c.gym_id == "CartPole-v1");
   CHECK(c.obs_dim == 4);
@@ -59,12 +82,7 @@ TEST_CASE("a checkpoint reads back exactly what the trainer held", "[checkpoint]
   CHECK(c.learning_rate == Approx(config.learning_rate * (1.0 - 2.0 / 10.0)));
 
   // The loaded policy plays exactly as the live one.
-  surge::Stream stream(surge::Device::cpu());
-  auto eval_a = surge::make_engine("cartpole", surge::Device::cpu(), 16, 99);
-  auto eval_b = surge::make_engine("cartpole", surge::Device::cpu(), 16, 99);
-  const std::vector<double> live = evaluate_policy(*eval_a, trainer.network(), trainer.parameters(), false);
-  const std::vector<double> loaded =
-      evaluate_policy(*eval_b, trainer.network(), {c.params.data(), static_cast<std::int64_t>(c.params.size())}, false);
+  const auto [live, loaded] = live_and_loaded_returns("cartpole", 16, trainer, c, trainer.network(), false);
   CHECK(live == loaded);
   for (double r : live) {
     CHECK(r >= 1.0);
@@ -75,14 +93,10 @@ TEST_CASE("a checkpoint reads back exactly what the trainer held", "[checkpoint]
 }
 
 TEST_CASE("a Gaussian policy's checkpoint keeps its log-std and plays as the live policy", "[checkpoint][gaussian]") {
-  const TrainConfig config = small_config();
-  auto engine = surge::make_engine("pendulum", surge::Device::cpu(), config.num_envs, config.seed);
-  Trainer trainer(*engine, config);
-  for (int k = 0; k < 2; ++k) trainer.iterate();
-  trainer.drain();
+  CpuTrainer run("pendulum", small_config());
+  Trainer& trainer = run.trainer;
   const auto path = temp_path("gaussian.h5");
-  write_checkpoint(path.string(), trainer);
-  const Checkpoint c = read_checkpoint(path.string());
+  const Checkpoint c = checkpoint_after(trainer, 2, path);
   CHECK(c.scenario == "pendulum");
   CHECK(c.num_actions == 0);
   CHECK(c.action_dim == 1);
@@ -93,11 +107,7 @@ TEST_CASE("a Gaussian policy's checkpoint keeps its log-std and plays as the liv
   // The log-std was trained: Adam moved it off its initial 0.
   CHECK(c.params[static_cast<std::size_t>(network.log_std_offset())] != 0.0f);
   for (const bool sample : {false, true}) {
-    auto eval_a = surge::make_engine("pendulum", surge::Device::cpu(), 6, 99);
-    auto eval_b = surge::make_engine("pendulum", surge::Device::cpu(), 6, 99);
-    const std::vector<double> live = evaluate_policy(*eval_a, trainer.network(), trainer.parameters(), sample);
-    const std::vector<double> loaded =
-        evaluate_policy(*eval_b, network, {c.params.data(), static_cast<std::int64_t>(c.params.size())}, sample);
+    const auto [live, loaded] = live_and_loaded_returns("pendulum", 6, trainer, c, network, sample);
     CHECK(live == loaded);
     for (double r : live) {
       CHECK(r <= 0.0);
@@ -162,13 +172,10 @@ TEST_CASE("normalisation statistics are saved, read back, and used frozen by eva
   config.normalize_obs = true;
   config.normalize_reward = true;
   config.obs_clip = 5.0;
-  auto engine = surge::make_engine("cartpole", surge::Device::cpu(), config.num_envs, config.seed);
-  Trainer trainer(*engine, config);
-  for (int k = 0; k < 2; ++k) trainer.iterate();
-  trainer.drain();
+  CpuTrainer run("cartpole", config);
+  Trainer& trainer = run.trainer;
   const auto path = temp_path("normalized.h5");
-  write_checkpoint(path.string(), trainer);
-  const Checkpoint c = read_checkpoint(path.string());
+  const Checkpoint c = checkpoint_after(trainer, 2, path);
   std::filesystem::remove(path);
   CHECK(c.config.normalize_obs);
   CHECK(c.config.normalize_reward);

@@ -52,6 +52,14 @@ MachineDescription healthy_machine() {
   return m;
 }
 
+// The same machine with an RTX 5090 (sm_120) in place of the H200, and a build for `archs`.
+MachineDescription rtx5090_machine(const char* archs) {
+  MachineDescription m = healthy_machine();
+  m.gpus = {gpu(0, "NVIDIA GeForce RTX 5090", 12, 0)};
+  m.archs = parse_cuda_architectures(archs);
+  return m;
+}
+
 std::size_t count_severity(const Diagnosis& d, Severity severity) {
   return static_cast<std::size_t>(
       std::count_if(d.findings.begin(), d.findings.end(), [severity](const Finding& f) { return f.severity == severity; }));
@@ -176,9 +184,7 @@ TEST_CASE("verdict: a driver one minor version behind runs machine code but cann
 }
 
 TEST_CASE("verdict: a GPU newer than every embedded architecture, without PTX", "[doctor]") {
-  MachineDescription m = healthy_machine();
-  m.gpus = {gpu(0, "NVIDIA GeForce RTX 5090", 12, 0)};
-  m.archs = parse_cuda_architectures("80-real;86-real;89-real;90-real");
+  MachineDescription m = rtx5090_machine("80-real;86-real;89-real;90-real");
   const Diagnosis d = diagnose(m);
   CHECK_FALSE(d.cuda_usable);
   CHECK(d.gpus[0].support == GpuSupport::None);
@@ -199,9 +205,7 @@ TEST_CASE("verdict: a GPU newer than every embedded architecture, without PTX", 
 }
 
 TEST_CASE("verdict: PTX only runs through the JIT, with advice to build for the card", "[doctor]") {
-  MachineDescription m = healthy_machine();
-  m.gpus = {gpu(0, "NVIDIA GeForce RTX 5090", 12, 0)};
-  m.archs = parse_cuda_architectures("80-real;90-real;90-virtual");
+  MachineDescription m = rtx5090_machine("80-real;90-real;90-virtual");
   const Diagnosis d = diagnose(m);
   CHECK(d.cuda_usable);
   CHECK(d.gpus[0].support == GpuSupport::PtxJit);

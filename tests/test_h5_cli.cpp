@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/format.hpp"
 #include "tests/support/run_surge.hpp"
 #include "tests/support/scratch_folder.hpp"
 #include "tests/support/synthetic_rollout.hpp"
@@ -42,12 +43,6 @@ std::vector<std::string> lines_of(const std::string& text) {
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);) lines.push_back(line);
   return lines;
-}
-
-std::string format_float(float value) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.9g", value);
-  return buffer;
 }
 
 // Bad input: exit code 2 and exactly one line on stderr, naming what is wrong.
@@ -102,7 +97,7 @@ TEST_CASE("surge h5 episodes lists the episodes the rollout's flags imply", "[h5
         running_length[m] += 1;
         if (!S::terminated(i, t, e) && !S::truncated(i, t, e)) continue;
         expected.push_back(std::to_string(e) + "," + std::to_string(i) + "," + std::to_string(t) + "," +
-                           std::to_string(running_length[m]) + "," + format_float(running_return[m]) + "," +
+                           std::to_string(running_length[m]) + "," + surge::format_precise(running_return[m]) + "," +
                            std::to_string(S::terminated(i, t, e)) + "," + std::to_string(S::truncated(i, t, e)));
         running_return[m] = 0.0f;
         running_length[m] = 0;
@@ -134,7 +129,7 @@ TEST_CASE("surge h5 export writes a dataset, or one iteration of it, as CSV", "[
       std::string row = "4," + std::to_string(t) + "," + std::to_string(e);
       for (std::int64_t c = 0; c < S::obs_dim; ++c) {
         row += ',';
-        row += format_float(S::obs(4, t, e, c));
+        row += surge::format_precise(S::obs(4, t, e, c));
       }
       CHECK(lines[1 + t * S::log_envs + m] == row);
     }

@@ -12,6 +12,7 @@
 #include "rl/trainer.hpp"
 #include "scenarios/registry.hpp"
 #include "sim/philox.hpp"
+#include "tests/support/small_train_config.hpp"
 
 using namespace surge;
 using namespace surge::rl;
@@ -188,12 +189,7 @@ TEST_CASE("reward scaling equals the NormalizeReward wrapper applied at every st
 namespace {
 
 TrainConfig normalized_config() {
-  TrainConfig config;
-  config.num_envs = 8;
-  config.num_steps = 16;
-  config.total_steps = 8 * 16 * 4;
-  config.hidden = {16, 16};
-  config.seed = 3;
+  TrainConfig config = surge::testing::small_train_config(8, 16, 4, {16, 16}, 3);
   config.normalize_obs = true;
   config.normalize_reward = true;
   return config;

@@ -83,35 +83,25 @@ __global__ void normal_kernel(const StreamKey* keys, int count, NormalDraws* out
 
 // ============================== launchers ==============================
 
-std::vector<Draws> draw_on_device(const std::vector<StreamKey>& keys) {
+// Runs `kernel` on the GPU with one thread per key and returns what each thread wrote.
+template <class Result>
+std::vector<Result> run_per_key(void (*kernel)(const StreamKey*, int, Result*), const std::vector<StreamKey>& keys) {
   const Device cuda = Device::cuda(0);
   surge::Stream stream(cuda);
   const auto count = static_cast<std::int64_t>(keys.size());
   DeviceBuffer<StreamKey> device_keys(cuda, count);
-  DeviceBuffer<Draws> device_draws(cuda, count);
+  DeviceBuffer<Result> device_results(cuda, count);
   surge::from_host(device_keys.span(), keys, stream);
   const int threads = 64;
-  draw_kernel<<<static_cast<unsigned>((count + threads - 1) / threads), threads, 0,
-                static_cast<cudaStream_t>(stream.native_handle())>>>(device_keys.data(), static_cast<int>(count),
-                                                                     device_draws.data());
+  kernel<<<static_cast<unsigned>((count + threads - 1) / threads), threads, 0, static_cast<cudaStream_t>(stream.native_handle())>>>(
+      device_keys.data(), static_cast<int>(count), device_results.data());
   SURGE_CUDA_CHECK_LAUNCH();
-  return surge::to_host(device_draws.cspan(), stream);
+  return surge::to_host(device_results.cspan(), stream);
 }
 
-std::vector<NormalDraws> normals_on_device(const std::vector<StreamKey>& keys) {
-  const Device cuda = Device::cuda(0);
-  surge::Stream stream(cuda);
-  const auto count = static_cast<std::int64_t>(keys.size());
-  DeviceBuffer<StreamKey> device_keys(cuda, count);
-  DeviceBuffer<NormalDraws> device_draws(cuda, count);
-  surge::from_host(device_keys.span(), keys, stream);
-  const int threads = 64;
-  normal_kernel<<<static_cast<unsigned>((count + threads - 1) / threads), threads, 0,
-                  static_cast<cudaStream_t>(stream.native_handle())>>>(device_keys.data(), static_cast<int>(count),
-                                                                       device_draws.data());
-  SURGE_CUDA_CHECK_LAUNCH();
-  return surge::to_host(device_draws.cspan(), stream);
-}
+std::vector<Draws> draw_on_device(const std::vector<StreamKey>& keys) { return run_per_key(draw_kernel, keys); }
+
+std::vector<NormalDraws> normals_on_device(const std::vector<StreamKey>& keys) { return run_per_key(normal_kernel, keys); }
 
 }  // namespace
 

@@ -86,27 +86,35 @@ Raw read_raw(hid_t file, const char* name) {
   return raw;
 }
 
-std::string read_string_attribute(hid_t file, const char* name) {
+// Opens attribute `name` of `file`, returns what `read` makes of it, and closes it.
+template <class Read>
+auto read_attribute(hid_t file, const char* name, Read read) {
   const hid_t attribute = H5Aopen(file, name, H5P_DEFAULT);
   REQUIRE(attribute >= 0);
-  const hid_t type = H5Aget_type(attribute);
-  REQUIRE(H5Tis_variable_str(type) > 0);
-  char* text = nullptr;
-  REQUIRE(H5Aread(attribute, type, &text) >= 0);
-  std::string value(text);
-  H5free_memory(text);
-  H5Tclose(type);
+  auto value = read(attribute);
   H5Aclose(attribute);
   return value;
 }
 
+std::string read_string_attribute(hid_t file, const char* name) {
+  return read_attribute(file, name, [](hid_t attribute) {
+    const hid_t type = H5Aget_type(attribute);
+    REQUIRE(H5Tis_variable_str(type) > 0);
+    char* text = nullptr;
+    REQUIRE(H5Aread(attribute, type, &text) >= 0);
+    std::string value(text);
+    H5free_memory(text);
+    H5Tclose(type);
+    return value;
+  });
+}
+
 std::int64_t read_int_attribute(hid_t file, const char* name) {
-  const hid_t attribute = H5Aopen(file, name, H5P_DEFAULT);
-  REQUIRE(attribute >= 0);
-  std::int64_t value = 0;
-  REQUIRE(H5Aread(attribute, H5T_NATIVE_INT64, &value) >= 0);
-  H5Aclose(attribute);
-  return value;
+  return read_attribute(file, name, [](hid_t attribute) {
+    std::int64_t value = 0;
+    REQUIRE(H5Aread(attribute, H5T_NATIVE_INT64, &value) >= 0);
+    return value;
+  });
 }
 
 // Writes iterations 0 .. iterations-1 of the synthetic rollout, logging every `every`-th.

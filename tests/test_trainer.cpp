@@ -12,6 +12,7 @@
 #include "rl/trainer_kernels.hpp"
 #include "scenarios/registry.hpp"
 #include "sim/philox.hpp"
+#include "tests/support/small_train_config.hpp"
 
 using namespace surge::rl;
 
@@ -79,15 +80,10 @@ TEST_CASE("the ring of recent returns holds the last 100 finished episodes", "[t
 namespace {
 
 TrainConfig small_config() {
-  TrainConfig config;
-  config.num_envs = 8;
-  config.num_steps = 16;
-  config.total_steps = 8 * 16 * 6;
+  TrainConfig config = surge::testing::small_train_config(8, 16, 6, {16, 16}, 5);
   config.num_minibatches = 4;
   config.update_epochs = 3;
-  config.hidden = {16, 16};
   config.learning_rate = 1e-3;
-  config.seed = 5;
   return config;
 }
 

@@ -4,6 +4,8 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "rl/actor_critic.hpp"
@@ -191,49 +193,66 @@ TrainConfig iteration_config(bool graph) {
   return config;
 }
 
+// One training iteration of a scenario on the CPU and on CUDA from the same seed, ready to compare.
+struct IterationOnBoth {
+  const TrainConfig config = iteration_config(false);
+  std::unique_ptr<Engine> cpu_engine, gpu_engine;
+  Trainer cpu_trainer, gpu_trainer;
+  IterationMetrics cpu_metrics, gpu_metrics;
+
+  explicit IterationOnBoth(const std::string& scenario)
+      : cpu_engine(make_engine(scenario, Device::cpu(), config.num_envs, config.seed)),
+        gpu_engine(make_engine(scenario, kGpu, config.num_envs, config.seed)),
+        cpu_trainer(*cpu_engine, config),
+        gpu_trainer(*gpu_engine, config) {
+    cpu_trainer.iterate();
+    gpu_trainer.iterate();
+    cpu_metrics = cpu_trainer.drain().at(0);
+    gpu_metrics = gpu_trainer.drain().at(0);
+  }
+  // `count` values of a buffer of the CUDA trainer, copied to the host.
+  template <class T>
+  std::vector<T> gpu(const T* pointer, std::int64_t count) const {
+    return to_host(Span<const T>{pointer, count, kGpu}, gpu_trainer.stream());
+  }
+  // `count` values of a buffer of the CPU trainer.
+  template <class T>
+  static std::vector<T> cpu(const T* pointer, std::int64_t count) {
+    return std::vector<T>(pointer, pointer + count);
+  }
+  std::vector<float> gpu_parameters() const { return to_host(gpu_trainer.parameters(), gpu_trainer.stream()); }
+  std::vector<float> cpu_parameters() const { return to_host(cpu_trainer.parameters(), cpu_trainer.stream()); }
+};
+
 }  // namespace
 
 TEST_CASE("one full training iteration on CUDA matches the CPU on the same seed", "[gpu][trainer]") {
-  const TrainConfig config = iteration_config(false);
-  auto cpu_engine = make_engine("cartpole", Device::cpu(), config.num_envs, config.seed);
-  auto gpu_engine = make_engine("cartpole", kGpu, config.num_envs, config.seed);
-  Trainer cpu_trainer(*cpu_engine, config), gpu_trainer(*gpu_engine, config);
-  cpu_trainer.iterate();
-  gpu_trainer.iterate();
-  const IterationMetrics cpu_metrics = cpu_trainer.drain().at(0), gpu_metrics = gpu_trainer.drain().at(0);
-  const RolloutStorage &a = cpu_trainer.rollout(), &b = gpu_trainer.rollout();
-  const std::int64_t slots = config.batch_size();
-  const Stream& gs = gpu_trainer.stream();
-  auto gpu_view = [&](auto* pointer, std::int64_t count) { return to_host(Span<const std::remove_pointer_t<decltype(pointer)>>{pointer, count, kGpu}, gs); };
-  auto cpu_view = [&](auto* pointer, std::int64_t count) {
-    return std::vector<std::remove_pointer_t<decltype(pointer)>>(pointer, pointer + count);
-  };
+  const IterationOnBoth run("cartpole");
+  const RolloutStorage &a = run.cpu_trainer.rollout(), &b = run.gpu_trainer.rollout();
+  const std::int64_t slots = run.config.batch_size(), num_envs = run.config.num_envs;
   // Same physics, same Philox streams: the trajectories agree exactly (a flipped near-tie in sampling
   // would show here first).
-  CHECK(gpu_view(b.actions(0), slots) == cpu_view(a.actions(0), slots));
-  CHECK(gpu_view(b.reward(0), slots) == cpu_view(a.reward(0), slots));
-  CHECK(gpu_view(b.terminated(0), slots) == cpu_view(a.terminated(0), slots));
-  CHECK(gpu_view(b.truncated(0), slots) == cpu_view(a.truncated(0), slots));
+  CHECK(run.gpu(b.actions(0), slots) == run.cpu(a.actions(0), slots));
+  CHECK(run.gpu(b.reward(0), slots) == run.cpu(a.reward(0), slots));
+  CHECK(run.gpu(b.terminated(0), slots) == run.cpu(a.terminated(0), slots));
+  CHECK(run.gpu(b.truncated(0), slots) == run.cpu(a.truncated(0), slots));
   // The states are not bit-identical: the device fuses multiply-adds and its sinf/cosf round differently
   // from the host's. Each step adds a last-bit difference (6e-8 relative at |x| ~ 1) and the upright pole
   // amplifies it by about 8% a step (test_vec_env_gpu.cpp), so after at most 32 steps of an episode
   // it is below 6e-8 * (1.083^32 - 1) / 0.083 = 8.6e-6 relative even when every step adds it with the
   // same sign.
-  check_close(gpu_view(b.obs(0), (slots + config.num_envs) * 4), cpu_view(a.obs(0), (slots + config.num_envs) * 4), 1e-5,
-              1e-5, "observations");
-  check_close(gpu_view(b.logprob(0), slots), cpu_view(a.logprob(0), slots), 1e-5, 1e-5, "log-probabilities");
-  check_close(gpu_view(b.value(0), slots + config.num_envs), cpu_view(a.value(0), slots + config.num_envs), 1e-5, 1e-4,
-              "values");
-  check_close(gpu_view(b.advantage(0), slots), cpu_view(a.advantage(0), slots), 1e-4, 1e-4, "advantages");
+  check_close(run.gpu(b.obs(0), (slots + num_envs) * 4), run.cpu(a.obs(0), (slots + num_envs) * 4), 1e-5, 1e-5, "observations");
+  check_close(run.gpu(b.logprob(0), slots), run.cpu(a.logprob(0), slots), 1e-5, 1e-5, "log-probabilities");
+  check_close(run.gpu(b.value(0), slots + num_envs), run.cpu(a.value(0), slots + num_envs), 1e-5, 1e-4, "values");
+  check_close(run.gpu(b.advantage(0), slots), run.cpu(a.advantage(0), slots), 1e-4, 1e-4, "advantages");
   // After 16 Adam steps the parameters may drift by rounding, but not by a step's size (lr = 1e-3).
-  check_close(to_host(gpu_trainer.parameters(), gs), to_host(cpu_trainer.parameters(), cpu_trainer.stream()), 2e-5, 1e-3,
-              "parameters after one iteration");
-  CHECK(gpu_metrics.episodes == cpu_metrics.episodes);
-  CHECK(gpu_metrics.return_last100 == Approx(cpu_metrics.return_last100));
-  CHECK(gpu_metrics.policy_loss == Approx(cpu_metrics.policy_loss).margin(1e-4));
-  CHECK(gpu_metrics.value_loss == Approx(cpu_metrics.value_loss).epsilon(1e-3));
-  CHECK(gpu_metrics.entropy == Approx(cpu_metrics.entropy).epsilon(1e-4));
-  CHECK(gpu_metrics.learning_rate == cpu_metrics.learning_rate);
+  check_close(run.gpu_parameters(), run.cpu_parameters(), 2e-5, 1e-3, "parameters after one iteration");
+  CHECK(run.gpu_metrics.episodes == run.cpu_metrics.episodes);
+  CHECK(run.gpu_metrics.return_last100 == Approx(run.cpu_metrics.return_last100));
+  CHECK(run.gpu_metrics.policy_loss == Approx(run.cpu_metrics.policy_loss).margin(1e-4));
+  CHECK(run.gpu_metrics.value_loss == Approx(run.cpu_metrics.value_loss).epsilon(1e-3));
+  CHECK(run.gpu_metrics.entropy == Approx(run.cpu_metrics.entropy).epsilon(1e-4));
+  CHECK(run.gpu_metrics.learning_rate == run.cpu_metrics.learning_rate);
 }
 
 TEST_CASE("a replayed CUDA graph trains exactly as eager launches do", "[gpu][trainer][graph]") {
@@ -269,24 +288,14 @@ TEST_CASE("a replayed CUDA graph trains exactly as eager launches do", "[gpu][tr
 }
 
 TEST_CASE("one Gaussian training iteration on CUDA matches the CPU on the same seed", "[gpu][trainer][gaussian]") {
-  const TrainConfig config = iteration_config(false);
-  auto cpu_engine = make_engine("pendulum", Device::cpu(), config.num_envs, config.seed);
-  auto gpu_engine = make_engine("pendulum", kGpu, config.num_envs, config.seed);
-  Trainer cpu_trainer(*cpu_engine, config), gpu_trainer(*gpu_engine, config);
-  cpu_trainer.iterate();
-  gpu_trainer.iterate();
-  const IterationMetrics cpu_metrics = cpu_trainer.drain().at(0), gpu_metrics = gpu_trainer.drain().at(0);
-  const RolloutStorage &a = cpu_trainer.rollout(), &b = gpu_trainer.rollout();
-  const std::int64_t slots = config.batch_size();
-  const Stream& gs = gpu_trainer.stream();
-  auto gpu_view = [&](const float* pointer, std::int64_t count) { return to_host(Span<const float>{pointer, count, kGpu}, gs); };
-  auto cpu_view = [&](const float* pointer, std::int64_t count) { return std::vector<float>(pointer, pointer + count); };
+  const IterationOnBoth run("pendulum");
+  const RolloutStorage &a = run.cpu_trainer.rollout(), &b = run.gpu_trainer.rollout();
+  const std::int64_t slots = run.config.batch_size();
   // Samples differ by the ulps of the device's sine and cosine, so the trajectories agree closely, not exactly.
-  check_close(gpu_view(b.continuous_actions(0), slots), cpu_view(a.continuous_actions(0), slots), 1e-4, 1e-4, "actions");
-  check_close(gpu_view(b.reward(0), slots), cpu_view(a.reward(0), slots), 1e-3, 1e-3, "rewards");
-  check_close(gpu_view(b.logprob(0), slots), cpu_view(a.logprob(0), slots), 1e-4, 1e-4, "log-probabilities");
-  check_close(to_host(gpu_trainer.parameters(), gs), to_host(cpu_trainer.parameters(), cpu_trainer.stream()), 1e-4, 1e-2,
-              "parameters after one iteration");
-  CHECK(gpu_metrics.episodes == cpu_metrics.episodes);
-  CHECK(gpu_metrics.entropy == Approx(cpu_metrics.entropy).epsilon(1e-4));
+  check_close(run.gpu(b.continuous_actions(0), slots), run.cpu(a.continuous_actions(0), slots), 1e-4, 1e-4, "actions");
+  check_close(run.gpu(b.reward(0), slots), run.cpu(a.reward(0), slots), 1e-3, 1e-3, "rewards");
+  check_close(run.gpu(b.logprob(0), slots), run.cpu(a.logprob(0), slots), 1e-4, 1e-4, "log-probabilities");
+  check_close(run.gpu_parameters(), run.cpu_parameters(), 1e-4, 1e-2, "parameters after one iteration");
+  CHECK(run.gpu_metrics.episodes == run.cpu_metrics.episodes);
+  CHECK(run.gpu_metrics.entropy == Approx(run.cpu_metrics.entropy).epsilon(1e-4));
 }

@@ -17,6 +17,7 @@
 #include "scenarios/registry.hpp"
 #include "sim/memory.hpp"
 #include "sim/philox.hpp"
+#include "tests/support/randomized_physics.hpp"
 
 using surge::ActionView;
 using surge::CartPole;
@@ -24,6 +25,7 @@ using surge::Device;
 using surge::DeviceBuffer;
 using surge::Engine;
 using surge::Stream;
+using surge::testing::randomized_physics;
 
 namespace {
 
@@ -35,17 +37,6 @@ surge::PhysicsConfig frozen_physics() {
   const surge::ScenarioSpec& spec = surge::scenario_spec("cartpole");
   surge::PhysicsConfig physics = surge::PhysicsConfig::defaults(spec);
   physics.value[spec.param_index("tau")] = 1e-6f;
-  return physics;
-}
-
-// Default physics with the pole's mass redrawn at every reset, so params travel through resets.
-surge::PhysicsConfig randomized_physics() {
-  const surge::ScenarioSpec& spec = surge::scenario_spec("cartpole");
-  surge::PhysicsConfig physics = surge::PhysicsConfig::defaults(spec);
-  const int masspole = spec.param_index("masspole");
-  physics.randomized[masspole] = 1;
-  physics.low[masspole] = 0.05f;
-  physics.high[masspole] = 0.2f;
   return physics;
 }
 
@@ -104,6 +95,40 @@ template <class T>
 std::vector<T> host(surge::Span<T> view, const Stream& stream) {
   return surge::to_host(view, stream);
 }
+
+// [T][N] rollout buffers on the CPU, for rollout_random() to write.
+struct RolloutBuffers {
+  std::int64_t n, obs_dim;
+  DeviceBuffer<float> obs, reward;                   // [T][N][obs_dim], [T][N]
+  DeviceBuffer<std::uint8_t> terminated, truncated;  // [T][N]
+  RolloutBuffers(std::int64_t steps, std::int64_t num_envs, std::int64_t obs_size)
+      : n(num_envs), obs_dim(obs_size), obs(Device::cpu(), steps * n * obs_dim), reward(Device::cpu(), steps * n),
+        terminated(Device::cpu(), steps * n), truncated(Device::cpu(), steps * n) {}
+  // Steps t0 .. t0 + count - 1.
+  surge::RolloutViews slice(std::int64_t t0, std::int64_t count) {
+    return surge::RolloutViews{obs.span().slice(t0 * n * obs_dim, count * n * obs_dim), reward.span().slice(t0 * n, count * n),
+                               terminated.span().slice(t0 * n, count * n), truncated.span().slice(t0 * n, count * n)};
+  }
+};
+
+// The outputs of single steps, appended in order: what a rollout of the same steps must hold.
+struct StepHistory {
+  std::vector<float> obs, reward;
+  std::vector<std::uint8_t> terminated, truncated;
+  void append(const float* step_obs, const float* step_reward, const std::uint8_t* step_terminated,
+              const std::uint8_t* step_truncated, std::int64_t n, std::int64_t obs_dim) {
+    obs.insert(obs.end(), step_obs, step_obs + n * obs_dim);
+    reward.insert(reward.end(), step_reward, step_reward + n);
+    terminated.insert(terminated.end(), step_terminated, step_terminated + n);
+    truncated.insert(truncated.end(), step_truncated, step_truncated + n);
+  }
+  void check_same_bits_as(RolloutBuffers& rollout, const Stream& stream) const {
+    CHECK(same_bits(host(rollout.obs.span(), stream), obs));
+    CHECK(same_bits(host(rollout.reward.span(), stream), reward));
+    CHECK(same_bits(host(rollout.terminated.span(), stream), terminated));
+    CHECK(same_bits(host(rollout.truncated.span(), stream), truncated));
+  }
+};
 
 // Two engines that ran the same steps by different paths hold the same state, bit for bit: states,
 // parameters, episode counters and accumulators, stream positions and finished-episode statistics.
@@ -314,36 +339,24 @@ TEST_CASE("rollout_random() equals random_actions() + step() bit for bit", "[vec
     auto fused = surge::make_engine("cartpole", cpu, n, 77, c.physics);
     auto stepped = surge::make_engine("cartpole", cpu, n, 77, c.physics);
 
-    DeviceBuffer<float> obs(cpu, steps * n * kObsDim), reward(cpu, steps * n);  // [T][N][obs_dim], [T][N]
-    DeviceBuffer<std::uint8_t> terminated(cpu, steps * n), truncated(cpu, steps * n);  // [T][N]
-    auto rollout_slice = [&](std::int64_t t0, std::int64_t count) {
-      return surge::RolloutViews{obs.span().slice(t0 * n * kObsDim, count * n * kObsDim), reward.span().slice(t0 * n, count * n),
-                                 terminated.span().slice(t0 * n, count * n), truncated.span().slice(t0 * n, count * n)};
-    };
-    fused->rollout_random(c.first_steps, rollout_slice(0, c.first_steps), stream);
-    fused->rollout_random(c.second_steps, rollout_slice(c.first_steps, c.second_steps), stream);
+    RolloutBuffers rollout(steps, n, kObsDim);
+    fused->rollout_random(c.first_steps, rollout.slice(0, c.first_steps), stream);
+    fused->rollout_random(c.second_steps, rollout.slice(c.first_steps, c.second_steps), stream);
 
     StepBuffers buffers(n);
-    std::vector<float> step_obs, step_reward;
-    std::vector<std::uint8_t> step_terminated, step_truncated;
+    StepHistory history;
     for (std::int64_t t = 0; t < steps; ++t) {
       buffers.step_random(*stepped, stream);
-      step_obs.insert(step_obs.end(), buffers.obs.data(), buffers.obs.data() + n * kObsDim);
-      step_reward.insert(step_reward.end(), buffers.reward.data(), buffers.reward.data() + n);
-      step_terminated.insert(step_terminated.end(), buffers.terminated.data(), buffers.terminated.data() + n);
-      step_truncated.insert(step_truncated.end(), buffers.truncated.data(), buffers.truncated.data() + n);
+      history.append(buffers.obs.data(), buffers.reward.data(), buffers.terminated.data(), buffers.truncated.data(), n, kObsDim);
     }
-    CHECK(same_bits(host(obs.span(), stream), step_obs));
-    CHECK(same_bits(host(reward.span(), stream), step_reward));
-    CHECK(same_bits(host(terminated.span(), stream), step_terminated));
-    CHECK(same_bits(host(truncated.span(), stream), step_truncated));
+    history.check_same_bits_as(rollout, stream);
     // Both leave the engines in the same state.
     check_same_engine_state(*fused, *stepped, stream);
     const surge::EpisodeStats stepped_stats = stepped->episode_stats(stream);
     // Each case went through the ending it is named for.
     std::int64_t terminations = 0, truncations = 0;
-    for (auto f : step_terminated) terminations += f;
-    for (auto f : step_truncated) truncations += f;
+    for (auto f : history.terminated) terminations += f;
+    for (auto f : history.truncated) truncations += f;
     CHECK(terminations + truncations == static_cast<std::int64_t>(stepped_stats.episodes));
     if (c.physics.any_randomized()) {
       CHECK(terminations > n);
@@ -369,35 +382,23 @@ TEST_CASE("rollout_random() equals random_actions() + step() bit for bit in ever
     auto fused = surge::make_engine(name, cpu, n, 5);
     auto stepped = surge::make_engine(name, cpu, n, 5);
 
-    DeviceBuffer<float> obs(cpu, steps * n * obs_dim), reward(cpu, steps * n);  // [T][N][obs_dim], [T][N]
-    DeviceBuffer<std::uint8_t> terminated(cpu, steps * n), truncated(cpu, steps * n);  // [T][N]
-    auto rollout_slice = [&](std::int64_t t0, std::int64_t count) {
-      return surge::RolloutViews{obs.span().slice(t0 * n * obs_dim, count * n * obs_dim), reward.span().slice(t0 * n, count * n),
-                                 terminated.span().slice(t0 * n, count * n), truncated.span().slice(t0 * n, count * n)};
-    };
-    fused->rollout_random(first_steps, rollout_slice(0, first_steps), stream);
-    fused->rollout_random(second_steps, rollout_slice(first_steps, second_steps), stream);
+    RolloutBuffers rollout(steps, n, obs_dim);
+    fused->rollout_random(first_steps, rollout.slice(0, first_steps), stream);
+    fused->rollout_random(second_steps, rollout.slice(first_steps, second_steps), stream);
 
     DeviceBuffer<std::int32_t> discrete_actions(cpu, discrete ? n : 0);  // [N]
     DeviceBuffer<float> continuous_actions(cpu, n * action_dim);         // [N][action_dim]
     DeviceBuffer<float> step_obs(cpu, n * obs_dim), step_reward(cpu, n);  // [N][obs_dim], [N]
     DeviceBuffer<std::uint8_t> step_terminated(cpu, n), step_truncated(cpu, n);  // [N]
-    std::vector<float> all_obs, all_reward;
-    std::vector<std::uint8_t> all_terminated, all_truncated;
+    StepHistory history;
     for (std::int64_t t = 0; t < steps; ++t) {
       stepped->random_actions(discrete_actions.span(), continuous_actions.span(), stream);
       stepped->step(ActionView{discrete_actions.cspan(), continuous_actions.cspan()},
                     surge::StepViews{step_obs.span(), step_reward.span(), step_terminated.span(), step_truncated.span(), {}},
                     stream);
-      all_obs.insert(all_obs.end(), step_obs.data(), step_obs.data() + n * obs_dim);
-      all_reward.insert(all_reward.end(), step_reward.data(), step_reward.data() + n);
-      all_terminated.insert(all_terminated.end(), step_terminated.data(), step_terminated.data() + n);
-      all_truncated.insert(all_truncated.end(), step_truncated.data(), step_truncated.data() + n);
+      history.append(step_obs.data(), step_reward.data(), step_terminated.data(), step_truncated.data(), n, obs_dim);
     }
-    CHECK(same_bits(host(obs.span(), stream), all_obs));
-    CHECK(same_bits(host(reward.span(), stream), all_reward));
-    CHECK(same_bits(host(terminated.span(), stream), all_terminated));
-    CHECK(same_bits(host(truncated.span(), stream), all_truncated));
+    history.check_same_bits_as(rollout, stream);
     check_same_engine_state(*fused, *stepped, stream);
     const surge::EpisodeStats stepped_stats = stepped->episode_stats(stream);
     CHECK(stepped_stats.episodes >= n);  // every env ended at least one episode

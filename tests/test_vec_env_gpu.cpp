@@ -27,6 +27,7 @@
 #include "scenarios/registry.hpp"
 #include "sim/memory.hpp"
 #include "tests/support/golden.hpp"
+#include "tests/support/randomized_physics.hpp"
 
 using surge::ActionView;
 using surge::Device;
@@ -39,16 +40,6 @@ namespace {
 constexpr int kObsDim = 4;
 const Device kCpu = Device::cpu();
 const Device kCuda = Device::cuda(0);
-
-surge::PhysicsConfig randomized_physics() {
-  const surge::ScenarioSpec& spec = surge::scenario_spec("cartpole");
-  surge::PhysicsConfig physics = surge::PhysicsConfig::defaults(spec);
-  const int masspole = spec.param_index("masspole");
-  physics.randomized[masspole] = 1;
-  physics.low[masspole] = 0.05f;
-  physics.high[masspole] = 0.2f;
-  return physics;
-}
 
 bool close(float value, float ref) { return std::fabs(value - ref) <= 1e-4f + 1e-4f * std::fabs(ref); }
 
@@ -213,7 +204,7 @@ TEST_CASE("CUDA transition() reproduces every golden CartPole transition", "[gpu
 
 TEST_CASE("CUDA resets, parameters and random actions equal the CPU's bit for bit", "[gpu][rng]") {
   const std::int64_t n = 10000;
-  Side cpu(kCpu, n, 42, randomized_physics()), cuda(kCuda, n, 42, randomized_physics());
+  Side cpu(kCpu, n, 42, surge::testing::randomized_physics()), cuda(kCuda, n, 42, surge::testing::randomized_physics());
   // Resets use only Philox integers and one multiply-add per draw: no transcendental functions.
   CHECK(surge::to_host(cuda.engine->states(), cuda.stream) == surge::to_host(cpu.engine->states(), cpu.stream));
   CHECK(surge::to_host(cuda.engine->params(), cuda.stream) == surge::to_host(cpu.engine->params(), cpu.stream));
@@ -227,7 +218,7 @@ TEST_CASE("CUDA resets, parameters and random actions equal the CPU's bit for bi
 TEST_CASE("CUDA and CPU step the same trajectories from the same seed", "[gpu][trajectory]") {
   const std::int64_t n = 4096;
   const std::int64_t steps = 200;
-  Side cpu(kCpu, n, 2024, randomized_physics()), cuda(kCuda, n, 2024, randomized_physics());
+  Side cpu(kCpu, n, 2024, surge::testing::randomized_physics()), cuda(kCuda, n, 2024, surge::testing::randomized_physics());
   std::mt19937 action_source(7);
   std::vector<std::int32_t> actions(static_cast<std::size_t>(n));
   TrajectoryComparison comparison(n);
@@ -244,7 +235,7 @@ TEST_CASE("CUDA and CPU step the same trajectories from the same seed", "[gpu][t
 TEST_CASE("CUDA rollout_random() follows the CPU's", "[gpu][rollout]") {
   const std::int64_t n = 4096;
   const std::int64_t steps = 200;
-  Side cpu(kCpu, n, 99, randomized_physics()), cuda(kCuda, n, 99, randomized_physics());
+  Side cpu(kCpu, n, 99, surge::testing::randomized_physics()), cuda(kCuda, n, 99, surge::testing::randomized_physics());
   auto run = [&](Side& side) {
     const Device device = side.engine->device();
     DeviceBuffer<float> obs(device, steps * n * kObsDim), reward(device, steps * n);  // [T][N][obs_dim], [T][N]

@@ -11,6 +11,12 @@ std::string bench_what(const Command& cmd) {
   return what;
 }
 
+std::string bench_mode(const Command& cmd) {
+  const std::string mode = cmd.get("mode");
+  if (mode != "fused" && mode != "step") throw InputError(cmd.complaint("--mode '" + mode + "' is not one of fused, step"));
+  return mode;
+}
+
 std::string command_line(const std::string& command, const Args& args) {
   std::string line = command;
   for (const std::string& a : args) line += " " + a;

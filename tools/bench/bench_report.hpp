@@ -1,6 +1,6 @@
 #pragma once
-// What `surge bench sweep` and `surge bench roofline` share: --what, the command line a report
-// records, and the report's --json and --svg files.
+// What the `surge bench` commands share: --what, --mode, the command line a report records, and the
+// report's --json and --svg files.
 #include <functional>
 #include <string>
 
@@ -11,6 +11,9 @@ namespace surge::cli {
 
 // --what: env (environment stepping) or train (PPO iterations).
 std::string bench_what(const Command& cmd);
+
+// --mode: fused (one launch steps T times) or step (one launch per step).
+std::string bench_mode(const Command& cmd);
 
 // "surge bench sweep --from 64 ...": `command` followed by its arguments.
 std::string command_line(const std::string& command, const Args& args);

@@ -6,11 +6,13 @@
 
 #include "scenarios/registry.hpp"
 #include "sim/error.hpp"
+#include "sim/format.hpp"
 #include "sim/memory.hpp"
 #include "sim/memory_plan.hpp"
 #include "sim/timer.hpp"
 #include "tools/cli/args.hpp"
 #include "tools/bench/bench_buffers.hpp"
+#include "tools/bench/bench_report.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/bench/env_bench.hpp"
 #include "tools/cli/io.hpp"
@@ -20,12 +22,6 @@
 
 namespace surge::cli {
 namespace {
-
-std::string human_rate(double per_second) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.3g", per_second);
-  return buffer;
-}
 
 int bench_env(const Args& args) {
   Command cmd("bench env",
@@ -48,17 +44,13 @@ int bench_env(const Args& args) {
       .example("surge bench env --scenario acrobot --physics link_mass_2=0.5:1.5,gravity=9.8 --device cpu")
       .example("surge bench env --num-envs 1048576 --device cuda --json bench.json")
       .example("surge bench env --num-envs 16777216 --steps 256 --device cuda --dry-run");
-  if (!cmd.parse(args)) {
-    std::cout << cmd.usage();
-    return 0;
-  }
+  if (!cmd.parse_or_print_usage(args)) return 0;
   const ScenarioSpec& spec = scenario_spec(cmd.get("scenario"));
   const PhysicsConfig physics = resolve_physics(spec, physics_options(cmd));
   const std::int64_t num_envs = cmd.get_int("num-envs", 1, std::int64_t(1) << 31);
   const std::int64_t steps = cmd.get_int("steps", 1, 1 << 20);
   const int repeats = static_cast<int>(cmd.get_int("repeats", 1, 1000));
-  const std::string mode = cmd.get("mode");
-  if (mode != "fused" && mode != "step") throw InputError(cmd.complaint("--mode '" + mode + "' is not one of fused, step"));
+  const std::string mode = bench_mode(cmd);
   const std::uint64_t seed = cmd.get_u64("seed");
   const std::string json_path = cmd.has("json") ? cmd.get("json") : "";
   if (!json_path.empty()) require_writable(json_path, "JSON report");
@@ -74,14 +66,8 @@ int bench_env(const Args& args) {
   plan.require_fits("surge bench env with " + std::to_string(num_envs) + " envs x " + std::to_string(steps) + " steps",
                     "lower --num-envs or --steps (--dry-run shows the plan)");
 
-  EnvBenchConfig config;
-  config.scenario = spec.name;
-  config.device = device;
-  config.num_envs = num_envs;
-  config.steps = steps;
-  config.repeats = repeats;
+  EnvBenchConfig config = env_bench_config(spec.name, device, num_envs, steps, repeats, seed);
   config.step_mode = step_mode;
-  config.seed = seed;
   config.physics = physics;
   config.show_progress = ::isatty(STDERR_FILENO);
   std::cerr << "surge bench env: " << spec.name << " on " << device.str() << ", " << num_envs << " envs x " << steps
@@ -99,9 +85,9 @@ int bench_env(const Args& args) {
   std::printf("scenario                 %s\n", spec.name.c_str());
   std::printf("device                   %s\n", device.str().c_str());
   std::printf("num_envs x steps         %lld x %lld (%s)\n", static_cast<long long>(num_envs), static_cast<long long>(steps), mode.c_str());
-  std::printf("env-steps/s (median)     %s   [min %s, max %s]\n", human_rate(rate).c_str(),
-              human_rate(*std::min_element(rates.begin(), rates.end())).c_str(),
-              human_rate(*std::max_element(rates.begin(), rates.end())).c_str());
+  std::printf("env-steps/s (median)     %s   [min %s, max %s]\n", format_rate(rate).c_str(),
+              format_rate(*std::min_element(rates.begin(), rates.end())).c_str(),
+              format_rate(*std::max_element(rates.begin(), rates.end())).c_str());
   std::printf("ns per env-step          %.3g\n", 1e9 / rate);
   std::printf("bytes written per step   %zu\n", bytes_per_step);
   std::printf("write bandwidth          %.3g GB/s\n", write_gb_per_s);
@@ -113,12 +99,8 @@ int bench_env(const Args& args) {
   std::printf("physics vs defaults      %s\n", describe_physics(spec, physics).c_str());
 
   if (!json_path.empty()) {
-    JsonObject json;
-    json.add("surge_version", SURGE_VERSION)
-        .add("benchmark", "env")
-        .add("scenario", spec.name)
-        .add("device", device.str())
-        .add("mode", mode)
+    JsonObject json = benchmark_json(SURGE_VERSION, "env", "", spec.name, device.str());
+    json.add("mode", mode)
         .add("num_envs", num_envs)
         .add("steps", steps)
         .add("repeats", repeats)

@@ -9,6 +9,7 @@
 #include "scenarios/registry.hpp"
 #include "scenarios/train_configs.hpp"
 #include "sim/error.hpp"
+#include "sim/format.hpp"
 #include "tools/cli/args.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/io.hpp"
@@ -54,12 +55,6 @@ Measurement measure(const std::string& scenario, Device device, const rl::TrainC
   return result;
 }
 
-std::string rate_text(double rate) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.4g", rate);
-  return buffer;
-}
-
 }  // namespace
 
 int run_bench_train(const Args& args) {
@@ -80,10 +75,7 @@ int run_bench_train(const Args& args) {
             "--physics and --set change it. The first two iterations are not timed: the eager one, and the graph's capture.")
       .example("surge bench train --device cuda --num-envs 1048576 --json bench-train.json")
       .example("surge bench train --device cpu --num-envs 256 --num-steps 32");
-  if (!cmd.parse(args)) {
-    std::cout << cmd.usage();
-    return 0;
-  }
+  if (!cmd.parse_or_print_usage(args)) return 0;
   const std::string scenario = cmd.get("scenario");
   const ScenarioSpec& spec = scenario_spec(scenario);
   const Device device = resolve_device(cmd.get("device"));
@@ -128,18 +120,14 @@ int run_bench_train(const Args& args) {
   for (std::size_t k = 0; k < results.size(); ++k) {
     const auto& r = results[k];
     std::printf("env-steps/s, %-12s %s   [min %s, max %s]\n", device.is_cuda() ? (graph_modes[k] ? "graph on" : "graph off") : "cpu",
-                rate_text(r.median).c_str(), rate_text(*std::min_element(r.rates.begin(), r.rates.end())).c_str(),
-                rate_text(*std::max_element(r.rates.begin(), r.rates.end())).c_str());
+                format_rate(r.median).c_str(), format_rate(*std::min_element(r.rates.begin(), r.rates.end())).c_str(),
+                format_rate(*std::max_element(r.rates.begin(), r.rates.end())).c_str());
   }
   if (results.size() == 2) std::printf("graph speed-up            %.3gx\n", results[0].median / results[1].median);
 
   if (!json_path.empty()) {
-    JsonObject json;
-    json.add("surge_version", SURGE_VERSION)
-        .add("benchmark", "train")
-        .add("scenario", spec.name)
-        .add("device", device.str())
-        .add("num_envs", config.num_envs)
+    JsonObject json = benchmark_json(SURGE_VERSION, "train", "", spec.name, device.str());
+    json.add("num_envs", config.num_envs)
         .add("num_steps", config.num_steps)
         .add("update_epochs", config.update_epochs)
         .add("num_minibatches", config.num_minibatches)

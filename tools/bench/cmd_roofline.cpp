@@ -45,10 +45,7 @@ int run_bench_roofline(const Args& args) {
       .option("svg", "FILE", "draw the phases on the roofline, log-log")
       .example("surge bench roofline --scenario cartpole --device cuda --json roofline.json --svg roofline.svg")
       .example("surge bench roofline --what train --device cuda --num-envs 65536 --json train-roofline.json");
-  if (!cmd.parse(args)) {
-    std::cout << cmd.usage();
-    return 0;
-  }
+  if (!cmd.parse_or_print_usage(args)) return 0;
   const std::string what = bench_what(cmd);
   const bool train = what == "train";
   const ScenarioSpec& spec = scenario_spec(cmd.get("scenario"));
@@ -64,18 +61,11 @@ int run_bench_roofline(const Args& args) {
 
   const std::int64_t num_envs =
       num_envs_given ? num_envs_given : train ? (gpu ? 65536 : 64) : (gpu ? std::int64_t(1) << 20 : 4096);
-  EnvBenchConfig env;
-  env.scenario = spec.name;
-  env.device = device;
-  env.num_envs = num_envs;
-  env.steps = steps;
-  env.repeats = repeats;
-  env.seed = seed;
+  EnvBenchConfig env = env_bench_config(spec.name, device, num_envs, steps, repeats, seed);
   env.step_mode = true;  // the larger of the two: it also holds the action buffer
-  // Rollouts back to back until a repeat times enough env-steps to be well above the clock's resolution.
   const std::int64_t min_env_steps =
       min_env_steps_given ? min_env_steps_given : (gpu ? std::int64_t(1) << 26 : std::int64_t(1) << 22);
-  env.rollouts_per_repeat = std::max<std::int64_t>(1, (min_env_steps + num_envs * steps - 1) / (num_envs * steps));
+  env.rollouts_per_repeat = batches_for(min_env_steps, num_envs, steps);
   TrainBenchConfig trainer;
   trainer.scenario = spec.name;
   trainer.device = device;

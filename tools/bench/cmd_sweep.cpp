@@ -56,14 +56,10 @@ int run_bench_sweep(const Args& args) {
       .example("surge bench sweep --what env --scenario cartpole --device cuda --json sweep.json --svg sweep.svg")
       .example("surge bench sweep --what train --scenario cartpole --device cuda --json train-sweep.json")
       .example("surge bench sweep --device cpu --from 64 --to 4096 --steps 64");
-  if (!cmd.parse(args)) {
-    std::cout << cmd.usage();
-    return 0;
-  }
+  if (!cmd.parse_or_print_usage(args)) return 0;
   const std::string what = bench_what(cmd);
   const ScenarioSpec& spec = scenario_spec(cmd.get("scenario"));
-  const std::string mode = cmd.get("mode");
-  if (mode != "fused" && mode != "step") throw InputError(cmd.complaint("--mode '" + mode + "' is not one of fused, step"));
+  const std::string mode = bench_mode(cmd);
   const PhysicsSettings physics = physics_options(cmd);
   resolve_physics(spec, physics);  // bad input is answered before anything runs
   const std::int64_t kMaxEnvs = std::int64_t(1) << 40;

@@ -1,11 +1,11 @@
 #include "tools/bench/env_bench.hpp"
 
 #include <algorithm>
-#include <cstdio>
 #include <iostream>
 
 #include "scenarios/registry.hpp"
 #include "sim/error.hpp"
+#include "sim/format.hpp"
 #include "sim/stream.hpp"
 #include "sim/timer.hpp"
 #include "tools/bench/bench_buffers.hpp"
@@ -17,6 +17,16 @@ double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   const std::size_t n = values.size();
   return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+EnvBenchConfig env_bench_config(const std::string& scenario, Device device, std::int64_t num_envs, std::int64_t steps,
+                                int repeats, std::uint64_t seed) {
+  return {.scenario = scenario, .device = device, .num_envs = num_envs, .steps = steps, .repeats = repeats, .seed = seed,
+          .physics = {}, .show_progress = false};
+}
+
+std::int64_t batches_for(std::int64_t min_env_steps, std::int64_t num_envs, std::int64_t steps) {
+  return std::max<std::int64_t>(1, (min_env_steps + num_envs * steps - 1) / (num_envs * steps));
 }
 
 MemoryPlan env_bench_memory_plan(const EnvBenchConfig& config) {
@@ -64,11 +74,9 @@ EnvBenchRun run_env_bench(const EnvBenchConfig& config) {
     for (std::int64_t k = 0; k < config.rollouts_per_repeat; ++k) rollout();
     timer.stop();
     run.rates.push_back(env_steps / timer.seconds());
-    if (config.show_progress) {
-      char rate[32];
-      std::snprintf(rate, sizeof rate, "%.3g", run.rates.back());
-      std::cerr << "\r  repeat " << (r + 1) << "/" << config.repeats << ": " << rate << " env-steps/s   " << std::flush;
-    }
+    if (config.show_progress)
+      std::cerr << "\r  repeat " << (r + 1) << "/" << config.repeats << ": " << format_rate(run.rates.back()) << " env-steps/s   "
+                << std::flush;
   }
   if (config.show_progress) std::cerr << "\n";
   run.rate = median(run.rates);

@@ -25,6 +25,14 @@ struct EnvBenchConfig {
   bool show_progress = false;            // a line on stderr that each repeat rewrites
 };
 
+// A measurement of `num_envs` x `steps` over `repeats`, everything else at its default.
+EnvBenchConfig env_bench_config(const std::string& scenario, Device device, std::int64_t num_envs, std::int64_t steps,
+                                int repeats, std::uint64_t seed);
+
+// How many batches of `num_envs` x `steps` env-steps run back to back so that a timed repeat holds at
+// least `min_env_steps`: enough to be well above the clock's resolution.
+std::int64_t batches_for(std::int64_t min_env_steps, std::int64_t num_envs, std::int64_t steps);
+
 struct EnvBenchRun {
   std::vector<double> rates;      // env-steps/s of each timed repeat
   double rate = 0;                // their median

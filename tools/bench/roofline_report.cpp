@@ -3,14 +3,16 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 
 #include "sim/error.hpp"
+#include "sim/format.hpp"
 #include "tools/cli/json.hpp"
-#include "tools/bench/format.hpp"
 #include "tools/bench/svg_chart.hpp"
 
 namespace surge::throughput {
 
+using cli::benchmark_json;
 using cli::JsonObject;
 
 void place_phases(RooflineReport& report) {
@@ -25,6 +27,7 @@ std::string roofline_json(const RooflineReport& r, const std::string& surge_vers
       .add("copy_bytes_per_s", r.ceilings.bytes_per_s)
       .add("copy_bytes", static_cast<std::int64_t>(r.copy_bytes))
       .add("ridge_flops_per_byte", r.ceilings.ridge_intensity());
+  const bool train = r.what == "train";
   std::vector<JsonObject> phases;
   for (const RooflinePhase& phase : r.phases) {
     const RooflinePlacement& p = phase.placement;
@@ -42,30 +45,18 @@ std::string roofline_json(const RooflineReport& r, const std::string& surge_vers
         .add("attainable_flops_per_s", p.attainable_flops_per_s)
         .add("fraction_of_roof", p.fraction_of_roof)
         .add("bound", bound_name(p.bound));
-    if (r.what == "train")
-      json.add("share_of_iteration", phase.seconds / r.iteration.seconds);
-    else
-      json.raw("share_of_iteration", "null");
+    json.add("share_of_iteration", train ? std::optional(phase.seconds / r.iteration.seconds) : std::nullopt);
     phases.push_back(json);
   }
-  JsonObject json;
-  json.add("surge_version", surge_version)
-      .add("benchmark", "roofline")
-      .add("what", r.what)
-      .add("scenario", r.scenario)
-      .add("device", r.device)
-      .add("command", r.command)
+  JsonObject json = benchmark_json(surge_version, "roofline", r.what, r.scenario, r.device);
+  json.add("command", r.command)
       .add("num_envs", r.num_envs)
       .add("steps", r.steps)
       .add("ceilings", ceilings)
       .add_objects("phases", phases);
-  if (r.what == "train") {
-    JsonObject iteration;
-    iteration.add("seconds", r.iteration.seconds).add("other_seconds", r.iteration.other_seconds);
-    json.add("iteration", iteration);
-  } else {
-    json.raw("iteration", "null");
-  }
+  JsonObject iteration;
+  iteration.add("seconds", r.iteration.seconds).add("other_seconds", r.iteration.other_seconds);
+  json.add("iteration", train ? std::optional(iteration) : std::nullopt);
   return json.str() + "\n";
 }
 
@@ -82,15 +73,15 @@ std::string roofline_svg(const RooflineReport& r) {
   LogLogChart chart("Roofline (" + r.what + "): " + r.scenario + " on " + r.device, {"arithmetic intensity (FLOP per byte)", TickStyle::PowersOfTen},
                     {"FLOP per second", TickStyle::PowersOfTen});
   chart.subtitle(r.command);
-  chart.add(ChartSeries{"copy bandwidth " + format("%.3g", r.ceilings.bytes_per_s * 1e-9) + " GB/s",
+  chart.add(ChartSeries{"copy bandwidth " + format_number("%.3g", r.ceilings.bytes_per_s * 1e-9) + " GB/s",
                         {{low, r.ceilings.bytes_per_s * low}, {ridge, r.ceilings.flops_per_s}}, "#555555", false, false});
-  chart.add(ChartSeries{r.gemm_source + " " + format("%.3g", r.ceilings.flops_per_s * 1e-9) + " GFLOP/s",
+  chart.add(ChartSeries{r.gemm_source + " " + format_number("%.3g", r.ceilings.flops_per_s * 1e-9) + " GFLOP/s",
                         {{ridge, r.ceilings.flops_per_s}, {high, r.ceilings.flops_per_s}}, "#555555", false, true});
   const char* colours[] = {"#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2"};
   for (std::size_t k = 0; k < r.phases.size(); ++k) {
     const RooflinePhase& phase = r.phases[k];
     chart.add(ChartMarker{{phase.placement.intensity, phase.placement.achieved_flops_per_s},
-                          phase.work.name + ": " + format("%.0f", 100.0 * phase.placement.fraction_of_roof) + "% of its roof",
+                          phase.work.name + ": " + format_number("%.0f", 100.0 * phase.placement.fraction_of_roof) + "% of its roof",
                           colours[k % 7]});
   }
   return chart.svg();
@@ -98,15 +89,15 @@ std::string roofline_svg(const RooflineReport& r) {
 
 std::string roofline_table(const RooflineReport& r) {
   std::string out;
-  out += "ceilings: " + r.gemm_source + " " + format("%.4g", r.ceilings.flops_per_s * 1e-9) + " GFLOP/s (m = n = k = " +
-         std::to_string(r.gemm_size) + "), copy " + format("%.4g", r.ceilings.bytes_per_s * 1e-9) +
-         " GB/s (read + write), ridge at " + format("%.3g", r.ceilings.ridge_intensity()) + " FLOP/byte\n";
+  out += "ceilings: " + r.gemm_source + " " + format_number("%.4g", r.ceilings.flops_per_s * 1e-9) + " GFLOP/s (m = n = k = " +
+         std::to_string(r.gemm_size) + "), copy " + format_number("%.4g", r.ceilings.bytes_per_s * 1e-9) +
+         " GB/s (read + write), ridge at " + format_number("%.3g", r.ceilings.ridge_intensity()) + " FLOP/byte\n";
   char line[256];
   const bool train = r.what == "train";
   std::snprintf(line, sizeof line, "%-18s %-9s %10s %10s %9s %11s %7s %9s %8s %8s %7s %7s %8s\n", "phase", "per", "FLOP",
                 "bytes", "FLOP/B", "time", train ? "share" : "", "GFLOP/s", "GB/s", "%comp", "%bw", "%roof", "bound");
   out += line;
-  auto share = [&](double seconds) { return train ? format("%.1f%%", 100.0 * seconds / r.iteration.seconds) : std::string(); };
+  auto share = [&](double seconds) { return train ? format_number("%.1f%%", 100.0 * seconds / r.iteration.seconds) : std::string(); };
   for (const RooflinePhase& phase : r.phases) {
     const RooflinePlacement& p = phase.placement;
     std::snprintf(line, sizeof line, "%-18s %-9s %10.4g %10.4g %9.3g %9.3g s %7s %9.4g %8.4g %7.2f%% %6.1f%% %6.1f%% %8s\n",
@@ -119,8 +110,8 @@ std::string roofline_table(const RooflineReport& r) {
     std::snprintf(line, sizeof line, "%-18s %-9s %10s %10s %9s %9.3g s %7s\n", "other", "iteration", "", "", "",
                   r.iteration.other_seconds, share(r.iteration.other_seconds).c_str());
     out += line;
-    out += "iteration: " + format("%.4g", r.iteration.seconds) + " s in the diagnostic pass (outside any CUDA graph), " +
-           format("%.4g", static_cast<double>(r.num_envs * r.steps) / r.iteration.seconds) + " env-steps/s\n";
+    out += "iteration: " + format_number("%.4g", r.iteration.seconds) + " s in the diagnostic pass (outside any CUDA graph), " +
+           format_number("%.4g", static_cast<double>(r.num_envs * r.steps) / r.iteration.seconds) + " env-steps/s\n";
   }
   return out;
 }

@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <sstream>
 
 #include "sim/error.hpp"
+#include "sim/format.hpp"
 
 namespace surge::throughput {
 namespace {
@@ -14,11 +14,8 @@ constexpr double kWidth = 760, kHeight = 500;
 constexpr double kLeft = 90, kRight = 30, kTop = 70, kBottom = 60;
 constexpr double kPlotWidth = kWidth - kLeft - kRight, kPlotHeight = kHeight - kTop - kBottom;
 
-std::string number(double value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.2f", value);
-  return text;
-}
+// Coordinates to a hundredth of a pixel.
+std::string coordinate(double value) { return format_number("%.2f", value); }
 
 // The log-scale range that holds [low, high], widened to whole ticks of the axis's style.
 struct Range {
@@ -147,7 +144,7 @@ std::string LogLogChart::svg() const {
   // Grid and tick labels.
   out << "<g class=\"x-ticks\">\n";
   for (const Tick& t : axis_ticks(x_.ticks, xr)) {
-    const std::string x = number(px(t.value));
+    const std::string x = coordinate(px(t.value));
     out << "<line x1=\"" << x << "\" y1=\"" << kTop << "\" x2=\"" << x << "\" y2=\"" << kTop + kPlotHeight << "\" stroke=\""
         << (t.major ? "#ddd" : "#f0f0f0") << "\"/>\n";
     if (!t.label.empty())
@@ -155,11 +152,11 @@ std::string LogLogChart::svg() const {
   }
   out << "</g>\n<g class=\"y-ticks\">\n";
   for (const Tick& t : axis_ticks(y_.ticks, yr)) {
-    const std::string y = number(py(t.value));
+    const std::string y = coordinate(py(t.value));
     out << "<line x1=\"" << kLeft << "\" y1=\"" << y << "\" x2=\"" << kLeft + kPlotWidth << "\" y2=\"" << y << "\" stroke=\""
         << (t.major ? "#ddd" : "#f0f0f0") << "\"/>\n";
     if (!t.label.empty())
-      out << "<text x=\"" << kLeft - 8 << "\" y=\"" << number(py(t.value) + 4) << "\" text-anchor=\"end\">" << t.label
+      out << "<text x=\"" << kLeft - 8 << "\" y=\"" << coordinate(py(t.value) + 4) << "\" text-anchor=\"end\">" << t.label
           << "</text>\n";
   }
   out << "</g>\n";
@@ -175,11 +172,11 @@ std::string LogLogChart::svg() const {
     out << "<g class=\"series\"><title>" << xml_escape(s.name) << "</title>\n<polyline fill=\"none\" stroke=\"" << xml_escape(s.colour)
         << "\" stroke-width=\"2\"" << (s.dashed ? " stroke-dasharray=\"6 4\"" : "") << " points=\"";
     for (std::size_t k = 0; k < s.points.size(); ++k)
-      out << (k ? " " : "") << number(px(s.points[k].x)) << "," << number(py(s.points[k].y));
+      out << (k ? " " : "") << coordinate(px(s.points[k].x)) << "," << coordinate(py(s.points[k].y));
     out << "\"/>\n";
     if (s.markers)
       for (const ChartPoint& p : s.points)
-        out << "<circle cx=\"" << number(px(p.x)) << "\" cy=\"" << number(py(p.y)) << "\" r=\"3\" fill=\"" << xml_escape(s.colour)
+        out << "<circle cx=\"" << coordinate(px(p.x)) << "\" cy=\"" << coordinate(py(p.y)) << "\" r=\"3\" fill=\"" << xml_escape(s.colour)
             << "\"/>\n";
     out << "</g>\n";
   }
@@ -208,8 +205,8 @@ std::string LogLogChart::svg() const {
       }
     }
     placed.push_back({left, right, baseline - 11, baseline + 3});
-    out << "<g class=\"marker\"><circle cx=\"" << number(x) << "\" cy=\"" << number(y) << "\" r=\"7\" fill=\"none\" stroke=\""
-        << xml_escape(m.colour) << "\" stroke-width=\"2\"/>\n<text x=\"" << number(text_x) << "\" y=\"" << number(baseline)
+    out << "<g class=\"marker\"><circle cx=\"" << coordinate(x) << "\" cy=\"" << coordinate(y) << "\" r=\"7\" fill=\"none\" stroke=\""
+        << xml_escape(m.colour) << "\" stroke-width=\"2\"/>\n<text x=\"" << coordinate(text_x) << "\" y=\"" << coordinate(baseline)
         << "\" text-anchor=\"" << (right_side ? "end" : "start") << "\" fill=\"" << xml_escape(m.colour) << "\">" << xml_escape(m.label)
         << "</text></g>\n";
   }

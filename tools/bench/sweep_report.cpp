@@ -2,15 +2,17 @@
 
 #include <cmath>
 #include <cstdio>
+#include <optional>
 
 #include "sim/error.hpp"
+#include "sim/format.hpp"
 #include "tools/cli/json.hpp"
-#include "tools/bench/format.hpp"
 #include "tools/bench/svg_chart.hpp"
 
 namespace surge::throughput {
 namespace {
 
+using cli::benchmark_json;
 using cli::JsonObject;
 
 // "65536 (2^16)" for powers of two, else the number.
@@ -30,10 +32,7 @@ JsonObject point_json(const ScalingAnalysis& analysis, const std::vector<SweepPo
       .add("env_steps_per_s_runs", p.rates)
       .add("ns_per_env_step", 1e9 / p.rate)
       .add("device_bytes", static_cast<std::int64_t>(p.device_bytes));
-  if (k > 0)
-    json.add("gain_from_previous", analysis.gains[k - 1]);
-  else
-    json.raw("gain_from_previous", "null");
+  json.add("gain_from_previous", k > 0 ? std::optional(analysis.gains[k - 1]) : std::nullopt);
   return json;
 }
 
@@ -66,18 +65,10 @@ std::string sweep_json(const SweepResult& r, const std::string& surge_version) {
   }
   JsonObject memory;
   memory.add("known", r.memory_known).add("source", r.memory_source);
-  if (r.memory_known)
-    memory.add("free_bytes", static_cast<std::int64_t>(r.free_bytes));
-  else
-    memory.raw("free_bytes", "null");
+  memory.add("free_bytes", r.memory_known ? std::optional(static_cast<std::int64_t>(r.free_bytes)) : std::nullopt);
 
-  JsonObject json;
-  json.add("surge_version", surge_version)
-      .add("benchmark", "sweep")
-      .add("what", r.what)
-      .add("scenario", r.scenario)
-      .add("device", r.device)
-      .add("mode", r.mode)
+  JsonObject json = benchmark_json(surge_version, "sweep", r.what, r.scenario, r.device);
+  json.add("mode", r.mode)
       .add("command", r.command)
       .add("from", r.from)
       .add("to", r.to)
@@ -88,11 +79,8 @@ std::string sweep_json(const SweepResult& r, const std::string& surge_version) {
       .add_objects("points", points)
       .add("stop", sweep_stop_name(r.stop))
       .add("stop_detail", r.stop_detail);
-  if (a.knee)
-    json.add("knee", at_point(r.points[*a.knee]));
-  else
-    json.raw("knee", "null");
-  json.add("best", at_point(r.points[a.best]))
+  json.add("knee", a.knee ? std::optional(at_point(r.points[*a.knee])) : std::nullopt)
+      .add("best", at_point(r.points[a.best]))
       .add("recommended_num_envs", r.points[a.recommended].num_envs)
       .add("model", model)
       .add("memory", memory);
@@ -142,7 +130,7 @@ std::string sweep_table(const SweepResult& r) {
   out += line;
   for (std::size_t k = 0; k < r.points.size(); ++k) {
     const SweepPoint& p = r.points[k];
-    const std::string gain = k ? format("%.2fx", r.analysis.gains[k - 1]) : "";
+    const std::string gain = k ? format_number("%.2fx", r.analysis.gains[k - 1]) : "";
     std::snprintf(line, sizeof line, "%12lld %8lld %14.4g %10.3g %8s %12.1f\n", static_cast<long long>(p.num_envs),
                   static_cast<long long>(p.steps), p.rate, 1e9 / p.rate, gain.c_str(),
                   static_cast<double>(p.device_bytes) / (1024.0 * 1024.0));
@@ -151,16 +139,16 @@ std::string sweep_table(const SweepResult& r) {
   const ScalingAnalysis& a = r.analysis;
   out += "stopped: " + r.stop_detail + "\n";
   out += a.knee ? "knee: N = " + envs_text(r.points[*a.knee].num_envs) + ": doubling it gained " +
-                      format("%.3gx", a.gains[*a.knee]) + ", under " + format("%.3gx", r.rule.min_gain) + "\n"
-                : "knee: not reached (every doubling gained at least " + format("%.3gx", r.rule.min_gain) + ")\n";
-  out += "best: " + format("%.4g", r.points[a.best].rate) + " env-steps/s at N = " + envs_text(r.points[a.best].num_envs) + "\n";
+                      format_number("%.3gx", a.gains[*a.knee]) + ", under " + format_number("%.3gx", r.rule.min_gain) + "\n"
+                : "knee: not reached (every doubling gained at least " + format_number("%.3gx", r.rule.min_gain) + ")\n";
+  out += "best: " + format_number("%.4g", r.points[a.best].rate) + " env-steps/s at N = " + envs_text(r.points[a.best].num_envs) + "\n";
   if (a.fit.valid)
-    out += "model: a step of N envs takes " + format("%.3g", a.fit.overhead_s * 1e6) + " us + N / " +
-           format("%.4g", a.fit.peak_rate) + " s, so the rate tends to " + format("%.4g", a.fit.peak_rate) +
-           " env-steps/s and reaches half of it at N = " + format("%.3g", a.fit.half_rate_num_envs) + " (rms error " +
-           format("%.1f", 100.0 * a.fit.rms_relative_error) + "%)\n";
+    out += "model: a step of N envs takes " + format_number("%.3g", a.fit.overhead_s * 1e6) + " us + N / " +
+           format_number("%.4g", a.fit.peak_rate) + " s, so the rate tends to " + format_number("%.4g", a.fit.peak_rate) +
+           " env-steps/s and reaches half of it at N = " + format_number("%.3g", a.fit.half_rate_num_envs) + " (rms error " +
+           format_number("%.1f", 100.0 * a.fit.rms_relative_error) + "%)\n";
   out += "recommended: --num-envs " + std::to_string(r.points[a.recommended].num_envs) + " (the smallest N within " +
-         format("%.0f", 100.0 * r.rule.recommend_fraction) + "% of the best rate)\n";
+         format_number("%.0f", 100.0 * r.rule.recommend_fraction) + "% of the best rate)\n";
   return out;
 }
 

@@ -6,16 +6,16 @@
 
 #include "scenarios/registry.hpp"
 #include "sim/error.hpp"
+#include "sim/format.hpp"
 #include "sim/physics_settings.hpp"
 #include "sim/memory_plan.hpp"
 #include "tools/bench/env_bench.hpp"
 #include "tools/bench/train_bench.hpp"
-#include "tools/bench/format.hpp"
 
 namespace surge::cli {
 namespace {
 
-std::string gain_text(double gain) { return throughput::format("%.3gx", gain); }
+std::string gain_text(double gain) { return format_number("%.3gx", gain); }
 
 }  // namespace
 
@@ -26,19 +26,11 @@ throughput::SweepResult run_sweep(const SweepSettings& s) {
   const bool train = s.what == "train";
   const Device device = s.device;
   const std::int64_t steps = s.steps;
-  auto batches_for = [&](std::int64_t n) { return std::max<std::int64_t>(1, (s.min_env_steps + n * steps - 1) / (n * steps)); };
-
   // Each N as `what` measures it: its memory plan, and the timed repeats.
   auto env_config = [&](std::int64_t n) {
-    EnvBenchConfig c;
-    c.scenario = s.scenario;
-    c.device = device;
-    c.num_envs = n;
-    c.steps = steps;
-    c.repeats = s.repeats;
-    c.rollouts_per_repeat = batches_for(n);
+    EnvBenchConfig c = env_bench_config(s.scenario, device, n, steps, s.repeats, s.seed);
+    c.rollouts_per_repeat = batches_for(s.min_env_steps, n, steps);
     c.step_mode = s.mode == "step";
-    c.seed = s.seed;
     c.physics = resolve_physics(scenario_spec(s.scenario), s.physics);
     return c;
   };
@@ -52,7 +44,7 @@ throughput::SweepResult run_sweep(const SweepSettings& s) {
     c.train.seed = s.seed;
     set_physics(c.train.physics, s.physics);
     c.repeats = s.repeats;
-    c.iterations_per_repeat = batches_for(n);
+    c.iterations_per_repeat = batches_for(s.min_env_steps, n, steps);
     return c;
   };
   auto plan_for = [&](std::int64_t n) { return train ? train_bench_memory_plan(train_config(n)) : env_bench_memory_plan(env_config(n)); };
@@ -99,7 +91,7 @@ throughput::SweepResult run_sweep(const SweepSettings& s) {
     throughput::SweepPoint point;
     point.num_envs = n;
     point.steps = steps;
-    point.batches_per_repeat = batches_for(n);
+    point.batches_per_repeat = batches_for(s.min_env_steps, n, steps);
     point.rates = rates;
     point.rate = rate;
     point.device_bytes = plan_for(n).allocated_bytes();

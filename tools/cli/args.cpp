@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <iostream>
 #include <sstream>
 
 #include "sim/error.hpp"
@@ -135,6 +136,12 @@ double Command::get_double(const std::string& name, double min_value, double max
     throw InputError(complaint("--" + name + " " + text + " is out of range " + range.str()));
   }
   return value;
+}
+
+bool Command::parse_or_print_usage(const std::vector<std::string>& args) {
+  if (parse(args)) return true;
+  std::cout << usage();
+  return false;
 }
 
 std::string Command::usage() const {

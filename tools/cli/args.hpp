@@ -25,6 +25,8 @@ class Command {
 
   // Returns false when --help was asked for (usage then goes to stdout).
   bool parse(const std::vector<std::string>& args);
+  // parse(), and on --help the usage printed to stdout: a command then returns 0 at once.
+  bool parse_or_print_usage(const std::vector<std::string>& args);
 
   bool has(const std::string& name) const;
   bool flag_set(const std::string& name) const { return has(name); }

@@ -9,6 +9,7 @@
 #include "sim/cuda_diagnosis.hpp"
 #include "sim/cuda_probe.hpp"
 #include "sim/device.hpp"
+#include "sim/format.hpp"
 #include "sim/memory_plan.hpp"
 #include "tools/cli/args.hpp"
 #include "tools/cli/commands.hpp"
@@ -213,10 +214,7 @@ int run_doctor(const Args& args) {
             "scripts read verdict.cuda_usable from --json.")
       .example("surge doctor")
       .example("surge doctor --json > machine.json");
-  if (!cmd.parse(args)) {
-    std::cout << cmd.usage();
-    return 0;
-  }
+  if (!cmd.parse_or_print_usage(args)) return 0;
   MachineDescription machine = describe_machine(ProbeDepth::Full);
   machine.libraries = probe_libraries(machine.runtime_version, machine.cuda_built);
   const Diagnosis diagnosis = diagnose(machine);

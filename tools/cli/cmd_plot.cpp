@@ -1,12 +1,12 @@
 // surge plot: the learning curve of a training run, as SVG, from its metrics.csv.
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <sstream>
 
 #include "sim/error.hpp"
+#include "sim/format.hpp"
 #include "tools/cli/args.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/io.hpp"
@@ -25,15 +25,6 @@ double tick_step(double span, int count) {
   for (double m : {1.0, 2.0, 5.0, 10.0})
     if (m * magnitude >= raw) return m * magnitude;
   return 10.0 * magnitude;
-}
-
-std::string number(double value) {
-  char buffer[32];
-  if (std::fabs(value) >= 1e6 || (std::fabs(value) < 1e-3 && value != 0.0))
-    std::snprintf(buffer, sizeof buffer, "%.3g", value);
-  else
-    std::snprintf(buffer, sizeof buffer, "%.6g", value);
-  return buffer;
 }
 
 // One panel on linear axes at (left, top) of size (width, height): the series as lines.
@@ -69,10 +60,10 @@ void panel(std::ostringstream& svg, double left, double top, double width, doubl
   for (double y = y_min; y <= y_max + 1e-9 * y_step; y += y_step) {
     svg << "<line x1='" << left << "' x2='" << left + width << "' y1='" << py(y) << "' y2='" << py(y)
         << "' stroke='#ddd'/>\n<text x='" << left - 6 << "' y='" << py(y) + 4
-        << "' font-size='11' text-anchor='end'>" << number(y) << "</text>\n";
+        << "' font-size='11' text-anchor='end'>" << format_compact(y) << "</text>\n";
   }
   for (double x = x_min; x <= x_max + 1e-9 * x_step; x += x_step)
-    svg << "<text x='" << px(x) << "' y='" << top + height + 16 << "' font-size='11' text-anchor='middle'>" << number(x)
+    svg << "<text x='" << px(x) << "' y='" << top + height + 16 << "' font-size='11' text-anchor='middle'>" << format_compact(x)
         << "</text>\n";
   svg << "<text x='" << left + width / 2 << "' y='" << top + height + 34 << "' font-size='12' text-anchor='middle'>"
       << x_label << "</text>\n";
@@ -101,10 +92,7 @@ int run_plot(const Args& args) {
   if (args.empty() || args[0].rfind("--", 0) == 0)
     throw InputError(cmd.complaint("name the run folder: surge plot DIR"));
   const std::string dir = args[0];
-  if (!cmd.parse(Args(args.begin() + 1, args.end()))) {
-    std::cout << cmd.usage();
-    return 0;
-  }
+  if (!cmd.parse_or_print_usage(Args(args.begin() + 1, args.end()))) return 0;
   const std::string csv_path = (std::filesystem::path(dir) / "metrics.csv").string();
   if (!std::filesystem::is_directory(dir)) throw InputError("surge plot: '" + dir + "' is not a folder; give the --out folder of a surge train run");
   if (!std::filesystem::exists(csv_path)) throw InputError("surge plot: '" + csv_path + "' does not exist; run surge train --out " + dir + " first");

@@ -1,10 +1,10 @@
 // surge step: one batched transition of states given in a CSV file.
 #include <cmath>
-#include <cstdio>
 #include <iostream>
 
 #include "scenarios/registry.hpp"
 #include "sim/error.hpp"
+#include "sim/format.hpp"
 #include "sim/memory.hpp"
 #include "tools/cli/args.hpp"
 #include "tools/cli/commands.hpp"
@@ -12,16 +12,6 @@
 #include "tools/cli/physics_option.hpp"
 
 namespace surge::cli {
-
-namespace {
-
-std::string format_float(double value) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.9g", value);
-  return buffer;
-}
-
-}  // namespace
 
 int run_step(const Args& args) {
   Command cmd("step", "Loads each input row into its own environment, steps them all once together, and writes\n"
@@ -37,10 +27,7 @@ int run_step(const Args& args) {
             "The output is written whole or not at all.")
       .example("surge step --scenario cartpole --input ../shared/golden/gymnasium/cartpole.csv --output next.csv")
       .example("surge step --scenario pendulum --input in.csv --output next.csv --physics mass=1.2,gravity=9:11");
-  if (!cmd.parse(args)) {
-    std::cout << cmd.usage();
-    return 0;
-  }
+  if (!cmd.parse_or_print_usage(args)) return 0;
   const ScenarioSpec& spec = scenario_spec(cmd.get("scenario"));
   const PhysicsConfig physics = resolve_physics(spec, physics_options(cmd));
   const std::string output_path = cmd.get("output");
@@ -121,10 +108,10 @@ int run_step(const Args& args) {
   for (int j : randomized) out << ",param_" << spec.params[j].name;
   out << "\n";
   for (std::int64_t row = 0; row < n; ++row) {
-    for (int k = 0; k < state_dim; ++k) out << format_float(next_host[row * state_dim + k]) << ",";
-    for (int k = 0; k < spec.obs_dim; ++k) out << format_float(obs_host[row * spec.obs_dim + k]) << ",";
-    out << format_float(reward_host[row]) << "," << int(terminated_host[row]);
-    for (int j : randomized) out << "," << format_float(params_host[row * spec.param_count() + j]);
+    for (int k = 0; k < state_dim; ++k) out << format_precise(next_host[row * state_dim + k]) << ",";
+    for (int k = 0; k < spec.obs_dim; ++k) out << format_precise(obs_host[row * spec.obs_dim + k]) << ",";
+    out << format_precise(reward_host[row]) << "," << int(terminated_host[row]);
+    for (int j : randomized) out << "," << format_precise(params_host[row * spec.param_count() + j]);
     out << "\n";
   }
   file.commit();

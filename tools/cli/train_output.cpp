@@ -9,36 +9,10 @@
 #include "rl/io/tensorboard.hpp"
 #include "rl/trainer.hpp"
 #include "sim/error.hpp"
+#include "sim/format.hpp"
 #include "tools/cli/io.hpp"
 
 namespace surge::cli {
-namespace {
-
-std::string number(double value) {
-  if (std::isnan(value)) return "nan";
-  char buffer[40];
-  std::snprintf(buffer, sizeof buffer, "%.9g", value);
-  return buffer;
-}
-
-std::string grouped(double value) {
-  // 1234567 -> "1,234,567"
-  std::string digits = std::to_string(static_cast<long long>(std::llround(value)));
-  for (int k = static_cast<int>(digits.size()) - 3; k > (digits[0] == '-' ? 1 : 0); k -= 3)
-    digits.insert(static_cast<std::size_t>(k), 1, ',');  // not insert(k, ","), which GCC 12 warns about falsely (-Wrestrict)
-  return digits;
-}
-
-std::string duration(double seconds) {
-  char buffer[32];
-  if (seconds < 60)
-    std::snprintf(buffer, sizeof buffer, "%.1fs", seconds);
-  else
-    std::snprintf(buffer, sizeof buffer, "%dm%02ds", static_cast<int>(seconds) / 60, static_cast<int>(seconds) % 60);
-  return buffer;
-}
-
-}  // namespace
 
 TrainOutput::TrainOutput(std::string dir, const std::string& complaint) : dir_(std::move(dir)) {
   std::error_code error;
@@ -102,7 +76,7 @@ void TrainOutput::write_metrics() {
   file.stream() << "\n";
   for (const auto& row : rows_) {
     for (std::size_t k = 0; k < row.size(); ++k)
-      file.stream() << (k ? "," : "") << (k == 0 || k == 1 || k == 4 ? std::to_string(std::llround(row[k])) : number(row[k]));
+      file.stream() << (k ? "," : "") << (k == 0 || k == 1 || k == 4 ? std::to_string(std::llround(row[k])) : format_precise(row[k]));
     file.stream() << "\n";
   }
   file.commit();
@@ -114,16 +88,15 @@ RunSummary TrainOutput::summary(double target, double target_time_s, double targ
   const double steps = rows_.empty() ? 0.0 : rows_.back()[1];
   const double wall = rows_.empty() ? 0.0 : rows_.back()[2];
   const double last100 = rows_.empty() ? NAN : rows_.back()[6];
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.2f", wall);
-  line << "surge train: " << scenario_ << " on " << device_ << ": " << grouped(steps) << " steps in " << buffer << " s ("
-       << grouped(wall > 0 ? steps / wall : 0.0) << " SPS), return_last100 " << number(last100);
+  line << "surge train: " << scenario_ << " on " << device_ << ": " << format_grouped(steps) << " steps in "
+       << format_number("%.2f", wall) << " s ("
+       << format_grouped(wall > 0 ? steps / wall : 0.0) << " SPS), return_last100 " << format_precise(last100);
   if (!std::isnan(target)) {
     if (std::isnan(target_time_s)) {
-      line << "; target " << number(target) << " not reached";
+      line << "; target " << format_precise(target) << " not reached";
     } else {
-      std::snprintf(buffer, sizeof buffer, "%.2f", target_time_s);
-      line << "; target " << number(target) << " reached at " << buffer << " s (step " << grouped(target_step) << ")";
+      line << "; target " << format_precise(target) << " reached at " << format_number("%.2f", target_time_s) << " s (step "
+           << format_grouped(target_step) << ")";
     }
   }
   return {line.str()};
@@ -135,9 +108,9 @@ void ProgressPrinter::update(const rl::IterationMetrics& m, double wall_time_s) 
   std::ostringstream line;
   char buffer[160];
   std::snprintf(buffer, sizeof buffer, "iter %lld/%lld  steps %s  SPS %s  return %s  last100 %s  ETA %s",
-                static_cast<long long>(m.iteration), static_cast<long long>(iterations_), grouped(m.global_step).c_str(),
-                grouped(sps).c_str(), number(std::round(m.episodic_return_mean * 10) / 10).c_str(),
-                number(std::round(m.return_last100 * 10) / 10).c_str(), duration(remaining).c_str());
+                static_cast<long long>(m.iteration), static_cast<long long>(iterations_), format_grouped(m.global_step).c_str(),
+                format_grouped(sps).c_str(), format_precise(std::round(m.episodic_return_mean * 10) / 10).c_str(),
+                format_precise(std::round(m.return_last100 * 10) / 10).c_str(), format_duration(remaining).c_str());
   last_line_ = buffer;
   if (tty_) {
     std::cerr << "\r" << last_line_ << "   " << std::flush;

@@ -1,0 +1,63 @@
+#include "sim/format.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+
+namespace surge {
+
+std::string format_number(const char* pattern, double value) {
+  char text[64];
+  std::snprintf(text, sizeof text, pattern, value);
+  return text;
+}
+
+std::string format_precise(double value) {
+  if (std::isnan(value)) return "nan";  // printf writes "-nan" for some NaNs
+  return format_number("%.9g", value);
+}
+
+std::string format_shortest(float value) {
+  char text[32];
+  const auto result = std::to_chars(text, text + sizeof text, value);
+  return std::string(text, result.ptr);
+}
+
+std::string format_shortest(double value) {
+  char text[64];
+  const auto result = std::to_chars(text, text + sizeof text, value);
+  return std::string(text, result.ptr);
+}
+
+std::string format_compact(double value) {
+  const bool extreme = std::fabs(value) >= 1e6 || (std::fabs(value) < 1e-3 && value != 0.0);
+  return format_number(extreme ? "%.3g" : "%.6g", value);
+}
+
+std::string format_rate(double per_second) { return format_number("%.4g", per_second); }
+
+std::string format_grouped(double value) {
+  std::string digits = std::to_string(static_cast<long long>(std::llround(value)));
+  for (int k = static_cast<int>(digits.size()) - 3; k > (digits[0] == '-' ? 1 : 0); k -= 3)
+    digits.insert(static_cast<std::size_t>(k), 1, ',');  // not insert(k, ","), which GCC 12 warns about falsely (-Wrestrict)
+  return digits;
+}
+
+std::string format_duration(double seconds) {
+  char text[32];
+  if (seconds < 60)
+    std::snprintf(text, sizeof text, "%.1fs", seconds);
+  else
+    std::snprintf(text, sizeof text, "%dm%02ds", static_cast<int>(seconds) / 60, static_cast<int>(seconds) % 60);
+  return text;
+}
+
+std::string format_bytes(std::size_t bytes) {
+  const double value = static_cast<double>(bytes);
+  if (bytes < 1024) return std::to_string(bytes) + " B";
+  if (bytes < (std::size_t(1) << 20)) return format_number("%.1f KiB", value / 1024.0);
+  if (bytes < (std::size_t(1) << 30)) return format_number("%.1f MiB", value / (1024.0 * 1024.0));
+  return format_number("%.2f GiB", value / (1024.0 * 1024.0 * 1024.0));
+}
+
+}  // namespace surge

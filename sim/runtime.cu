@@ -116,7 +116,8 @@ void Stream::synchronize() const {
 
 void Stream::synchronize_noexcept() const noexcept {
 #if defined(__CUDACC__)
-  if (device_.is_cuda() && handle_) SURGE_CUDA_CHECK_NOTHROW(cudaStreamSynchronize(static_cast<cudaStream_t>(handle_)));
+  if (device_.is_cuda() && native_handle())
+    SURGE_CUDA_CHECK_NOTHROW(cudaStreamSynchronize(static_cast<cudaStream_t>(native_handle())));
 #endif
 }
 

@@ -11,7 +11,8 @@ find_package(Threads REQUIRED)
 if(HDF5_FOUND)
   set(SURGE_WITH_HDF5 ON)
   add_library(surge_rollout_log STATIC ${_surge_rl_io_dir}/hdf5_util.cpp ${_surge_rl_io_dir}/rollout_log.cpp
-              ${_surge_rl_io_dir}/rollout_file.cpp ${_surge_rl_io_dir}/rollout_episodes.cpp)
+              ${_surge_rl_io_dir}/rollout_log_file.cpp ${_surge_rl_io_dir}/rollout_file.cpp
+              ${_surge_rl_io_dir}/rollout_episodes.cpp)
   surge_target_defaults(surge_rollout_log)
   target_include_directories(surge_rollout_log SYSTEM PRIVATE ${HDF5_INCLUDE_DIRS})
   target_link_libraries(surge_rollout_log PUBLIC surge_sim Threads::Threads PRIVATE ${HDF5_C_LIBRARIES})

@@ -14,7 +14,7 @@
 //   /resume/env_episode_steps int32 [N]; /resume/env_episode_returns float32 [N]; /resume/env_rng_offsets uint64 [N]
 //   /resume/reward_accumulator float32 [N], where normalize_reward: each env's discounted return so far
 //   (the normalisation statistics themselves are the agent's, under /normalization)
-// Built only where HDF5 was found.
+// Without HDF5 (rl/io/no_hdf5_checkpoint.cpp) the functions below throw InputError saying so.
 #include <cstdint>
 #include <string>
 #include <vector>

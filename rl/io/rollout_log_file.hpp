@@ -2,7 +2,8 @@
 // The rollout log's file layout (docs/hdf5-schema.md), apart from its staging and writer thread
 // (rollout_log.cpp): the file created with its attributes, env_id, the index datasets and one
 // extendable dataset per field, or an existing log reopened and cut back to resume a run; staged
-// iterations appended; the file flushed and closed. HDF5 stays behind this class.
+// iterations appended; the file flushed and closed. HDF5 stays behind this class; builds without
+// HDF5 compile no_hdf5_rollout_log.cpp instead, whose constructor throws InputError.
 // Every member takes HDF5's library lock (rl/io/hdf5_util.hpp) itself.
 #include <cstdint>
 #include <memory>

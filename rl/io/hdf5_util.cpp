@@ -1,5 +1,6 @@
 #include "rl/io/hdf5_util.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 
@@ -326,6 +327,14 @@ Handle open_dataset(hid_t parent, const std::string& name, const std::string& pa
   if (!matches)
     throw InputError(where + " is shaped " + shape_text(dims) + " where " + shape_text(expected) + " is expected" + way_out);
   return dataset;
+}
+
+void read_dataset_into(hid_t parent, const std::string& name, const std::string& path, const std::vector<hsize_t>& expected,
+                       hid_t memory_type, void* values) {
+  SURGE_CHECK(std::find(expected.begin(), expected.end(), kAnyExtent) == expected.end(),
+              "reading '" + name + "' into a buffer needs its exact shape");
+  const Handle dataset = open_dataset(parent, name, path, expected);
+  read_whole(dataset.get(), memory_type, values, name);
 }
 
 void read_whole(hid_t dataset, hid_t memory_type, void* values, const std::string& name) {

@@ -141,12 +141,13 @@ template <class T>
 std::vector<T> read_dataset(hid_t parent, const std::string& name, const std::string& path) {
   return read_dataset<T>(parent, name, path, {kAnyExtent});
 }
-// A whole dataset of exactly the shape expected, into `values` (room for every element of it).
+// A whole dataset of exactly the shape expected (no kAnyExtent: `values` has room for that shape).
+void read_dataset_into(hid_t parent, const std::string& name, const std::string& path, const std::vector<hsize_t>& expected,
+                       hid_t memory_type, void* values);
 template <class T>
 void read_dataset_into(hid_t parent, const std::string& name, const std::string& path, const std::vector<hsize_t>& expected,
                        T* values) {
-  const Handle dataset = open_dataset(parent, name, path, expected);
-  read_whole(dataset.get(), element_type<T>().memory, values, name);
+  read_dataset_into(parent, name, path, expected, element_type<T>().memory, values);
 }
 
 // Attributes on an object (the file's root group or a dataset).

@@ -174,6 +174,30 @@ TEST_CASE("surge h5 answers bad input with one line and exit code 2", "[h5_cli]"
   check_one_line_error(run_surge("h5 summarize " + log), "unknown action 'summarize'");
   check_one_line_error(run_surge("h5 episodes " + log + " --out '" + s / "no/such/folder.csv" + "'"), "does not exist");
 
+  // env_id listing one environment more than the logged fields hold: refused before anything is read.
+  const std::string crafted = s / "crafted_env_id.h5";
+  fs::copy_file(s / "log.h5", crafted, fs::copy_options::overwrite_existing);
+  {
+    const hid_t crafted_file = H5Fopen(crafted.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    REQUIRE(crafted_file >= 0);
+    REQUIRE(H5Ldelete(crafted_file, "env_id", H5P_DEFAULT) >= 0);
+    const std::vector<std::int64_t> env_ids = {3, 4, 5, 6, 7};
+    const hsize_t count = env_ids.size();
+    const hid_t space = H5Screate_simple(1, &count, nullptr);
+    const hid_t dataset = H5Dcreate2(crafted_file, "env_id", H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    REQUIRE(dataset >= 0);
+    CHECK(H5Dwrite(dataset, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, env_ids.data()) >= 0);
+    H5Dclose(dataset);
+    H5Sclose(space);
+    H5Fclose(crafted_file);
+  }
+  const std::string shaped = "dataset 'obs' is shaped [4, 6, 4, 3] where [iteration, step, 5, ...] is expected";
+  check_one_line_error(run_surge("h5 export '" + crafted + "' --dataset obs"), shaped);
+  check_one_line_error(run_surge("h5 export '" + crafted + "' --dataset obs --iteration 2"), shaped);
+  check_one_line_error(run_surge("h5 export '" + crafted + "' --dataset start_episode_return"),
+                       "dataset 'start_episode_return' is shaped [4, 4] where [iteration, 5, ...] is expected");
+  check_one_line_error(run_surge("h5 episodes '" + crafted + "'"), "dataset 'reward' is shaped [4, 6, 4]");
+
   for (const char* help : {"h5 --help", "h5 info --help", "h5 episodes --help", "h5 export --help"}) {
     const Result r = run_surge(help);
     CHECK(r.exit_code == 0);

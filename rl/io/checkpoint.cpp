@@ -20,64 +20,27 @@ hdf5::Handle create_group(hid_t parent, const std::string& name) {
   return hdf5::Handle(H5Gcreate2(parent, name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), "create group " + name);
 }
 
-void write_double_attribute(hid_t object, const std::string& name, double value) {
-  hdf5::Handle space(H5Screate(H5S_SCALAR), "attribute space");
-  hdf5::Handle attribute(H5Acreate2(object, name.c_str(), H5T_IEEE_F64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT),
-                         "create attribute " + name);
-  hdf5::check(H5Awrite(attribute.get(), H5T_NATIVE_DOUBLE, &value), "write attribute " + name);
-}
-
-double read_double_attribute(hid_t object, const std::string& name) {
-  hdf5::Handle attribute(H5Aopen(object, name.c_str(), H5P_DEFAULT), "open attribute " + name);
-  double value = 0.0;
-  hdf5::check(H5Aread(attribute.get(), H5T_NATIVE_DOUBLE, &value), "read attribute " + name);
-  return value;
-}
-
 // One dataset per slice under `group`, from a flat buffer laid out by `table`.
 void write_slices(hid_t group, const ParamTable& table, const std::vector<float>& flat) {
-  for (const ParamSlice& slice : table.slices()) {
-    const hsize_t dims[2] = {static_cast<hsize_t>(slice.rows), static_cast<hsize_t>(slice.cols)};
-    hdf5::Handle space(H5Screate_simple(2, dims, nullptr), "dataspace of " + slice.name);
-    hdf5::Handle dataset(H5Dcreate2(group, slice.name.c_str(), H5T_IEEE_F32LE, space.get(), H5P_DEFAULT, H5P_DEFAULT,
-                                    H5P_DEFAULT),
-                         "create dataset " + slice.name);
-    hdf5::check(H5Dwrite(dataset.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, flat.data() + slice.offset),
-                "write dataset " + slice.name);
-  }
+  for (const ParamSlice& slice : table.slices())
+    hdf5::write_dataset(group, slice.name, {static_cast<hsize_t>(slice.rows), static_cast<hsize_t>(slice.cols)},
+                        flat.data() + slice.offset);
 }
 
 std::vector<float> read_slices(hid_t file, const std::string& group, const ParamTable& table, const std::string& path) {
   std::vector<float> flat(static_cast<std::size_t>(table.total()), 0.0f);
-  for (const ParamSlice& slice : table.slices()) {
-    const std::string name = group + "/" + slice.name;
-    if (H5Lexists(file, group.c_str(), H5P_DEFAULT) <= 0 || H5Lexists(file, name.c_str(), H5P_DEFAULT) <= 0)
-      throw InputError("checkpoint '" + path + "' lacks " + name + "; it was not written for this network");
-    hdf5::Handle dataset(H5Dopen2(file, name.c_str(), H5P_DEFAULT), "open " + name);
-    hdf5::Handle space(H5Dget_space(dataset.get()), "dataspace of " + name);
-    hsize_t dims[2] = {0, 0};
-    if (H5Sget_simple_extent_ndims(space.get()) != 2 || H5Sget_simple_extent_dims(space.get(), dims, nullptr) != 2 ||
-        dims[0] != static_cast<hsize_t>(slice.rows) || dims[1] != static_cast<hsize_t>(slice.cols))
-      throw InputError("checkpoint '" + path + "': " + name + " is not shaped [" + std::to_string(slice.rows) + "][" +
-                       std::to_string(slice.cols) + "] as the config's network needs");
-    hdf5::check(H5Dread(dataset.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, flat.data() + slice.offset),
-                "read " + name);
-  }
+  for (const ParamSlice& slice : table.slices())
+    hdf5::read_dataset_into(file, group + "/" + slice.name, path,
+                            {static_cast<hsize_t>(slice.rows), static_cast<hsize_t>(slice.cols)}, flat.data() + slice.offset);
   return flat;
 }
 
 // Running moments [2*dim + 1] as <prefix>_mean [dim], <prefix>_var [dim] and attribute <prefix>_count.
 void write_moments(hid_t group, const std::string& prefix, const std::vector<double>& moments) {
   const hsize_t dim = (moments.size() - 1) / 2;
-  for (int part = 0; part < 2; ++part) {
-    const std::string name = prefix + (part == 0 ? "_mean" : "_var");
-    hdf5::Handle space(H5Screate_simple(1, &dim, nullptr), "dataspace of " + name);
-    hdf5::Handle dataset(H5Dcreate2(group, name.c_str(), H5T_IEEE_F64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
-                         "create dataset " + name);
-    hdf5::check(H5Dwrite(dataset.get(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, moments.data() + part * dim),
-                "write dataset " + name);
-  }
-  write_double_attribute(group, prefix + "_count", moments.back());
+  hdf5::write_dataset(group, prefix + "_mean", {dim}, moments.data());
+  hdf5::write_dataset(group, prefix + "_var", {dim}, moments.data() + dim);
+  hdf5::write_double_attribute(group, prefix + "_count", moments.back());
 }
 
 std::vector<double> read_moments(hid_t file, const std::string& prefix, int dim, const std::string& path) {
@@ -86,22 +49,16 @@ std::vector<double> read_moments(hid_t file, const std::string& prefix, int dim,
     throw InputError("checkpoint '" + path + "' lacks /normalization, which its config's " + prefix +
                      " normalisation needs; it was not written by surge train");
   hdf5::Handle group(H5Gopen2(file, "normalization", H5P_DEFAULT), "open /normalization");
-  for (int part = 0; part < 2; ++part) {
-    const std::string name = prefix + (part == 0 ? "_mean" : "_var");
-    if (H5Lexists(group.get(), name.c_str(), H5P_DEFAULT) <= 0)
-      throw InputError("checkpoint '" + path + "' lacks /normalization/" + name);
-    hdf5::Handle dataset(H5Dopen2(group.get(), name.c_str(), H5P_DEFAULT), "open " + name);
-    hdf5::Handle space(H5Dget_space(dataset.get()), "dataspace of " + name);
-    if (H5Sget_simple_extent_npoints(space.get()) != dim)
-      throw InputError("checkpoint '" + path + "': /normalization/" + name + " does not hold " + std::to_string(dim) + " values");
-    hdf5::check(H5Dread(dataset.get(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, moments.data() + part * dim),
-                "read " + name);
-  }
-  moments.back() = read_double_attribute(group.get(), prefix + "_count");
+  const std::vector<hsize_t> shape{static_cast<hsize_t>(dim)};
+  hdf5::read_dataset_into(group.get(), prefix + "_mean", path, shape, moments.data());
+  hdf5::read_dataset_into(group.get(), prefix + "_var", path, shape, moments.data() + dim);
+  moments.back() = hdf5::read_double_attribute(group.get(), prefix + "_count");
   return moments;
 }
 
 }  // namespace
+
+bool checkpoints_available() { return true; }
 
 ActorCritic checkpoint_network(const Checkpoint& c) {
   if (c.action_dim > 0) return ActorCritic(c.obs_dim, ActionKind::Continuous, c.action_dim, c.config);
@@ -138,13 +95,13 @@ void write_checkpoint(const std::string& path, const Checkpoint& c) {
       write_slices(parameters.get(), table, c.params);
     }
     hdf5::Handle optimizer = create_group(root, "optimizer");
-    write_double_attribute(optimizer.get(), "step", c.adam_step);
-    write_double_attribute(optimizer.get(), "learning_rate", c.learning_rate);
+    hdf5::write_double_attribute(optimizer.get(), "step", c.adam_step);
+    hdf5::write_double_attribute(optimizer.get(), "learning_rate", c.learning_rate);
     const AdamConfig adam{};
-    write_double_attribute(optimizer.get(), "beta1", adam.beta1);
-    write_double_attribute(optimizer.get(), "beta2", adam.beta2);
-    write_double_attribute(optimizer.get(), "eps", c.config.adam_eps);
-    write_double_attribute(optimizer.get(), "max_grad_norm", c.config.max_grad_norm);
+    hdf5::write_double_attribute(optimizer.get(), "beta1", adam.beta1);
+    hdf5::write_double_attribute(optimizer.get(), "beta2", adam.beta2);
+    hdf5::write_double_attribute(optimizer.get(), "eps", c.config.adam_eps);
+    hdf5::write_double_attribute(optimizer.get(), "max_grad_norm", c.config.max_grad_norm);
     {
       hdf5::Handle m = create_group(optimizer.get(), "adam_m");
       write_slices(m.get(), table, c.adam_m);
@@ -223,8 +180,8 @@ Checkpoint read_checkpoint(const std::string& path) {
   c.adam_m = read_slices(root, "optimizer/adam_m", network.table(), path);
   c.adam_v = read_slices(root, "optimizer/adam_v", network.table(), path);
   hdf5::Handle optimizer(H5Gopen2(root, "optimizer", H5P_DEFAULT), "open /optimizer");
-  c.adam_step = read_double_attribute(optimizer.get(), "step");
-  c.learning_rate = read_double_attribute(optimizer.get(), "learning_rate");
+  c.adam_step = hdf5::read_double_attribute(optimizer.get(), "step");
+  c.learning_rate = hdf5::read_double_attribute(optimizer.get(), "learning_rate");
   if (c.config.normalize_obs) c.obs_moments = read_moments(root, "obs", c.obs_dim, path);
   if (c.config.normalize_reward) c.reward_moments = read_moments(root, "reward", 1, path);
   return c;

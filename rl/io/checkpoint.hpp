@@ -11,7 +11,7 @@
 //   /normalization       where the config has normalize_obs or normalize_reward: float64 datasets
 //                        obs_mean, obs_var [obs_dim] and reward_mean, reward_var [1], with attributes
 //                        obs_count and reward_count (Gymnasium's RunningMeanStd mean, var and count)
-// Built only where HDF5 was found (SURGE_WITH_HDF5).
+// Without HDF5 (rl/io/no_hdf5_checkpoint.cpp) the functions below throw InputError saying so.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -40,6 +40,9 @@ struct Checkpoint {
   // mean, var, count): [2*obs_dim + 1] and [3]; empty otherwise.
   std::vector<double> obs_moments, reward_moments;
 };
+
+// Whether this build reads and writes checkpoints: false where HDF5 was not found.
+bool checkpoints_available();
 
 // The network (untrained) whose table lays out a checkpoint's parameters.
 ActorCritic checkpoint_network(const Checkpoint& checkpoint);

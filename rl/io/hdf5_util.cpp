@@ -1,5 +1,6 @@
 #include "rl/io/hdf5_util.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 
@@ -101,6 +102,20 @@ void write_array_attribute(hid_t object, const std::string& name, hid_t memory_t
   check(H5Awrite(attribute.get(), memory_type, values.data()), "write attribute '" + name + "'");
 }
 
+// An object's path in its file, for messages: "/resume".
+std::string object_path(hid_t object) {
+  const ssize_t length = H5Iget_name(object, nullptr, 0);
+  std::string path(length > 0 ? static_cast<std::size_t>(length) : 0, '\0');
+  if (length > 0) H5Iget_name(object, path.data(), path.size() + 1);
+  return path.empty() ? "/" : path;
+}
+
+// The path of `name` under `parent`: "/resume/optimizer".
+std::string child_path(hid_t parent, const std::string& name) {
+  const std::string path = object_path(parent);
+  return (path.back() == '/' ? path : path + "/") + name;
+}
+
 std::string format_number(double value) {
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, "%.9g", value);
@@ -128,6 +143,12 @@ void write_int_attribute(hid_t object, const std::string& name, std::int64_t val
   Handle space(H5Screate(H5S_SCALAR), "attribute space");
   Handle attribute = create_attribute(object, name, H5T_STD_I64LE, space.get());
   check(H5Awrite(attribute.get(), H5T_NATIVE_INT64, &value), "write attribute '" + name + "'");
+}
+
+void write_double_attribute(hid_t object, const std::string& name, double value) {
+  Handle space(H5Screate(H5S_SCALAR), "attribute space");
+  Handle attribute = create_attribute(object, name, H5T_IEEE_F64LE, space.get());
+  check(H5Awrite(attribute.get(), H5T_NATIVE_DOUBLE, &value), "write attribute '" + name + "'");
 }
 
 void write_ints_attribute(hid_t object, const std::string& name, const std::vector<std::int64_t>& values) {
@@ -202,6 +223,36 @@ std::int64_t read_int_attribute(hid_t object, const std::string& name) {
   return value;
 }
 
+double read_double_attribute(hid_t object, const std::string& name) {
+  Handle attribute(H5Aopen(object, name.c_str(), H5P_DEFAULT), "open attribute '" + name + "'");
+  Handle type(H5Aget_type(attribute.get()), "type of attribute '" + name + "'");
+  Handle space(H5Aget_space(attribute.get()), "space of attribute '" + name + "'");
+  const H5T_class_t type_class = H5Tget_class(type.get());
+  if ((type_class != H5T_FLOAT && type_class != H5T_INTEGER) || H5Sget_simple_extent_npoints(space.get()) != 1)
+    throw Error("attribute '" + name + "' is not one number");
+  double value = 0.0;
+  check(H5Aread(attribute.get(), H5T_NATIVE_DOUBLE, &value), "read attribute '" + name + "'");
+  return value;
+}
+
+std::vector<std::int64_t> read_ints_attribute(hid_t object, const std::string& name, const std::string& path,
+                                              std::size_t count) {
+  Handle attribute(H5Aopen(object, name.c_str(), H5P_DEFAULT), "open attribute '" + name + "'");
+  Handle type(H5Aget_type(attribute.get()), "type of attribute '" + name + "'");
+  Handle space(H5Aget_space(attribute.get()), "space of attribute '" + name + "'");
+  const hssize_t found = H5Sget_simple_extent_npoints(space.get());
+  check(found, "size of attribute '" + name + "'");
+  const bool integers = H5Tget_class(type.get()) == H5T_INTEGER;
+  if (!integers || static_cast<std::size_t>(found) != count)
+    throw InputError("'" + path + "': attribute '" + name + "' of " + object_path(object) + " holds " +
+                     std::to_string(found) + (integers ? " integers" : " values that are not integers") + " where " +
+                     std::to_string(count) + " integers are expected; the file is damaged or was not written by this "
+                     "version of surge");
+  std::vector<std::int64_t> values(count);
+  check(H5Aread(attribute.get(), H5T_NATIVE_INT64, values.data()), "read attribute '" + name + "'");
+  return values;
+}
+
 std::vector<hsize_t> dataset_dims(hid_t dataset) {
   Handle space(H5Dget_space(dataset), "dataspace");
   const int rank = H5Sget_simple_extent_ndims(space.get());
@@ -209,6 +260,87 @@ std::vector<hsize_t> dataset_dims(hid_t dataset) {
   std::vector<hsize_t> dims(static_cast<std::size_t>(rank));
   check(H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr), "dimensions");
   return dims;
+}
+
+std::string shape_text(const std::vector<hsize_t>& dims) {
+  std::string text;
+  for (hsize_t d : dims) {  // appends: GCC 12 warns falsely (-Wrestrict) about "[" + string
+    text += '[';
+    text += d == kAnyExtent ? "*" : std::to_string(d);
+    text += ']';
+  }
+  return dims.empty() ? "[] (a scalar)" : text;
+}
+
+Handle write_dataset(hid_t parent, const std::string& name, ElementType type, const std::vector<hsize_t>& dims,
+                     const void* values) {
+  Handle space(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), "dataspace of '" + name + "'");
+  Handle dataset(H5Dcreate2(parent, name.c_str(), type.file, space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+                 "create dataset '" + name + "'");
+  std::size_t count = 1;
+  for (hsize_t d : dims) count *= d;
+  if (count > 0)
+    check(H5Dwrite(dataset.get(), type.memory, H5S_ALL, H5S_ALL, H5P_DEFAULT, values), "write dataset '" + name + "'");
+  return dataset;
+}
+
+Handle create_extendable_dataset(hid_t parent, const std::string& name, hid_t file_type, const std::vector<hsize_t>& row,
+                                 const std::vector<hsize_t>& chunk, int deflate_level) {
+  std::vector<hsize_t> dims{0}, max_dims{H5S_UNLIMITED};
+  dims.insert(dims.end(), row.begin(), row.end());
+  max_dims.insert(max_dims.end(), row.begin(), row.end());
+  Handle space(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), max_dims.data()), "dataspace of " + name);
+  Handle properties(H5Pcreate(H5P_DATASET_CREATE), "dataset properties");
+  check(H5Pset_chunk(properties.get(), static_cast<int>(chunk.size()), chunk.data()), "set chunk shape");
+  check(H5Pset_shuffle(properties.get()), "set the shuffle filter");
+  if (deflate_level > 0) check(H5Pset_deflate(properties.get(), static_cast<unsigned>(deflate_level)), "set deflate");
+  check(H5Pset_attr_creation_order(properties.get(), H5P_CRT_ORDER_TRACKED), "track attribute order");
+  return Handle(H5Dcreate2(parent, name.c_str(), file_type, space.get(), H5P_DEFAULT, properties.get(), H5P_DEFAULT),
+                "create dataset '" + name + "'");
+}
+
+void write_row(hid_t dataset, std::int64_t row_index, hid_t memory_type, const void* values, const std::string& name) {
+  std::vector<hsize_t> dims = dataset_dims(dataset);
+  dims[0] = static_cast<hsize_t>(row_index + 1);
+  check(H5Dset_extent(dataset, dims.data()), "grow dataset '" + name + "'");
+  Handle file_space(H5Dget_space(dataset), "dataspace of " + name);
+  std::vector<hsize_t> start(dims.size(), 0), count = dims;
+  start[0] = static_cast<hsize_t>(row_index);
+  count[0] = 1;
+  check(H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr),
+        "select a row of '" + name + "'");
+  Handle memory_space(H5Screate_simple(static_cast<int>(count.size()), count.data(), nullptr), "memory space");
+  check(H5Dwrite(dataset, memory_type, memory_space.get(), file_space.get(), H5P_DEFAULT, values), "write '" + name + "'");
+}
+
+Handle open_dataset(hid_t parent, const std::string& name, const std::string& path, const std::vector<hsize_t>& expected) {
+  const std::string where = "'" + path + "': dataset " + child_path(parent, name);
+  const std::string way_out = "; the file is damaged or was not written by this version of surge";
+  if (H5Lexists(parent, name.c_str(), H5P_DEFAULT) <= 0) {
+    H5Eclear2(H5E_DEFAULT);
+    throw InputError(where + " is missing" + way_out);
+  }
+  Handle dataset(H5Dopen2(parent, name.c_str(), H5P_DEFAULT), "open dataset '" + name + "'");
+  const std::vector<hsize_t> dims = dataset_dims(dataset.get());
+  bool matches = dims.size() == expected.size();
+  for (std::size_t k = 0; matches && k < dims.size(); ++k) matches = expected[k] == kAnyExtent || expected[k] == dims[k];
+  if (!matches)
+    throw InputError(where + " is shaped " + shape_text(dims) + " where " + shape_text(expected) + " is expected" + way_out);
+  return dataset;
+}
+
+void read_dataset_into(hid_t parent, const std::string& name, const std::string& path, const std::vector<hsize_t>& expected,
+                       hid_t memory_type, void* values) {
+  SURGE_CHECK(std::find(expected.begin(), expected.end(), kAnyExtent) == expected.end(),
+              "reading '" + name + "' into a buffer needs its exact shape");
+  const Handle dataset = open_dataset(parent, name, path, expected);
+  read_whole(dataset.get(), memory_type, values, name);
+}
+
+void read_whole(hid_t dataset, hid_t memory_type, void* values, const std::string& name) {
+  std::size_t count = 1;
+  for (hsize_t d : dataset_dims(dataset)) count *= d;
+  if (count > 0) check(H5Dread(dataset, memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, values), "read dataset '" + name + "'");
 }
 
 namespace {
@@ -264,26 +396,14 @@ std::string attribute_text(hid_t object, const std::string& name) {
 
 namespace surge::rl::hdf5 {
 
-hid_t native_type(DType dtype) {
+ElementType element_type(DType dtype) {
   switch (dtype) {
-    case DType::Float32: return H5T_NATIVE_FLOAT;
-    case DType::Float64: return H5T_NATIVE_DOUBLE;
-    case DType::Int32: return H5T_NATIVE_INT32;
-    case DType::Int64: return H5T_NATIVE_INT64;
-    case DType::UInt8: return H5T_NATIVE_UINT8;
-    case DType::UInt64: return H5T_NATIVE_UINT64;
-  }
-  throw Error("no HDF5 type for this dtype");
-}
-
-hid_t file_type(DType dtype) {
-  switch (dtype) {
-    case DType::Float32: return H5T_IEEE_F32LE;
-    case DType::Float64: return H5T_IEEE_F64LE;
-    case DType::Int32: return H5T_STD_I32LE;
-    case DType::Int64: return H5T_STD_I64LE;
-    case DType::UInt8: return H5T_STD_U8LE;
-    case DType::UInt64: return H5T_STD_U64LE;
+    case DType::Float32: return {H5T_NATIVE_FLOAT, H5T_IEEE_F32LE};
+    case DType::Float64: return {H5T_NATIVE_DOUBLE, H5T_IEEE_F64LE};
+    case DType::Int32: return {H5T_NATIVE_INT32, H5T_STD_I32LE};
+    case DType::Int64: return {H5T_NATIVE_INT64, H5T_STD_I64LE};
+    case DType::UInt8: return {H5T_NATIVE_UINT8, H5T_STD_U8LE};
+    case DType::UInt64: return {H5T_NATIVE_UINT64, H5T_STD_U64LE};
   }
   throw Error("no HDF5 type for this dtype");
 }
@@ -292,10 +412,10 @@ void write_values(hid_t group, const std::string& name, const Values& values) {
   std::vector<hsize_t> dims(values.dims.begin(), values.dims.end());
   if (dims.empty()) dims.push_back(0);
   Handle space(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), "dataspace of " + name);
-  Handle dataset(H5Dcreate2(group, name.c_str(), file_type(values.dtype), space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+  Handle dataset(H5Dcreate2(group, name.c_str(), element_type(values.dtype).file, space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
                  "create " + name);
   if (!values.bytes.empty())
-    check(H5Dwrite(dataset.get(), native_type(values.dtype), H5S_ALL, H5S_ALL, H5P_DEFAULT, values.bytes.data()),
+    check(H5Dwrite(dataset.get(), element_type(values.dtype).memory, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.bytes.data()),
           "write " + name);
 }
 
@@ -317,7 +437,7 @@ Values read_values(hid_t group, const std::string& name, const std::string& file
   for (std::int64_t extent : values.dims) count *= extent;
   values.bytes.resize(static_cast<std::size_t>(count) * dtype_size(values.dtype));
   if (count > 0)
-    check(H5Dread(dataset.get(), native_type(values.dtype), H5S_ALL, H5S_ALL, H5P_DEFAULT, values.bytes.data()),
+    check(H5Dread(dataset.get(), element_type(values.dtype).memory, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.bytes.data()),
           "read " + name);
   return values;
 }

@@ -16,46 +16,8 @@ namespace {
 
 constexpr const char* kGroup = "resume";
 
-template <class T>
-hid_t memory_type_of() {
-  if constexpr (std::is_same_v<T, float>) return H5T_NATIVE_FLOAT;
-  if constexpr (std::is_same_v<T, double>) return H5T_NATIVE_DOUBLE;
-  if constexpr (std::is_same_v<T, std::int32_t>) return H5T_NATIVE_INT32;
-  if constexpr (std::is_same_v<T, std::uint64_t>) return H5T_NATIVE_UINT64;
-}
-
-template <class T>
-hid_t file_type_of() {
-  if constexpr (std::is_same_v<T, float>) return H5T_IEEE_F32LE;
-  if constexpr (std::is_same_v<T, double>) return H5T_IEEE_F64LE;
-  if constexpr (std::is_same_v<T, std::int32_t>) return H5T_STD_I32LE;
-  if constexpr (std::is_same_v<T, std::uint64_t>) return H5T_STD_U64LE;
-}
-
-// values laid out [rows][values.size() / rows]; rows == 0 for a one-dimensional dataset.
-template <class T>
-void write_dataset(hid_t group, const std::string& name, const std::vector<T>& values, hsize_t rows = 0) {
-  const hsize_t dims[2] = {rows ? rows : values.size(), rows ? values.size() / rows : 1};
-  hdf5::Handle space(H5Screate_simple(rows ? 2 : 1, dims, nullptr), "dataspace of " + name);
-  hdf5::Handle dataset(H5Dcreate2(group, name.c_str(), file_type_of<T>(), space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
-                       "create " + name);
-  if (!values.empty())
-    hdf5::check(H5Dwrite(dataset.get(), memory_type_of<T>(), H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), "write " + name);
-}
-
-template <class T>
-std::vector<T> read_dataset(hid_t group, const std::string& name, const std::string& path) {
-  if (H5Lexists(group, name.c_str(), H5P_DEFAULT) <= 0)
-    throw InputError("checkpoint '" + path + "' lacks /resume/" + name + "; it cannot be resumed");
-  hdf5::Handle dataset(H5Dopen2(group, name.c_str(), H5P_DEFAULT), "open " + name);
-  hdf5::Handle space(H5Dget_space(dataset.get()), "dataspace of " + name);
-  const hssize_t count = H5Sget_simple_extent_npoints(space.get());
-  hdf5::check(count, "size of " + name);
-  std::vector<T> values(static_cast<std::size_t>(count));
-  if (count > 0)
-    hdf5::check(H5Dread(dataset.get(), memory_type_of<T>(), H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), "read " + name);
-  return values;
-}
+using hdf5::read_dataset;
+using hdf5::write_dataset;
 
 template <class T>
 void upload(Span<T> device, const std::vector<T>& host, const std::string& what, const Stream& stream) {
@@ -111,14 +73,6 @@ void ResumeState::restore(const Checkpoint& agent, Trainer& trainer, Engine& eng
   trainer.restore_state(saved);
 }
 
-std::int64_t ResumeState::iteration() const {
-  const SavedBuffer* state = find_saved(trainer, "train_state");
-  SURGE_CHECK(state && state->bytes.size() == sizeof(TrainState), "resume state without its train_state");
-  TrainState t;
-  std::memcpy(&t, state->bytes.data(), sizeof t);
-  return t.iteration;
-}
-
 void append_resume_state(const std::string& checkpoint_path, const ResumeState& s) {
   hdf5::Lock lock;
   hdf5::Handle file(H5Fopen(checkpoint_path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT), "open " + checkpoint_path);
@@ -130,7 +84,7 @@ void append_resume_state(const std::string& checkpoint_path, const ResumeState& 
     SURGE_CHECK(row.size() == s.metrics_columns.size(), "a metrics row does not match the columns");
     metrics.insert(metrics.end(), row.begin(), row.end());
   }
-  write_dataset(group.get(), "metrics", metrics, s.metrics_rows.size());
+  write_dataset(group.get(), "metrics", {s.metrics_rows.size(), s.metrics_columns.size()}, metrics.data());
   write_dataset(group.get(), "env_state", s.env_state);
   write_dataset(group.get(), "env_params", s.env_params);
   write_dataset(group.get(), "env_episode_steps", s.env_episode_steps);
@@ -164,17 +118,14 @@ ResumeState read_resume_state(const std::string& path) {
     // The first release kept it as an attribute.
     if (!hdf5::has_attribute(group.get(), "train_state"))
       throw InputError("checkpoint '" + path + "' lacks /resume/train_state; it cannot be resumed");
-    hdf5::Handle attribute(H5Aopen(group.get(), "train_state", H5P_DEFAULT), "open train_state");
-    hdf5::Handle space(H5Aget_space(attribute.get()), "dataspace of train_state");
-    if (H5Sget_simple_extent_npoints(space.get()) != 4)
-      throw InputError("checkpoint '" + path + "': /resume's train_state attribute is not 4 integers; the file is damaged");
+    const std::vector<std::int64_t> t = hdf5::read_ints_attribute(group.get(), "train_state", path, 4);
     SavedBuffer state{"train_state", DType::Int64, {1, 4}, false, std::vector<std::byte>(sizeof(TrainState))};
-    hdf5::check(H5Aread(attribute.get(), H5T_NATIVE_INT64, state.bytes.data()), "read train_state");
+    std::memcpy(state.bytes.data(), t.data(), sizeof(TrainState));
     s.trainer.push_back(std::move(state));
   }
   s.metrics_columns = hdf5::read_strings_attribute(group.get(), "metrics_columns");
-  const std::vector<double> metrics = read_dataset<double>(group.get(), "metrics", path);
   const std::size_t width = s.metrics_columns.size();
+  const std::vector<double> metrics = read_dataset<double>(group.get(), "metrics", path, {hdf5::kAnyExtent, width});
   for (std::size_t k = 0; width > 0 && k + width <= metrics.size(); k += width)
     s.metrics_rows.emplace_back(metrics.begin() + static_cast<std::ptrdiff_t>(k), metrics.begin() + static_cast<std::ptrdiff_t>(k + width));
   s.env_state = read_dataset<float>(group.get(), "env_state", path);

@@ -13,15 +13,19 @@
 //                        recent_returns float64 [100], running_return float32 [N], reward_accumulator
 //                        float32 [N] where normalize_reward
 //   /resume/metrics      float64 [rows][C]     the metrics.csv rows so far
-//   /resume/env_state float32 [N*state_dim]; /resume/env_params float32 [N*params];
+//   /resume/env_state float32 [N][state_dim]; /resume/env_params float32 [N][params];
 //   /resume/env_episode_steps int32 [N]; /resume/env_episode_returns float32 [N]; /resume/env_rng_offsets uint64 [N]
 // Files of the first release keep train_state as an int64 [4] attribute of /resume and the other
 // entries flat; they load the same.
+// Without HDF5 (rl/io/no_hdf5_checkpoint.cpp) the functions below throw InputError saying so.
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
+#include "rl/train_state.hpp"
 #include "sim/buffer_table.hpp"
+#include "sim/error.hpp"
 
 namespace surge {
 class Engine;
@@ -48,7 +52,15 @@ struct ResumeState {
   // throws InputError when their sizes differ from the checkpoint's.
   void restore(const Checkpoint& agent, Trainer& trainer, Engine& engine) const;
   // Iterations the saved run had completed (its train_state).
-  std::int64_t iteration() const;
+  std::int64_t iteration() const {
+    for (const SavedBuffer& buffer : trainer) {
+      if (buffer.name != "train_state" || buffer.bytes.size() != sizeof(TrainState)) continue;
+      TrainState state;
+      std::memcpy(&state, buffer.bytes.data(), sizeof state);
+      return state.iteration;
+    }
+    throw InputError("the resume state holds no train_state; the checkpoint is damaged");
+  }
 };
 
 // Adds /resume to a checkpoint file written by write_checkpoint, or reads it; read throws InputError

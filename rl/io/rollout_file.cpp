@@ -1,6 +1,7 @@
 #include "rl/io/rollout_file.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
 
 #include "rl/io/hdf5_util.hpp"
@@ -23,19 +24,10 @@ std::string dtype_name(hid_t type) {
   }
 }
 
-std::vector<std::int64_t> read_all_ints(hid_t file, const char* name, hsize_t max_rows) {
-  Handle dataset(H5Dopen2(file, name, H5P_DEFAULT), std::string("open dataset '") + name + "'");
-  std::vector<hsize_t> dims = hdf5::dataset_dims(dataset.get());
-  if (dims.size() != 1) throw Error(std::string("dataset '") + name + "' is not one-dimensional");
-  const hsize_t rows = std::min(dims[0], max_rows);
-  std::vector<std::int64_t> values(rows);
-  if (rows == 0) return values;
-  Handle file_space(H5Dget_space(dataset.get()), "dataspace");
-  const hsize_t start = 0;
-  hdf5::check(H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, &start, nullptr, &rows, nullptr), "select");
-  Handle memory_space(H5Screate_simple(1, &rows, nullptr), "memory space");
-  hdf5::check(H5Dread(dataset.get(), H5T_NATIVE_INT64, memory_space.get(), file_space.get(), H5P_DEFAULT, values.data()),
-              std::string("read '") + name + "'");
+// An index dataset's first `max_rows` values (its rows beyond them are not complete).
+std::vector<std::int64_t> read_index(hid_t file, const char* name, const std::string& path, std::size_t max_rows) {
+  std::vector<std::int64_t> values = hdf5::read_dataset<std::int64_t>(file, name, path);
+  if (values.size() > max_rows) values.resize(max_rows);
   return values;
 }
 
@@ -89,10 +81,10 @@ RolloutFile::RolloutFile(const std::string& path) : path_(path) {
     for (const char* name : {kIterationDataset, kGlobalStepDataset, kEnvIdDataset})
       if (H5Lexists(id, name, H5P_DEFAULT) <= 0)
         throw InputError(quoted + " is a damaged Surge rollout log: it has no '" + std::string(name) + "' dataset");
-    iterations_ = read_all_ints(id, kIterationDataset, ~hsize_t(0));
-    global_steps_ = read_all_ints(id, kGlobalStepDataset, iterations_.size());
+    iterations_ = read_index(id, kIterationDataset, path, SIZE_MAX);
+    global_steps_ = read_index(id, kGlobalStepDataset, path, iterations_.size());
     iterations_.resize(global_steps_.size());  // a row is complete once both indices cover it
-    env_ids_ = read_all_ints(id, kEnvIdDataset, ~hsize_t(0));
+    env_ids_ = read_index(id, kEnvIdDataset, path, SIZE_MAX);
   } catch (...) {
     H5Fclose(static_cast<hid_t>(file_id_));
     H5Eclear2(H5E_DEFAULT);

@@ -26,7 +26,8 @@ struct DatasetValues {
 class RolloutFile {
  public:
   // Throws InputError, in one line naming the path and the way out, when the file is missing, is
-  // not HDF5, or is HDF5 but not a Surge rollout log (or one of a newer schema).
+  // not HDF5, or is HDF5 but not a Surge rollout log (or one of a newer schema), and in a build
+  // without HDF5.
   explicit RolloutFile(const std::string& path);
   ~RolloutFile();
   RolloutFile(const RolloutFile&) = delete;

@@ -94,7 +94,7 @@ inline constexpr std::int64_t kRolloutLogSchemaVersion = 1;
 class RolloutLog {
  public:
   // Creates (or, when resuming, reopens) the file and writes its attributes; throws InputError for
-  // bad options or a file that cannot be created, naming the path.
+  // bad options, a file that cannot be created, or a build without HDF5, naming the path.
   RolloutLog(RolloutLogOptions options, std::vector<LogField> fields);
   ~RolloutLog();  // close()
   RolloutLog(const RolloutLog&) = delete;

@@ -6,15 +6,12 @@
 
 #include "rl/actor_critic.hpp"
 #include "rl/evaluate.hpp"
+#include "rl/io/checkpoint.hpp"
 #include "scenarios/registry.hpp"
 #include "sim/error.hpp"
 #include "tools/cli/args.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/physics_option.hpp"
-
-#if defined(SURGE_WITH_CHECKPOINTS)
-#include "rl/io/checkpoint.hpp"
-#endif
 
 namespace surge::cli {
 
@@ -39,7 +36,6 @@ int run_eval(const Args& args) {
     std::cout << cmd.usage();
     return 0;
   }
-#if defined(SURGE_WITH_CHECKPOINTS)
   const std::int64_t episodes = cmd.get_int("episodes", 1, std::int64_t(1) << 26);
   const std::uint64_t seed = cmd.get_u64("seed");
   const bool sample = cmd.flag_set("sample");
@@ -77,9 +73,6 @@ int run_eval(const Args& args) {
               device.str().c_str(), static_cast<long long>(checkpoint.global_step), mean, std::sqrt(variance), *low, *high,
               describe_physics(spec, physics).c_str());
   return 0;
-#else
-  throw InputError("surge eval reads HDF5 checkpoints, and this build has no HDF5; install libhdf5-dev and rebuild");
-#endif
 }
 
 }  // namespace surge::cli

@@ -57,6 +57,27 @@ std::string format_value(double value, const std::string& dtype) {
   return buffer;
 }
 
+// What `surge h5 info` shows of dataset `name`; throws InputError listing the datasets there are
+// when it has none of that name.
+DatasetInfo dataset_info(const RolloutFile& file, const std::string& name) {
+  for (DatasetInfo& d : file.datasets())
+    if (d.name == name) return std::move(d);
+  file.read(name);  // throws, listing them
+  throw InputError("'" + file.path() + "' has no dataset '" + name + "'");
+}
+
+// A logged field's shape checked against env_id before its values are read: per-step fields are
+// [iteration][step][env](item), per-env ones [iteration][env](item), and a damaged or hand-made file
+// whose env axis differs from env_id would send the readers below past the values.
+void require_env_axis(const RolloutFile& file, const DatasetInfo& field, bool per_step) {
+  const std::size_t env_axis = per_step ? 2 : 1;
+  const auto envs = static_cast<std::int64_t>(file.env_ids().size());
+  if (field.shape.size() <= env_axis || field.shape[env_axis] != envs)
+    throw InputError("'" + file.path() + "': dataset '" + field.name + "' is shaped " + shape_text(field.shape) + " where " +
+                     (per_step ? "[iteration, step, " : "[iteration, ") + std::to_string(envs) + ", ...] is expected for the " +
+                     std::to_string(envs) + " environments in env_id; the file is damaged or was not written by surge train");
+}
+
 // Output to --out (written whole or not at all) or to stdout.
 class Output {
  public:
@@ -145,6 +166,16 @@ int h5_episodes(Args args) {
   for (const char* name : {rl::kRewardField, rl::kTerminatedField, rl::kTruncatedField})
     if (!file.has_dataset(name))
       throw InputError("'" + path + "' has no '" + name + "' dataset, so its episodes cannot be rebuilt");
+  const DatasetInfo reward_info = dataset_info(file, rl::kRewardField);
+  require_env_axis(file, reward_info, true);
+  for (const char* name : {rl::kTerminatedField, rl::kTruncatedField})
+    if (dataset_info(file, name).shape != reward_info.shape)
+      throw InputError("'" + path + "': dataset '" + name + "' is not shaped as 'reward' " + shape_text(reward_info.shape) +
+                       "; the file is damaged or was not written by surge train");
+  const bool has_start = file.has_dataset(rl::kStartEpisodeReturnField) && file.has_dataset(rl::kStartEpisodeLengthField);
+  if (has_start)
+    for (const char* name : {rl::kStartEpisodeReturnField, rl::kStartEpisodeLengthField})
+      require_env_axis(file, dataset_info(file, name), false);
   rl::LoggedRollout rollout;
   rollout.iterations = file.iterations();
   if (const auto first = file.attribute(rl::kFirstIterationAttribute)) rollout.first_iteration = std::stoll(*first);
@@ -156,7 +187,7 @@ int h5_episodes(Args args) {
   rollout.reward = std::move(reward.values);
   rollout.terminated = file.read(rl::kTerminatedField).values;
   rollout.truncated = file.read(rl::kTruncatedField).values;
-  if (file.has_dataset(rl::kStartEpisodeReturnField) && file.has_dataset(rl::kStartEpisodeLengthField)) {
+  if (has_start) {
     rollout.start_return = file.read(rl::kStartEpisodeReturnField).values;
     rollout.start_length = file.read(rl::kStartEpisodeLengthField).values;
   }
@@ -199,13 +230,13 @@ int h5_export(Args args) {
     const std::int64_t iteration = cmd.get_int("iteration", 0, INT64_MAX);
     row = file.row_of_iteration(iteration);
   }
-  const rl::DatasetValues data = file.read(name, row);  // throws, listing the datasets, for an unknown name
-  std::string dtype, axes;
-  for (const DatasetInfo& d : file.datasets())
-    if (d.name == name) {
-      dtype = d.dtype;
-      axes = d.axes;
-    }
+  const DatasetInfo info = dataset_info(file, name);
+  const std::string& dtype = info.dtype;
+  const bool per_step = info.axes.rfind("[iteration][step][env]", 0) == 0;
+  // The iteration and global_step indices: one value per logged iteration.
+  const bool one_per_iteration = info.shape.size() == 1 || (info.shape.empty() && row);
+  if (name != rl::kEnvIdDataset && !one_per_iteration) require_env_axis(file, info, per_step);
+  const rl::DatasetValues data = file.read(name, row);
 
   std::ostream& out = output.stream();
   const std::vector<std::int64_t>& iterations = file.iterations();
@@ -213,15 +244,13 @@ int h5_export(Args args) {
   if (name == rl::kEnvIdDataset) {
     out << "env_id\n";
     for (double v : data.values) out << format_value(v, dtype) << '\n';
-  } else if (data.shape.size() == (row ? 0u : 1u)) {
-    // One value per logged iteration: the iteration and global_step indices.
+  } else if (one_per_iteration) {
     out << (name == rl::kIterationDataset ? "iteration\n" : "iteration," + name + "\n");
     for (std::size_t k = 0; k < data.values.size(); ++k) {
       if (name != rl::kIterationDataset) out << iterations[row ? static_cast<std::size_t>(*row) : k] << ',';
       out << format_value(data.values[k], dtype) << '\n';
     }
   } else {
-    const bool per_step = axes.rfind("[iteration][step][env]", 0) == 0;
     // Axes after the iteration: [step][env](item) or [env](item).
     const std::size_t lead = row ? 0 : 1;  // the iteration axis is present unless one row was read
     const std::int64_t steps = per_step ? data.shape[lead] : 1;

@@ -11,6 +11,8 @@
 #include <iostream>
 #include <sstream>
 
+#include "rl/io/checkpoint.hpp"
+#include "rl/io/resume_state.hpp"
 #include "rl/train_config.hpp"
 #include "rl/trainer.hpp"
 #include "scenarios/registry.hpp"
@@ -24,12 +26,7 @@
 #include "tools/cli/physics_option.hpp"
 #include "tools/cli/stop_signal.hpp"
 #include "tools/cli/train_output.hpp"
-
-#if defined(SURGE_WITH_CHECKPOINTS)
-#include "rl/io/checkpoint.hpp"
-#include "rl/io/resume_state.hpp"
 #include "tools/cli/train_rollout_log.hpp"
-#endif
 
 namespace surge::cli {
 namespace {
@@ -150,7 +147,6 @@ int run_train(const Args& args) {
       if (!cmd.get_all(fixed).empty())
         throw InputError(cmd.complaint("--resume continues the run as it was configured, so --" + std::string(fixed) +
                                        " cannot be given with it"));
-#if defined(SURGE_WITH_CHECKPOINTS)
   std::optional<rl::Checkpoint> resumed;
   rl::ResumeState resume_state;
   if (!resume_path.empty()) {
@@ -161,22 +157,15 @@ int run_train(const Args& args) {
                        "version of surge train");
   }
   const std::string scenario = resumed ? resumed->scenario : cmd.get("scenario");
-#else
-  if (!resume_path.empty())
-    throw InputError(cmd.complaint("this build has no HDF5, so it cannot read checkpoints (install libhdf5-dev and rebuild)"));
-  const std::string scenario = cmd.get("scenario");
-#endif
   const ScenarioSpec& spec = scenario_spec(scenario);
   const Device device = resolve_device(cmd.get("device"));
   rl::TrainConfig config = resume_path.empty() ? build_config(cmd, scenario, device) : rl::TrainConfig{};
-#if defined(SURGE_WITH_CHECKPOINTS)
   if (resumed) {
     config = resumed->config;
     if (cmd.has("total-steps")) config.total_steps = cmd.get_int("total-steps", 1, std::int64_t(1) << 50);
     if (cmd.flag_set("no-graph")) config.cuda_graph = false;
     config.validate();
   }
-#endif
   // Checked against the scenario before anything is written.
   const PhysicsConfig physics = resolve_physics(spec, config.physics);
   const double target = cmd.has("target-return") ? cmd.get_double("target-return", -1e300, 1e300) : NAN;
@@ -202,7 +191,6 @@ int run_train(const Args& args) {
   auto engine = make_engine(scenario, device, config.num_envs, config.seed, physics);
   rl::Trainer trainer(*engine, config);
   std::int64_t first_iteration = 0;  // iterations already done by the run this one continues
-#if defined(SURGE_WITH_CHECKPOINTS)
   if (resumed) {
     resume_state.restore(*resumed, trainer, *engine);
     output.restore_rows(resume_state.metrics_rows);
@@ -219,10 +207,6 @@ int run_train(const Args& args) {
     request.queue_depth = static_cast<int>(cmd.get_int("log-queue", 1, 64));
     rollout_log = open_train_rollout_log(request, *engine, trainer, resumed ? first_iteration + 1 : -1);
   }
-#else
-  if (cmd.has("log-rollouts"))
-    throw InputError(cmd.complaint("this build has no HDF5, so it cannot log rollouts (install libhdf5-dev and rebuild)"));
-#endif
   output.write_config(config, spec, device);
 
   const bool tty = ::isatty(STDERR_FILENO);
@@ -252,28 +236,24 @@ int run_train(const Args& args) {
       }
     }
   };
-  // A checkpoint carries the metrics rows so far, so it waits for the latest iteration first.
+  // A checkpoint carries the metrics rows so far, so it waits for the latest iteration first. A build
+  // without HDF5 writes none, and says so at the end.
   auto save_checkpoint = [&] {
-#if defined(SURGE_WITH_CHECKPOINTS)
+    if (!rl::checkpoints_available()) return;
     consume(trainer.drain());
     rl::ResumeState state = rl::ResumeState::capture(trainer, *engine);
     state.metrics_columns = TrainOutput::columns();
     state.metrics_rows = output.rows();
     rl::write_resumable_checkpoint(checkpoint_path, trainer, state);
-#endif
   };
   StopSignals signals;
   std::int64_t done = first_iteration;
   for (std::int64_t k = first_iteration; k < trainer.num_iterations() && !stop && !signals.requested(); ++k) {
     if (stop_after >= 0 && k - first_iteration >= stop_after) break;
-#if defined(SURGE_WITH_CHECKPOINTS)
     // Iterations are numbered from 1 in the log, as in metrics.csv.
     if (rollout_log) rollout_log->begin_iteration(k + 1, trainer.stream());
     trainer.iterate();
     if (rollout_log) rollout_log->end_iteration((k + 1) * config.batch_size(), trainer.stream());
-#else
-    trainer.iterate();
-#endif
     done = k + 1;
     consume(trainer.ready_metrics());
     output.flush_every(5.0);
@@ -282,7 +262,6 @@ int run_train(const Args& args) {
   consume(trainer.drain());
   progress.finish();
   output.write_metrics();
-#if defined(SURGE_WITH_CHECKPOINTS)
   if (rollout_log) {
     rollout_log->close();
     const rl::RolloutLogStats logged = rollout_log->stats();
@@ -292,9 +271,8 @@ int run_train(const Args& args) {
                 << "\n";
   }
   save_checkpoint();
-#else
-  std::cerr << "surge train: this build has no HDF5, so no checkpoint.h5 was written (install libhdf5-dev and rebuild)\n";
-#endif
+  if (!rl::checkpoints_available())
+    std::cerr << "surge train: this build has no HDF5, so no checkpoint.h5 was written (install libhdf5-dev and rebuild)\n";
   const RunSummary summary = output.summary(target, target_time, target_step);
   std::cout << summary.line << "\n";
   const bool cut_short = done < trainer.num_iterations() && !stop;

@@ -13,7 +13,7 @@ int run_step(const Args& args);
 int run_bench(const Args& args);
 int run_train(const Args& args);
 int run_eval(const Args& args);
-// surge h5 (cmd_h5.cpp), in builds with HDF5.
+// surge h5 (cmd_h5.cpp); in builds without HDF5 it answers that it cannot read rollout logs.
 int run_h5(const Args& args);
 // surge bench sweep and surge bench roofline (cmd_sweep.cpp, cmd_roofline.cpp), dispatched by run_bench.
 int run_bench_sweep(const Args& args);

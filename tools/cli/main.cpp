@@ -82,13 +82,7 @@ int main(int argc, char** argv) {
     if (command == "bench") return surge::cli::run_bench(rest);
     if (command == "train") return surge::cli::run_train(rest);
     if (command == "eval") return surge::cli::run_eval(rest);
-    if (command == "h5") {
-#if defined(SURGE_WITH_HDF5)
-      return surge::cli::run_h5(rest);
-#else
-      throw surge::InputError("surge h5: this build has no HDF5 support; install HDF5 (Debian: libhdf5-dev) and rebuild");
-#endif
-    }
+    if (command == "h5") return surge::cli::run_h5(rest);
     if (command == "doctor") return surge::cli::run_doctor(rest);
     if (command == "plot") return surge::cli::run_plot(rest);
     std::cerr << "surge: unknown command '" << command << "'; see 'surge --help'\n";

@@ -1,6 +1,6 @@
 #pragma once
 // `surge train --log-rollouts`: the rollout log (rl/io/rollout_log.hpp) fed from the trainer's rollout
-// storage and the engine's episode accumulators. Built where HDF5 was found.
+// storage and the engine's episode accumulators.
 #include <cstdint>
 #include <memory>
 #include <string>

@@ -33,25 +33,24 @@ struct Acrobot {
   static constexpr double kMaxVelocity1 = 4.0 * kPi;
   static constexpr double kMaxVelocity2 = 9.0 * kPi;
 
-  struct State {
-    float theta1, theta2, dtheta1, dtheta2;  // theta2 is relative to the first link
-  };
-  static constexpr std::array<const char*, 4> kStateNames = {"theta1", "theta2", "dtheta1", "dtheta2"};
+  // theta2 is relative to the first link.
+#define SURGE_ACROBOT_STATE(X) X(theta1) X(theta2) X(dtheta1) X(dtheta2)
+  SURGE_SCENARIO_STATE(SURGE_ACROBOT_STATE);
+#undef SURGE_ACROBOT_STATE
 
-  // Gymnasium's LINK_LENGTH_2 only draws the second link and so is not a parameter here.
-  struct Params {
-    float link_length_1, link_mass_1, link_mass_2, link_com_pos_1, link_com_pos_2, link_moi, gravity, dt;
-  };
-  static constexpr std::array<ParamInfo, 8> kParams = {{
-      {"link_length_1", 1.0f, 0.0f},
-      {"link_mass_1", 1.0f, 1e-6f},
-      {"link_mass_2", 1.0f, 1e-6f},
-      {"link_com_pos_1", 0.5f, 0.0f},  // distance from a link's pivot to its centre of mass
-      {"link_com_pos_2", 0.5f, 0.0f},
-      {"link_moi", 1.0f, 1e-6f},  // moment of inertia of either link
-      {"gravity", 9.8f, 0.0f},
-      {"dt", 0.2f, 1e-6f},
-  }};
+  // X(name, default, smallest sensible value). Gymnasium's LINK_LENGTH_2 only
+  // draws the second link and so is not a parameter here.
+#define SURGE_ACROBOT_PARAMS(X)                                                        \
+  X(link_length_1, 1.0, 0.0)                                                           \
+  X(link_mass_1, 1.0, 1e-6)                                                            \
+  X(link_mass_2, 1.0, 1e-6)                                                            \
+  X(link_com_pos_1, 0.5, 0.0) /* distance from a link's pivot to its centre of mass */ \
+  X(link_com_pos_2, 0.5, 0.0)                                                          \
+  X(link_moi, 1.0, 1e-6) /* moment of inertia of either link */                        \
+  X(gravity, 9.8, 0.0)                                                                 \
+  X(dt, 0.2, 1e-6)
+  SURGE_SCENARIO_PARAMS(float, SURGE_ACROBOT_PARAMS);
+#undef SURGE_ACROBOT_PARAMS
 
   using Action = std::int32_t;
 

@@ -22,22 +22,20 @@ struct CartPole {
   static constexpr float kThetaThreshold = 12.0f * 2.0f * 3.14159265358979323846f / 360.0f;
   static constexpr float kXThreshold = 2.4f;
 
-  struct State {
-    float x, x_dot, theta, theta_dot;
-  };
-  static constexpr std::array<const char*, 4> kStateNames = {"x", "x_dot", "theta", "theta_dot"};
+#define SURGE_CARTPOLE_STATE(X) X(x) X(x_dot) X(theta) X(theta_dot)
+  SURGE_SCENARIO_STATE(SURGE_CARTPOLE_STATE);
+#undef SURGE_CARTPOLE_STATE
 
-  struct Params {
-    float gravity, masscart, masspole, length, force_mag, tau;
-  };
-  static constexpr std::array<ParamInfo, 6> kParams = {{
-      {"gravity", 9.8f, 0.0f},
-      {"masscart", 1.0f, 1e-6f},
-      {"masspole", 0.1f, 1e-6f},
-      {"length", 0.5f, 1e-6f},  // half the pole's length
-      {"force_mag", 10.0f, 0.0f},
-      {"tau", 0.02f, 1e-6f},
-  }};
+  // X(name, default, smallest sensible value)
+#define SURGE_CARTPOLE_PARAMS(X)                    \
+  X(gravity, 9.8, 0.0)                              \
+  X(masscart, 1.0, 1e-6)                            \
+  X(masspole, 0.1, 1e-6)                            \
+  X(length, 0.5, 1e-6) /* half the pole's length */ \
+  X(force_mag, 10.0, 0.0)                           \
+  X(tau, 0.02, 1e-6)
+  SURGE_SCENARIO_PARAMS(float, SURGE_CARTPOLE_PARAMS);
+#undef SURGE_CARTPOLE_PARAMS
 
   using Action = std::int32_t;
 

@@ -24,15 +24,13 @@ struct MountainCar {
   static constexpr float kGoalPosition = 0.5f;
 
   using State = mountain_car_valley::State;
-  static constexpr std::array<const char*, 2> kStateNames = mountain_car_valley::kStateNames;
+  static constexpr auto kStateNames = mountain_car_valley::kStateNames;
 
-  struct Params {
-    float force, gravity;
-  };
-  static constexpr std::array<ParamInfo, 2> kParams = {{
-      {"force", 0.001f, 0.0f},     // acceleration the engine gives per step
-      {"gravity", 0.0025f, 0.0f},  // scale of the slope's pull, -gravity * cos(3 * position)
-  }};
+  // X(name, default, smallest sensible value): the acceleration the engine gives per step, and the
+  // scale of the slope's pull, -gravity * cos(3 * position).
+#define SURGE_MOUNTAIN_CAR_PARAMS(X) X(force, 0.001, 0.0) X(gravity, 0.0025, 0.0)
+  SURGE_SCENARIO_PARAMS(float, SURGE_MOUNTAIN_CAR_PARAMS);
+#undef SURGE_MOUNTAIN_CAR_PARAMS
 
   using Action = std::int32_t;
 

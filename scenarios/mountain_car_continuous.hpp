@@ -30,15 +30,13 @@ struct MountainCarContinuous {
   static constexpr float kActionCost = 0.1f;
 
   using State = mountain_car_valley::State;
-  static constexpr std::array<const char*, 2> kStateNames = mountain_car_valley::kStateNames;
+  static constexpr auto kStateNames = mountain_car_valley::kStateNames;
 
-  struct Params {
-    float power, gravity;
-  };
-  static constexpr std::array<ParamInfo, 2> kParams = {{
-      {"power", 0.0015f, 0.0f},    // acceleration per step at full force
-      {"gravity", 0.0025f, 0.0f},  // scale of the slope's pull, -gravity * cos(3 * position)
-  }};
+  // X(name, default, smallest sensible value): the acceleration per step at full force, and the
+  // scale of the slope's pull, -gravity * cos(3 * position).
+#define SURGE_MOUNTAIN_CAR_CONTINUOUS_PARAMS(X) X(power, 0.0015, 0.0) X(gravity, 0.0025, 0.0)
+  SURGE_SCENARIO_PARAMS(float, SURGE_MOUNTAIN_CAR_CONTINUOUS_PARAMS);
+#undef SURGE_MOUNTAIN_CAR_CONTINUOUS_PARAMS
 
   struct Action {
     float v[1];

@@ -14,10 +14,9 @@ inline constexpr float kMaxPosition = 0.6f;
 inline constexpr float kMaxSpeed = 0.07f;
 inline constexpr float kGoalVelocity = 0.0f;
 
-struct State {
-  float position, velocity;
-};
-inline constexpr std::array<const char*, 2> kStateNames = {"position", "velocity"};
+#define SURGE_MOUNTAIN_CAR_STATE(X) X(position) X(velocity)
+SURGE_SCENARIO_STATE(SURGE_MOUNTAIN_CAR_STATE);
+#undef SURGE_MOUNTAIN_CAR_STATE
 
 // Position from U(-0.6, -0.4), at rest.
 SURGE_HD_INLINE void reset(State& s, Rng& rng) {

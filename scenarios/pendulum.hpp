@@ -26,20 +26,18 @@ struct Pendulum {
   static constexpr float kMaxSpeed = 8.0f;
   static constexpr float kPi = 3.14159265358979323846f;
 
-  struct State {
-    float theta, theta_dot;
-  };
-  static constexpr std::array<const char*, 2> kStateNames = {"theta", "theta_dot"};
+#define SURGE_PENDULUM_STATE(X) X(theta) X(theta_dot)
+  SURGE_SCENARIO_STATE(SURGE_PENDULUM_STATE);
+#undef SURGE_PENDULUM_STATE
 
-  struct Params {
-    float gravity, mass, length, dt;
-  };
-  static constexpr std::array<ParamInfo, 4> kParams = {{
-      {"gravity", 10.0f, 0.0f},  // Gymnasium's g
-      {"mass", 1.0f, 1e-6f},     // m
-      {"length", 1.0f, 1e-6f},   // l
-      {"dt", 0.05f, 1e-6f},
-  }};
+  // X(name, default, smallest sensible value): Gymnasium's g, m, l and dt.
+#define SURGE_PENDULUM_PARAMS(X) \
+  X(gravity, 10.0, 0.0)          \
+  X(mass, 1.0, 1e-6)             \
+  X(length, 1.0, 1e-6)           \
+  X(dt, 0.05, 1e-6)
+  SURGE_SCENARIO_PARAMS(float, SURGE_PENDULUM_PARAMS);
+#undef SURGE_PENDULUM_PARAMS
 
   struct Action {
     float v[1];

@@ -4,10 +4,10 @@
 // Include only from .cu files (scenarios/registry.cu instantiates the engines).
 //
 // A Scenario is a plain struct (see scenarios/cartpole.hpp):
-//   State, Params     POD structs of floats; Params has one float per entry of kParams
-//   Action            std::int32_t (discrete) or a struct { float v[kActionDim]; } (continuous)
-//   kName, kGymId, kObsDim, kMaxEpisodeSteps, kActionKind, kNumActions or kActionDim/kActionLow/kActionHigh,
-//   kStateNames, kParams
+//   State, kStateNames   one float per name, declared together by SURGE_SCENARIO_STATE (sim/scenario.hpp)
+//   Params, kParams      one ParamType per entry, declared together by SURGE_SCENARIO_PARAMS
+//   Action               std::int32_t (discrete) or a struct { float v[kActionDim]; } (continuous)
+//   kName, kGymId, kObsDim, kMaxEpisodeSteps, kActionKind, kNumActions or kActionDim/kActionLow/kActionHigh
 //   SURGE_HD static void reset(State&, const Params&, Rng&);
 //   SURGE_HD static StepResult step(State&, const Params&, const Action&);
 //   SURGE_HD static void observe(const State&, float* obs);

@@ -9,8 +9,9 @@
 namespace surge {
 namespace {
 
-// The shortest text that reads back to the same float.
-std::string shortest(float value) {
+// The shortest text that reads back to the same number (of the type given).
+template <class T>
+std::string shortest(T value) {
   char buffer[32];
   const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
   return std::string(buffer, result.ptr);
@@ -18,13 +19,13 @@ std::string shortest(float value) {
 
 const char* kOptionForm = "write NAME=VALUE or NAME=LOW:HIGH, e.g. masspole=0.05:0.2";
 
-float option_number(const std::string& text, const std::string& part) {
+double option_number(const std::string& text, const std::string& part) {
   const char* begin = text.c_str();
   char* end = nullptr;
   const double value = text.empty() ? NAN : std::strtod(begin, &end);
   if (text.empty() || end != begin + text.size() || !std::isfinite(value))
     throw InputError("--physics '" + part + "': '" + text + "' is not a finite number; " + kOptionForm);
-  return static_cast<float>(value);
+  return value;
 }
 
 }  // namespace
@@ -78,9 +79,9 @@ PhysicsConfig resolve_physics(const ScenarioSpec& spec, const PhysicsSettings& s
       throw InputError(spec.name + " has no physics parameter '" + setting.name + "'; its parameters are " + known);
     }
     physics.randomized[j] = setting.is_range ? 1 : 0;
-    physics.low[j] = setting.low;
-    physics.high[j] = setting.high;
-    if (!setting.is_range) physics.value[j] = setting.low;
+    physics.low[j] = spec.round_param(setting.low);
+    physics.high[j] = spec.round_param(setting.high);
+    if (!setting.is_range) physics.value[j] = physics.low[j];
   }
   physics.validate(spec);
   return physics;
@@ -102,13 +103,17 @@ std::string physics_option_text(const PhysicsSettings& settings) {
 }
 
 std::string describe_physics(const ScenarioSpec& spec, const PhysicsConfig& physics) {
+  // In the parameter type's own shortest form: 0.2, not the float32 0.2's 0.20000000298023224.
+  auto number = [&](double value) {
+    return spec.param_dtype == DType::Float64 ? shortest(value) : shortest(static_cast<float>(value));
+  };
   std::string text;
   for (std::size_t j = 0; j < spec.params.size(); ++j) {
     std::string item;
     if (physics.randomized[j])
-      item = std::string(spec.params[j].name) + " ~ U(" + shortest(physics.low[j]) + ", " + shortest(physics.high[j]) + ")";
+      item = std::string(spec.params[j].name) + " ~ U(" + number(physics.low[j]) + ", " + number(physics.high[j]) + ")";
     else if (physics.value[j] != spec.params[j].default_value)
-      item = std::string(spec.params[j].name) + " = " + shortest(physics.value[j]);
+      item = std::string(spec.params[j].name) + " = " + number(physics.value[j]);
     if (!item.empty()) text += (text.empty() ? "" : ", ") + item;
   }
   return text.empty() ? "defaults" : text;

@@ -32,9 +32,10 @@ TEST_CASE("acrobot matches Gymnasium's transitions", "[acrobot]") {
   const GoldenSet golden = load_golden(spec());
   GoldenComparison comparison;
   comparison.angle_states = {0, 1};
-  // The bare golden tolerance, reported to show how close we come: a few of the fastest rows exceed
-  // it, by what rounding the input state (and the parameters 9.8 and 0.2) to float32 explains, so
-  // every row must then meet it with the state's rounding allowed for.
+  // The bare golden tolerance, reported to show how close we come. The golden states are float64 and
+  // ours float32: at two of the fastest rows one step amplifies that rounding past the tolerance (by
+  // under 2x; stepped by Gymnasium from the same float32 states, no value misses it), so every row must
+  // then meet it with the state's rounding allowed for.
   double worst_bare = 0;
   int over_bare = 0;
   const Transitions ours = step_golden_hd<Acrobot>(golden);
@@ -47,8 +48,8 @@ TEST_CASE("acrobot matches Gymnasium's transitions", "[acrobot]") {
     }
   std::printf("acrobot SURGE_HD step, bare golden tolerance: worst |error| / tolerance = %.3g, %d values over it\n",
               worst_bare, over_bare);
-  CHECK(worst_bare < 3.0);
-  CHECK(over_bare < 10);
+  CHECK(worst_bare < 2.0);
+  CHECK(over_bare <= 2);
   allow_for_input_rounding<Acrobot>(golden, comparison);
   compare_with_golden("acrobot SURGE_HD step", spec(), golden, ours, comparison);
   compare_with_golden("acrobot CPU engine", spec(), golden, step_golden_engine("acrobot", golden), comparison);

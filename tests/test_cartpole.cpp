@@ -160,11 +160,11 @@ TEST_CASE("domain randomisation draws each env's parameter inside its range", "[
   Stream stream(cpu);
   auto engine = surge::make_engine("cartpole", cpu, n, 99, physics);
   const int count = spec.param_count();
-  const std::vector<float> params = surge::to_host(engine->params(), stream);
+  const std::vector<double> params = surge::params_to_host(*engine, stream);
   REQUIRE(params.size() == static_cast<std::size_t>(n * count));
-  float lowest = 1e9f, highest = -1e9f;
+  double lowest = 1e9, highest = -1e9;
   for (std::int64_t i = 0; i < n; ++i) {
-    const float drawn = params[i * count + masspole];
+    const double drawn = params[i * count + masspole];
     CHECK(drawn >= 0.05f);
     CHECK(drawn <= 0.2f);
     lowest = std::min(lowest, drawn);
@@ -179,7 +179,7 @@ TEST_CASE("domain randomisation draws each env's parameter inside its range", "[
 
   // Redrawn at each reset: a new reset gives new values.
   engine->reset(stream);
-  const std::vector<float> redrawn = surge::to_host(engine->params(), stream);
+  const std::vector<double> redrawn = surge::params_to_host(*engine, stream);
   int changed = 0;
   for (std::int64_t i = 0; i < n; ++i) changed += redrawn[i * count + masspole] != params[i * count + masspole];
   CHECK(changed > n / 2);

@@ -56,6 +56,12 @@ std::vector<T> read_dataset(hid_t group, const std::string& name, const std::str
   return values;
 }
 
+bool stored_as_float64(hid_t group, const std::string& name) {
+  hdf5::Handle dataset(H5Dopen2(group, name.c_str(), H5P_DEFAULT), "open " + name);
+  hdf5::Handle type(H5Dget_type(dataset.get()), "type of " + name);
+  return H5Tget_class(type.get()) == H5T_FLOAT && H5Tget_size(type.get()) == 8;
+}
+
 template <class T>
 void upload(Span<T> device, const std::vector<T>& host, const std::string& what, const Stream& stream) {
   if (static_cast<std::int64_t>(host.size()) != device.size)
@@ -74,7 +80,8 @@ ResumeState ResumeState::capture(const Trainer& trainer, Engine& engine) {
   s.recent_returns = to_host(trainer.recent_returns(), stream);
   s.running_return = to_host(trainer.running_returns(), stream);
   s.env_state = to_host(engine.states(), stream);
-  s.env_params = to_host(engine.params(), stream);
+  s.env_params = params_to_host(engine, stream);
+  s.env_params_float64 = engine.spec().param_dtype == DType::Float64;
   s.env_episode_steps = to_host(engine.episode_steps(), stream);
   s.env_episode_returns = to_host(engine.episode_returns(), stream);
   s.env_rng_offsets = to_host(engine.rng_offsets(), stream);
@@ -88,7 +95,12 @@ void ResumeState::restore(const Checkpoint& agent, Trainer& trainer, Engine& eng
   upload(trainer.recent_returns(), recent_returns, "ring of recent returns", stream);
   upload(trainer.running_returns(), running_return, "running episode returns", stream);
   upload(engine.states(), env_state, "environment state", stream);
-  upload(engine.params(), env_params, "environment parameters", stream);
+  if (env_params_float64 != (engine.spec().param_dtype == DType::Float64))
+    throw InputError(std::string("the checkpoint holds ") + engine.spec().name + "'s physics parameters in " +
+                     (env_params_float64 ? "float64" : "float32") + " where this build keeps them in " +
+                     dtype_name(engine.spec().param_dtype) + " (it was written by a build from before the change), so "
+                     "the run cannot continue exactly; evaluate the agent with 'surge eval' or train afresh");
+  params_from_host(engine, env_params, stream);
   upload(engine.episode_steps(), env_episode_steps, "episode step counters", stream);
   upload(engine.episode_returns(), env_episode_returns, "episode returns", stream);
   upload(engine.rng_offsets(), env_rng_offsets, "environment RNG offsets", stream);
@@ -117,7 +129,10 @@ void append_resume_state(const std::string& checkpoint_path, const ResumeState& 
   write_dataset(group.get(), "recent_returns", s.recent_returns);
   write_dataset(group.get(), "running_return", s.running_return);
   write_dataset(group.get(), "env_state", s.env_state);
-  write_dataset(group.get(), "env_params", s.env_params);
+  if (s.env_params_float64)
+    write_dataset(group.get(), "env_params", s.env_params);
+  else
+    write_dataset(group.get(), "env_params", std::vector<float>(s.env_params.begin(), s.env_params.end()));
   write_dataset(group.get(), "env_episode_steps", s.env_episode_steps);
   write_dataset(group.get(), "env_episode_returns", s.env_episode_returns);
   write_dataset(group.get(), "env_rng_offsets", s.env_rng_offsets);
@@ -157,7 +172,8 @@ ResumeState read_resume_state(const std::string& path) {
   s.recent_returns = read_dataset<double>(group.get(), "recent_returns", path);
   s.running_return = read_dataset<float>(group.get(), "running_return", path);
   s.env_state = read_dataset<float>(group.get(), "env_state", path);
-  s.env_params = read_dataset<float>(group.get(), "env_params", path);
+  s.env_params = read_dataset<double>(group.get(), "env_params", path);  // float32 ones widen exactly
+  s.env_params_float64 = stored_as_float64(group.get(), "env_params");
   s.env_episode_steps = read_dataset<std::int32_t>(group.get(), "env_episode_steps", path);
   s.env_episode_returns = read_dataset<float>(group.get(), "env_episode_returns", path);
   s.env_rng_offsets = read_dataset<std::uint64_t>(group.get(), "env_rng_offsets", path);

@@ -10,7 +10,8 @@
 //                        bias_correction2_sqrt, frozen
 //   /resume/metrics      float64 [rows][C]     the metrics.csv rows so far
 //   /resume/recent_returns float64 [100]; /resume/running_return float32 [N]
-//   /resume/env_state float32 [N][state_dim]; /resume/env_params float32 [N][params];
+//   /resume/env_state float32 [N][state_dim]; /resume/env_params [N][params] in the scenario's parameter
+//   type (float32, or float64 for a scenario that keeps its parameters so);
 //   /resume/env_episode_steps int32 [N]; /resume/env_episode_returns float32 [N]; /resume/env_rng_offsets uint64 [N]
 //   /resume/reward_accumulator float32 [N], where normalize_reward: each env's discounted return so far
 //   (the normalisation statistics themselves are the agent's, under /normalization)
@@ -37,7 +38,8 @@ struct ResumeState {
   std::vector<double> recent_returns;   // [kRecentEpisodes]
   std::vector<float> running_return;    // [N]
   std::vector<float> env_state;         // [N][state_dim]
-  std::vector<float> env_params;        // [N][params]
+  std::vector<double> env_params;       // [N][params], exactly as the engine held them
+  bool env_params_float64 = false;      // whether they are (and are saved as) float64 rather than float32
   std::vector<std::int32_t> env_episode_steps;
   std::vector<float> env_episode_returns;
   std::vector<std::uint64_t> env_rng_offsets;

@@ -51,8 +51,8 @@ struct Transitions {
 template <class S>
 typename S::Params default_params() {
   typename S::Params params;
-  float* fields = reinterpret_cast<float*>(&params);
-  for (std::size_t j = 0; j < S::kParams.size(); ++j) fields[j] = S::kParams[j].default_value;
+  auto* fields = reinterpret_cast<typename S::ParamType*>(&params);
+  for (std::size_t j = 0; j < S::kParams.size(); ++j) fields[j] = static_cast<typename S::ParamType>(S::kParams[j].default_value);
   return params;
 }
 
@@ -405,7 +405,7 @@ inline void check_episode_stats(Engine& engine, const EpisodeAudit& audit) {
 // their ranges and differ across envs, the rest keep their defaults, and an episode's end redraws them.
 struct ParamRange {
   const char* name;
-  float low, high;
+  double low, high;
 };
 
 inline void check_randomized_params(const std::string& name, const std::vector<ParamRange>& ranges, const Policy& policy,
@@ -417,8 +417,8 @@ inline void check_randomized_params(const std::string& name, const std::vector<P
     const int j = spec.param_index(range.name);
     INFO("parameter " << range.name);
     REQUIRE(j >= 0);
-    physics.low[j] = range.low;
-    physics.high[j] = range.high;
+    physics.low[j] = spec.round_param(range.low);
+    physics.high[j] = spec.round_param(range.high);
     physics.randomized[j] = 1;
     randomized.push_back(j);
   }
@@ -426,14 +426,14 @@ inline void check_randomized_params(const std::string& name, const std::vector<P
   auto engine = make_engine(name, Device::cpu(), n, 11, physics);
   Stream stream(Device::cpu());
   const int width = spec.param_count();
-  auto check_params = [&](const std::vector<float>& params) {
+  auto check_params = [&](const std::vector<double>& params) {
     for (int j = 0; j < width; ++j) {
       const bool is_randomized = std::find(randomized.begin(), randomized.end(), j) != randomized.end();
-      std::vector<float> values;
+      std::vector<double> values;
       for (std::int64_t i = 0; i < n; ++i) values.push_back(params[i * width + j]);
       INFO("parameter " << spec.params[j].name);
       if (is_randomized) {
-        for (float v : values) {
+        for (double v : values) {
           REQUIRE(v >= physics.low[j]);
           REQUIRE(v <= physics.high[j]);
         }
@@ -441,14 +441,14 @@ inline void check_randomized_params(const std::string& name, const std::vector<P
         const auto distinct = std::unique(values.begin(), values.end()) - values.begin();
         CHECK(distinct > n * 9 / 10);
       } else {
-        for (float v : values) REQUIRE(v == spec.params[j].default_value);
+        for (double v : values) REQUIRE(v == spec.params[j].default_value);
       }
     }
   };
-  const std::vector<float> first = to_host(engine->params(), stream);
+  const std::vector<double> first = params_to_host(*engine, stream);
   check_params(first);
   const PolicyRun run = run_policy(*engine, steps_until_every_env_ended, policy);
-  const std::vector<float> later = to_host(engine->params(), stream);
+  const std::vector<double> later = params_to_host(*engine, stream);
   check_params(later);
   // Every env has ended at least one episode, so each has drawn fresh parameters.
   for (std::int64_t i = 0; i < n; ++i) {

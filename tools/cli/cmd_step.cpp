@@ -21,6 +21,14 @@ std::string format_float(double value) {
   return buffer;
 }
 
+// A parameter in as many digits as read back to the value the scenario held.
+std::string format_param(double value, const ScenarioSpec& spec) {
+  if (spec.param_dtype != DType::Float64) return format_float(value);
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.17g", value);
+  return buffer;
+}
+
 }  // namespace
 
 int run_step(const Args& args) {
@@ -108,7 +116,7 @@ int run_step(const Args& args) {
   const auto obs_host = to_host(obs.cspan(), stream);
   const auto reward_host = to_host(reward.cspan(), stream);
   const auto terminated_host = to_host(terminated.cspan(), stream);
-  const auto params_host = to_host(Span<const float>(engine->params()), stream);  // [N][param_count]
+  const std::vector<double> params_host = params_to_host(*engine, stream);  // [N][param_count]
   std::vector<int> randomized;
   for (int j = 0; j < spec.param_count(); ++j)
     if (physics.randomized[j]) randomized.push_back(j);
@@ -124,7 +132,7 @@ int run_step(const Args& args) {
     for (int k = 0; k < state_dim; ++k) out << format_float(next_host[row * state_dim + k]) << ",";
     for (int k = 0; k < spec.obs_dim; ++k) out << format_float(obs_host[row * spec.obs_dim + k]) << ",";
     out << format_float(reward_host[row]) << "," << int(terminated_host[row]);
-    for (int j : randomized) out << "," << format_float(params_host[row * spec.param_count() + j]);
+    for (int j : randomized) out << "," << format_param(params_host[row * spec.param_count() + j], spec);
     out << "\n";
   }
   file.commit();

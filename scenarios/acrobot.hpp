@@ -13,10 +13,6 @@
 // float64 result by up to five times the golden tolerance (1e-5 + 1e-5 |ref|), and even in double
 // arithmetic the parameters rounded to float32 (9.8 and 0.2 are not float32 numbers) put the fastest
 // rows past it. With both in double only the float32 state's own rounding remains.
-#include <array>
-#include <cmath>
-#include <cstdint>
-
 #include "sim/scenario.hpp"
 
 namespace surge {

@@ -3,10 +3,6 @@
 // Euler integration with tau = 0.02, termination when |x| > 2.4 or |theta| > 12 degrees (strict
 // comparisons), a reward of 1 on every step including the terminating one, initial state drawn from
 // U(-0.05, 0.05) in every coordinate, and a time limit of 500 steps. Arithmetic is float32.
-#include <array>
-#include <cmath>
-#include <cstdint>
-
 #include "sim/scenario.hpp"
 
 namespace surge {

@@ -4,10 +4,6 @@
 // clipped to [-1.2, 0.6]; at the left wall a car still moving left stops dead. The episode terminates
 // when position >= 0.5 and velocity >= 0. Every step, the last included, rewards -1. The initial
 // position is drawn from U(-0.6, -0.4) with zero velocity; the time limit is 200 steps. Float32.
-#include <array>
-#include <cmath>
-#include <cstdint>
-
 #include "scenarios/mountain_car_valley.hpp"
 #include "sim/scenario.hpp"
 

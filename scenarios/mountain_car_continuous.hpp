@@ -6,9 +6,6 @@
 // terminates when position >= 0.45 and velocity >= 0. The reward is 100 on reaching the goal, minus
 // 0.1 * action^2 on the action as given, before clipping. The initial position is drawn from
 // U(-0.6, -0.4) with zero velocity; the time limit is 999 steps. Float32.
-#include <array>
-#include <cmath>
-
 #include "scenarios/mountain_car_valley.hpp"
 #include "sim/scenario.hpp"
 

@@ -2,9 +2,6 @@
 // The valley both MountainCar tasks share (Gymnasium's mountain_car.py and continuous_mountain_car.py):
 // its bounds, the slope's pull, the wall at the left, the start, and one step of the car's motion. The
 // two tasks differ only in how an action becomes a push, in the goal and in the reward.
-#include <array>
-#include <cmath>
-
 #include "sim/scenario.hpp"
 
 namespace surge::mountain_car_valley {

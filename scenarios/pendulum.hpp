@@ -5,9 +5,6 @@
 // theta_dot += (3 g / (2 l) sin(theta) + 3 / (m l^2) u) dt is clipped to +-8, then theta += theta_dot dt
 // (theta itself is never wrapped). The pendulum never terminates; the time limit is 200 steps. The
 // initial state is theta ~ U(-pi, pi), theta_dot ~ U(-1, 1). Float32.
-#include <array>
-#include <cmath>
-
 #include "sim/scenario.hpp"
 
 namespace surge {

@@ -1,7 +1,9 @@
 #pragma once
-// What a scenario's step returns, and the two lists a scenario writes once: its state's fields and its
-// physics parameters. Everything else about a scenario is its own.
+// What a scenario header includes, and all it needs from the engine: what a step returns, the two lists
+// a scenario writes once (its state's fields and its physics parameters), Rng, the lane_* sines and
+// cosines, and <array>, <cmath> and <cstdint>. Everything else about a scenario is its own.
 #include <array>
+#include <cmath>
 #include <cstdint>
 
 #include "sim/hd.hpp"

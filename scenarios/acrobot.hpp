@@ -29,24 +29,18 @@ struct Acrobot {
   static constexpr double kMaxVelocity1 = 4.0 * kPi;
   static constexpr double kMaxVelocity2 = 9.0 * kPi;
 
-  // theta2 is relative to the first link.
-#define SURGE_ACROBOT_STATE(X) X(theta1) X(theta2) X(dtheta1) X(dtheta2)
-  SURGE_SCENARIO_STATE(SURGE_ACROBOT_STATE);
-#undef SURGE_ACROBOT_STATE
+  SURGE_SCENARIO_STATE(theta1, theta2, dtheta1, dtheta2);  // theta2 is relative to the first link
 
-  // X(name, default, smallest sensible value), in double (see above). Gymnasium's LINK_LENGTH_2 only
-  // draws the second link and so is not a parameter here.
-#define SURGE_ACROBOT_PARAMS(X)                                                        \
-  X(link_length_1, 1.0, 0.0)                                                           \
-  X(link_mass_1, 1.0, 1e-6)                                                            \
-  X(link_mass_2, 1.0, 1e-6)                                                            \
-  X(link_com_pos_1, 0.5, 0.0) /* distance from a link's pivot to its centre of mass */ \
-  X(link_com_pos_2, 0.5, 0.0)                                                          \
-  X(link_moi, 1.0, 1e-6) /* moment of inertia of either link */                        \
-  X(gravity, 9.8, 0.0)                                                                 \
-  X(dt, 0.2, 1e-6)
-  SURGE_SCENARIO_PARAMS(double, SURGE_ACROBOT_PARAMS);
-#undef SURGE_ACROBOT_PARAMS
+  // In double (see above). Gymnasium's LINK_LENGTH_2 only draws the second link and so is not a parameter here.
+  SURGE_SCENARIO_PARAMS(double,  // (name, default, smallest sensible value)
+                        (link_length_1, 1.0, 0.0),
+                        (link_mass_1, 1.0, 1e-6),
+                        (link_mass_2, 1.0, 1e-6),
+                        (link_com_pos_1, 0.5, 0.0),  // distance from a link's pivot to its centre of mass
+                        (link_com_pos_2, 0.5, 0.0),
+                        (link_moi, 1.0, 1e-6),  // moment of inertia of either link
+                        (gravity, 9.8, 0.0),
+                        (dt, 0.2, 1e-6));
 
   using Action = std::int32_t;
 

@@ -18,20 +18,15 @@ struct CartPole {
   static constexpr float kThetaThreshold = 12.0f * 2.0f * 3.14159265358979323846f / 360.0f;
   static constexpr float kXThreshold = 2.4f;
 
-#define SURGE_CARTPOLE_STATE(X) X(x) X(x_dot) X(theta) X(theta_dot)
-  SURGE_SCENARIO_STATE(SURGE_CARTPOLE_STATE);
-#undef SURGE_CARTPOLE_STATE
+  SURGE_SCENARIO_STATE(x, x_dot, theta, theta_dot);
 
-  // X(name, default, smallest sensible value)
-#define SURGE_CARTPOLE_PARAMS(X)                    \
-  X(gravity, 9.8, 0.0)                              \
-  X(masscart, 1.0, 1e-6)                            \
-  X(masspole, 0.1, 1e-6)                            \
-  X(length, 0.5, 1e-6) /* half the pole's length */ \
-  X(force_mag, 10.0, 0.0)                           \
-  X(tau, 0.02, 1e-6)
-  SURGE_SCENARIO_PARAMS(float, SURGE_CARTPOLE_PARAMS);
-#undef SURGE_CARTPOLE_PARAMS
+  SURGE_SCENARIO_PARAMS(float,  // (name, default, smallest sensible value)
+                        (gravity, 9.8, 0.0),
+                        (masscart, 1.0, 1e-6),
+                        (masspole, 0.1, 1e-6),
+                        (length, 0.5, 1e-6),  // half the pole's length
+                        (force_mag, 10.0, 0.0),
+                        (tau, 0.02, 1e-6));
 
   using Action = std::int32_t;
 

@@ -22,11 +22,9 @@ struct MountainCar {
   using State = mountain_car_valley::State;
   static constexpr auto kStateNames = mountain_car_valley::kStateNames;
 
-  // X(name, default, smallest sensible value): the acceleration the engine gives per step, and the
-  // scale of the slope's pull, -gravity * cos(3 * position).
-#define SURGE_MOUNTAIN_CAR_PARAMS(X) X(force, 0.001, 0.0) X(gravity, 0.0025, 0.0)
-  SURGE_SCENARIO_PARAMS(float, SURGE_MOUNTAIN_CAR_PARAMS);
-#undef SURGE_MOUNTAIN_CAR_PARAMS
+  SURGE_SCENARIO_PARAMS(float,  // (name, default, smallest sensible value)
+                        (force, 0.001, 0.0),     // acceleration the engine gives per step
+                        (gravity, 0.0025, 0.0));  // scale of the slope's pull, -gravity * cos(3 * position)
 
   using Action = std::int32_t;
 

@@ -29,11 +29,9 @@ struct MountainCarContinuous {
   using State = mountain_car_valley::State;
   static constexpr auto kStateNames = mountain_car_valley::kStateNames;
 
-  // X(name, default, smallest sensible value): the acceleration per step at full force, and the
-  // scale of the slope's pull, -gravity * cos(3 * position).
-#define SURGE_MOUNTAIN_CAR_CONTINUOUS_PARAMS(X) X(power, 0.0015, 0.0) X(gravity, 0.0025, 0.0)
-  SURGE_SCENARIO_PARAMS(float, SURGE_MOUNTAIN_CAR_CONTINUOUS_PARAMS);
-#undef SURGE_MOUNTAIN_CAR_CONTINUOUS_PARAMS
+  SURGE_SCENARIO_PARAMS(float,  // (name, default, smallest sensible value)
+                        (power, 0.0015, 0.0),    // acceleration per step at full force
+                        (gravity, 0.0025, 0.0));  // scale of the slope's pull, -gravity * cos(3 * position)
 
   struct Action {
     float v[1];

@@ -11,9 +11,7 @@ inline constexpr float kMaxPosition = 0.6f;
 inline constexpr float kMaxSpeed = 0.07f;
 inline constexpr float kGoalVelocity = 0.0f;
 
-#define SURGE_MOUNTAIN_CAR_STATE(X) X(position) X(velocity)
-SURGE_SCENARIO_STATE(SURGE_MOUNTAIN_CAR_STATE);
-#undef SURGE_MOUNTAIN_CAR_STATE
+SURGE_SCENARIO_STATE(position, velocity);
 
 // Position from U(-0.6, -0.4), at rest.
 SURGE_HD_INLINE void reset(State& s, Rng& rng) {

@@ -23,18 +23,13 @@ struct Pendulum {
   static constexpr float kMaxSpeed = 8.0f;
   static constexpr float kPi = 3.14159265358979323846f;
 
-#define SURGE_PENDULUM_STATE(X) X(theta) X(theta_dot)
-  SURGE_SCENARIO_STATE(SURGE_PENDULUM_STATE);
-#undef SURGE_PENDULUM_STATE
+  SURGE_SCENARIO_STATE(theta, theta_dot);
 
-  // X(name, default, smallest sensible value): Gymnasium's g, m, l and dt.
-#define SURGE_PENDULUM_PARAMS(X) \
-  X(gravity, 10.0, 0.0)          \
-  X(mass, 1.0, 1e-6)             \
-  X(length, 1.0, 1e-6)           \
-  X(dt, 0.05, 1e-6)
-  SURGE_SCENARIO_PARAMS(float, SURGE_PENDULUM_PARAMS);
-#undef SURGE_PENDULUM_PARAMS
+  SURGE_SCENARIO_PARAMS(float,  // (name, default, smallest sensible value): Gymnasium's g, m, l and dt
+                        (gravity, 10.0, 0.0),
+                        (mass, 1.0, 1e-6),
+                        (length, 1.0, 1e-6),
+                        (dt, 0.05, 1e-6));
 
   struct Action {
     float v[1];

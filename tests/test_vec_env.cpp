@@ -357,7 +357,8 @@ TEST_CASE("rollout_random() equals random_actions() + step() bit for bit", "[vec
 TEST_CASE("rollout_random() equals random_actions() + step() bit for bit in every scenario", "[vec_env][rollout]") {
   // 131 envs: two whole CPU tiles of 64 lanes and a partial one; 611 + 400 steps: past every time limit
   // (MountainCarContinuous's 999 included), in two calls whose second starts mid-way through the
-  // action streams' Philox blocks and mid-way through the fused rollout's chunk of steps.
+  // action streams' Philox blocks and mid-way through the fused rollout's chunk of steps. Every parameter
+  // is randomised by +-10%, so that each path draws it at every reset, in the scenario's own type.
   const std::int64_t n = 131, first_steps = 611, second_steps = 400, steps = first_steps + second_steps;
   const Device cpu = Device::cpu();
   Stream stream(cpu);
@@ -366,8 +367,14 @@ TEST_CASE("rollout_random() equals random_actions() + step() bit for bit in ever
     const surge::ScenarioSpec& spec = surge::scenario_spec(name);
     const bool discrete = spec.action_kind == surge::ActionKind::Discrete;
     const std::int64_t obs_dim = spec.obs_dim, action_dim = discrete ? 0 : spec.action_dim;
-    auto fused = surge::make_engine(name, cpu, n, 5);
-    auto stepped = surge::make_engine(name, cpu, n, 5);
+    surge::PhysicsConfig physics = surge::PhysicsConfig::defaults(spec);
+    for (int j = 0; j < spec.param_count(); ++j) {
+      physics.randomized[j] = 1;
+      physics.low[j] = spec.round_param(0.9 * physics.value[j]);
+      physics.high[j] = spec.round_param(1.1 * physics.value[j]);
+    }
+    auto fused = surge::make_engine(name, cpu, n, 5, physics);
+    auto stepped = surge::make_engine(name, cpu, n, 5, physics);
 
     DeviceBuffer<float> obs(cpu, steps * n * obs_dim), reward(cpu, steps * n);  // [T][N][obs_dim], [T][N]
     DeviceBuffer<std::uint8_t> terminated(cpu, steps * n), truncated(cpu, steps * n);  // [T][N]

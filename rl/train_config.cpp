@@ -160,13 +160,13 @@ void read_physics_entry(TrainConfig& config, const std::string& name, const toml
     const auto bound = [&](std::size_t k) {
       const toml::node& element = *array->get(k);
       if (!element.is_number()) throw InputError(where + ": " + what);
-      return static_cast<float>(read_number(element, where, "physics"));
+      return read_number(element, where, "physics");
     };
     setting.low = bound(0);
     setting.high = bound(1);
   } else {
     if (!node.is_number()) throw InputError(where + ": " + what);
-    setting.low = setting.high = static_cast<float>(read_number(node, where, "physics"));
+    setting.low = setting.high = read_number(node, where, "physics");
   }
   if (!std::isfinite(setting.low) || !std::isfinite(setting.high))
     throw InputError(where + ": physics." + name + " must be finite");

@@ -8,15 +8,11 @@
 // -cos(theta1) - cos(theta1 + theta2) > 1; the reward is -1, and 0 on the terminating step. All four
 // state coordinates start in U(-0.1, 0.1); the time limit is 500 steps.
 //
-// The state is stored in float32, but the step is computed in double: with velocities up to 9 pi
-// and dt = 0.2, float32 arithmetic through RK4 misses Gymnasium's float64 result by up to five times
-// the golden tolerance (1e-5 + 1e-5 |ref|), while double arithmetic leaves only the rounding of the
-// state and of the parameters (9.8, 0.2) to float32. At the fastest states one step amplifies even
-// that past the tolerance, by under 3x; tests/test_acrobot.cpp allows for the state's rounding.
-#include <array>
-#include <cmath>
-#include <cstdint>
-
+// The state is stored in float32, but the step is computed in double and the parameters are kept in
+// double: with velocities up to 9 pi and dt = 0.2, float32 arithmetic through RK4 misses Gymnasium's
+// float64 result by up to five times the golden tolerance (1e-5 + 1e-5 |ref|), and even in double
+// arithmetic the parameters rounded to float32 (9.8 and 0.2 are not float32 numbers) put the fastest
+// rows past it. With both in double only the float32 state's own rounding remains.
 #include "sim/scenario.hpp"
 
 namespace surge {
@@ -33,25 +29,18 @@ struct Acrobot {
   static constexpr double kMaxVelocity1 = 4.0 * kPi;
   static constexpr double kMaxVelocity2 = 9.0 * kPi;
 
-  struct State {
-    float theta1, theta2, dtheta1, dtheta2;  // theta2 is relative to the first link
-  };
-  static constexpr std::array<const char*, 4> kStateNames = {"theta1", "theta2", "dtheta1", "dtheta2"};
+  SURGE_SCENARIO_STATE(theta1, theta2, dtheta1, dtheta2);  // theta2 is relative to the first link
 
-  // Gymnasium's LINK_LENGTH_2 only draws the second link and so is not a parameter here.
-  struct Params {
-    float link_length_1, link_mass_1, link_mass_2, link_com_pos_1, link_com_pos_2, link_moi, gravity, dt;
-  };
-  static constexpr std::array<ParamInfo, 8> kParams = {{
-      {"link_length_1", 1.0f, 0.0f},
-      {"link_mass_1", 1.0f, 1e-6f},
-      {"link_mass_2", 1.0f, 1e-6f},
-      {"link_com_pos_1", 0.5f, 0.0f},  // distance from a link's pivot to its centre of mass
-      {"link_com_pos_2", 0.5f, 0.0f},
-      {"link_moi", 1.0f, 1e-6f},  // moment of inertia of either link
-      {"gravity", 9.8f, 0.0f},
-      {"dt", 0.2f, 1e-6f},
-  }};
+  // In double (see above). Gymnasium's LINK_LENGTH_2 only draws the second link and so is not a parameter here.
+  SURGE_SCENARIO_PARAMS(double,  // (name, default, smallest sensible value)
+                        (link_length_1, 1.0, 0.0),
+                        (link_mass_1, 1.0, 1e-6),
+                        (link_mass_2, 1.0, 1e-6),
+                        (link_com_pos_1, 0.5, 0.0),  // distance from a link's pivot to its centre of mass
+                        (link_com_pos_2, 0.5, 0.0),
+                        (link_moi, 1.0, 1e-6),  // moment of inertia of either link
+                        (gravity, 9.8, 0.0),
+                        (dt, 0.2, 1e-6));
 
   using Action = std::int32_t;
 

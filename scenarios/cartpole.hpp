@@ -3,10 +3,6 @@
 // Euler integration with tau = 0.02, termination when |x| > 2.4 or |theta| > 12 degrees (strict
 // comparisons), a reward of 1 on every step including the terminating one, initial state drawn from
 // U(-0.05, 0.05) in every coordinate, and a time limit of 500 steps. Arithmetic is float32.
-#include <array>
-#include <cmath>
-#include <cstdint>
-
 #include "sim/scenario.hpp"
 
 namespace surge {
@@ -22,22 +18,15 @@ struct CartPole {
   static constexpr float kThetaThreshold = 12.0f * 2.0f * 3.14159265358979323846f / 360.0f;
   static constexpr float kXThreshold = 2.4f;
 
-  struct State {
-    float x, x_dot, theta, theta_dot;
-  };
-  static constexpr std::array<const char*, 4> kStateNames = {"x", "x_dot", "theta", "theta_dot"};
+  SURGE_SCENARIO_STATE(x, x_dot, theta, theta_dot);
 
-  struct Params {
-    float gravity, masscart, masspole, length, force_mag, tau;
-  };
-  static constexpr std::array<ParamInfo, 6> kParams = {{
-      {"gravity", 9.8f, 0.0f},
-      {"masscart", 1.0f, 1e-6f},
-      {"masspole", 0.1f, 1e-6f},
-      {"length", 0.5f, 1e-6f},  // half the pole's length
-      {"force_mag", 10.0f, 0.0f},
-      {"tau", 0.02f, 1e-6f},
-  }};
+  SURGE_SCENARIO_PARAMS(float,  // (name, default, smallest sensible value)
+                        (gravity, 9.8, 0.0),
+                        (masscart, 1.0, 1e-6),
+                        (masspole, 0.1, 1e-6),
+                        (length, 0.5, 1e-6),  // half the pole's length
+                        (force_mag, 10.0, 0.0),
+                        (tau, 0.02, 1e-6));
 
   using Action = std::int32_t;
 

@@ -4,10 +4,6 @@
 // clipped to [-1.2, 0.6]; at the left wall a car still moving left stops dead. The episode terminates
 // when position >= 0.5 and velocity >= 0. Every step, the last included, rewards -1. The initial
 // position is drawn from U(-0.6, -0.4) with zero velocity; the time limit is 200 steps. Float32.
-#include <array>
-#include <cmath>
-#include <cstdint>
-
 #include "scenarios/mountain_car_valley.hpp"
 #include "sim/scenario.hpp"
 
@@ -24,15 +20,11 @@ struct MountainCar {
   static constexpr float kGoalPosition = 0.5f;
 
   using State = mountain_car_valley::State;
-  static constexpr std::array<const char*, 2> kStateNames = mountain_car_valley::kStateNames;
+  static constexpr auto kStateNames = mountain_car_valley::kStateNames;
 
-  struct Params {
-    float force, gravity;
-  };
-  static constexpr std::array<ParamInfo, 2> kParams = {{
-      {"force", 0.001f, 0.0f},     // acceleration the engine gives per step
-      {"gravity", 0.0025f, 0.0f},  // scale of the slope's pull, -gravity * cos(3 * position)
-  }};
+  SURGE_SCENARIO_PARAMS(float,  // (name, default, smallest sensible value)
+                        (force, 0.001, 0.0),     // acceleration the engine gives per step
+                        (gravity, 0.0025, 0.0));  // scale of the slope's pull, -gravity * cos(3 * position)
 
   using Action = std::int32_t;
 

@@ -6,9 +6,6 @@
 // terminates when position >= 0.45 and velocity >= 0. The reward is 100 on reaching the goal, minus
 // 0.1 * action^2 on the action as given, before clipping. The initial position is drawn from
 // U(-0.6, -0.4) with zero velocity; the time limit is 999 steps. Float32.
-#include <array>
-#include <cmath>
-
 #include "scenarios/mountain_car_valley.hpp"
 #include "sim/scenario.hpp"
 
@@ -30,15 +27,11 @@ struct MountainCarContinuous {
   static constexpr float kActionCost = 0.1f;
 
   using State = mountain_car_valley::State;
-  static constexpr std::array<const char*, 2> kStateNames = mountain_car_valley::kStateNames;
+  static constexpr auto kStateNames = mountain_car_valley::kStateNames;
 
-  struct Params {
-    float power, gravity;
-  };
-  static constexpr std::array<ParamInfo, 2> kParams = {{
-      {"power", 0.0015f, 0.0f},    // acceleration per step at full force
-      {"gravity", 0.0025f, 0.0f},  // scale of the slope's pull, -gravity * cos(3 * position)
-  }};
+  SURGE_SCENARIO_PARAMS(float,  // (name, default, smallest sensible value)
+                        (power, 0.0015, 0.0),    // acceleration per step at full force
+                        (gravity, 0.0025, 0.0));  // scale of the slope's pull, -gravity * cos(3 * position)
 
   struct Action {
     float v[1];

@@ -2,9 +2,6 @@
 // The valley both MountainCar tasks share (Gymnasium's mountain_car.py and continuous_mountain_car.py):
 // its bounds, the slope's pull, the wall at the left, the start, and one step of the car's motion. The
 // two tasks differ only in how an action becomes a push, in the goal and in the reward.
-#include <array>
-#include <cmath>
-
 #include "sim/scenario.hpp"
 
 namespace surge::mountain_car_valley {
@@ -14,10 +11,7 @@ inline constexpr float kMaxPosition = 0.6f;
 inline constexpr float kMaxSpeed = 0.07f;
 inline constexpr float kGoalVelocity = 0.0f;
 
-struct State {
-  float position, velocity;
-};
-inline constexpr std::array<const char*, 2> kStateNames = {"position", "velocity"};
+SURGE_SCENARIO_STATE(position, velocity);
 
 // Position from U(-0.6, -0.4), at rest.
 SURGE_HD_INLINE void reset(State& s, Rng& rng) {

@@ -5,9 +5,6 @@
 // theta_dot += (3 g / (2 l) sin(theta) + 3 / (m l^2) u) dt is clipped to +-8, then theta += theta_dot dt
 // (theta itself is never wrapped). The pendulum never terminates; the time limit is 200 steps. The
 // initial state is theta ~ U(-pi, pi), theta_dot ~ U(-1, 1). Float32.
-#include <array>
-#include <cmath>
-
 #include "sim/scenario.hpp"
 
 namespace surge {
@@ -26,20 +23,13 @@ struct Pendulum {
   static constexpr float kMaxSpeed = 8.0f;
   static constexpr float kPi = 3.14159265358979323846f;
 
-  struct State {
-    float theta, theta_dot;
-  };
-  static constexpr std::array<const char*, 2> kStateNames = {"theta", "theta_dot"};
+  SURGE_SCENARIO_STATE(theta, theta_dot);
 
-  struct Params {
-    float gravity, mass, length, dt;
-  };
-  static constexpr std::array<ParamInfo, 4> kParams = {{
-      {"gravity", 10.0f, 0.0f},  // Gymnasium's g
-      {"mass", 1.0f, 1e-6f},     // m
-      {"length", 1.0f, 1e-6f},   // l
-      {"dt", 0.05f, 1e-6f},
-  }};
+  SURGE_SCENARIO_PARAMS(float,  // (name, default, smallest sensible value): Gymnasium's g, m, l and dt
+                        (gravity, 10.0, 0.0),
+                        (mass, 1.0, 1e-6),
+                        (length, 1.0, 1e-6),
+                        (dt, 0.05, 1e-6));
 
   struct Action {
     float v[1];

@@ -14,6 +14,10 @@ int ScenarioSpec::param_index(const std::string& param_name) const {
   return -1;
 }
 
+double ScenarioSpec::round_param(double value) const {
+  return param_dtype == DType::Float64 ? value : static_cast<double>(static_cast<float>(value));
+}
+
 PhysicsConfig PhysicsConfig::defaults(const ScenarioSpec& spec) {
   PhysicsConfig config;
   for (const ParamInfo& param : spec.params) {
@@ -60,6 +64,22 @@ std::string PhysicsConfig::describe(const ScenarioSpec& spec) const {
     first = false;
   }
   return first ? std::string("none") : out.str();
+}
+
+std::vector<double> params_to_host(Engine& engine, const Stream& stream) {
+  const TensorView params = engine.params();
+  if (params.dtype == DType::Float64) return to_host(params.span<double>(), stream);
+  const std::vector<float> values = to_host(params.span<float>(), stream);
+  return std::vector<double>(values.begin(), values.end());
+}
+
+void params_from_host(Engine& engine, const std::vector<double>& values, const Stream& stream) {
+  const TensorView params = engine.params();
+  if (static_cast<std::int64_t>(values.size()) != params.numel())
+    throw InputError(std::to_string(values.size()) + " environment parameters given where " + engine.spec().name +
+                     " has " + std::to_string(params.numel()) + " ([N][param_count])");
+  if (params.dtype == DType::Float64) return from_host(params.span<double>(), values, stream);
+  from_host(params.span<float>(), std::vector<float>(values.begin(), values.end()), stream);
 }
 
 EpisodeStats Engine::episode_stats(const Stream& stream) {

@@ -9,16 +9,18 @@
 #include "sim/device.hpp"
 #include "sim/memory.hpp"
 #include "sim/stream.hpp"
+#include "sim/tensor_view.hpp"
 
 namespace surge {
 
 enum class ActionKind : std::uint8_t { Discrete, Continuous };
 
-// One physics constant of a scenario: its name, default and the smallest value that makes sense.
+// One physics constant of a scenario: its name, default and the smallest value that makes sense, both
+// exactly as the scenario's parameter type holds them.
 struct ParamInfo {
   const char* name;
-  float default_value;
-  float min_value;  // values below this are rejected as bad input (a negative mass, say)
+  double default_value;
+  double min_value;  // values below this are rejected as bad input (a negative mass, say)
 };
 
 // Everything about a scenario that can be known without an engine.
@@ -34,16 +36,20 @@ struct ScenarioSpec {
   int max_episode_steps = 0;
   std::vector<std::string> state_names;
   std::vector<ParamInfo> params;
+  DType param_dtype = DType::Float32;  // what the parameters are held in: Float32, or Float64 where the scenario says
 
   int param_count() const { return static_cast<int>(params.size()); }
   int param_index(const std::string& name) const;  // -1 if unknown
+  // `value` as the scenario holds it: rounded to float32 unless the parameters are float64.
+  double round_param(double value) const;
 };
 
 // Physics for every environment: a base value per parameter, and optionally a uniform range
-// [low, high] drawn afresh by each environment at each reset from its own Philox stream.
+// [low, high] drawn afresh by each environment at each reset from its own Philox stream. Values are
+// doubles holding what the scenario's parameter type holds (ScenarioSpec::round_param).
 struct PhysicsConfig {
-  std::vector<float> value;
-  std::vector<float> low, high;
+  std::vector<double> value;
+  std::vector<double> low, high;
   std::vector<std::uint8_t> randomized;
 
   static PhysicsConfig defaults(const ScenarioSpec& spec);
@@ -123,12 +129,17 @@ class Engine {
 
   // Raw views of the engine's state, for checkpoints, tests and `surge step`.
   virtual Span<float> states() = 0;                // [N][state_dim]
-  virtual Span<float> params() = 0;                // [N][param_count]
+  virtual TensorView params() = 0;                 // [N][param_count] of spec().param_dtype
   virtual Span<std::int32_t> episode_steps() = 0;  // [N] steps taken in the current episode
   virtual Span<float> episode_returns() = 0;       // [N] return accumulated in the current episode
   virtual Span<std::uint64_t> rng_offsets() = 0;   // [N] words consumed from each env's reset stream
   virtual std::size_t device_bytes() const = 0;    // memory the engine holds on its device
 };
+
+// Every environment's parameters, [N][param_count], on the host and widened to double (exactly), or
+// written back from such values in the engine's own type; throws InputError when the count differs.
+std::vector<double> params_to_host(Engine& engine, const Stream& stream);
+void params_from_host(Engine& engine, const std::vector<double>& values, const Stream& stream);
 
 // Bytes one environment writes per step into rollout buffers: obs, reward and the two flags.
 inline std::size_t rollout_bytes_per_env_step(const ScenarioSpec& spec) {

@@ -41,7 +41,7 @@ std::vector<NamedTensorView> engine_state_views(Engine& engine) {
   const ScenarioSpec& spec = engine.spec();
   const std::int64_t n = engine.num_envs();
   return {{"states", TensorView::of(engine.states(), {n, static_cast<std::int64_t>(spec.state_dim)})},
-          {"params", TensorView::of(engine.params(), {n, static_cast<std::int64_t>(spec.param_count())})},
+          {"params", engine.params()},
           {"episode_steps", TensorView::of(engine.episode_steps(), {n})},
           {"episode_returns", TensorView::of(engine.episode_returns(), {n})},
           {"rng_offsets", TensorView::of(engine.rng_offsets(), {n})}};

@@ -13,7 +13,8 @@ namespace surge {
 std::vector<NamedTensorView> step_tensor_views(const ScenarioSpec& spec, const StepViews& out);
 // The actions step() reads: int32 [N] for a discrete scenario, float32 [N][action_dim] for a continuous one.
 TensorView action_tensor_view(const ScenarioSpec& spec, const ActionView& actions);
-// The engine's own state: "states" [N][state_dim], "params" [N][param_count], "episode_steps" [N] (int32),
+// The engine's own state: "states" [N][state_dim], "params" [N][param_count] (float32, or float64 where
+// the scenario keeps its parameters so), "episode_steps" [N] (int32),
 // "episode_returns" [N] and "rng_offsets" [N] (uint64). Valid while the engine lives.
 std::vector<NamedTensorView> engine_state_views(Engine& engine);
 

@@ -4,10 +4,10 @@
 // Include only from .cu files (scenarios/registry.cu instantiates the engines).
 //
 // A Scenario is a plain struct (see scenarios/cartpole.hpp):
-//   State, Params     POD structs of floats; Params has one float per entry of kParams
-//   Action            std::int32_t (discrete) or a struct { float v[kActionDim]; } (continuous)
-//   kName, kGymId, kObsDim, kMaxEpisodeSteps, kActionKind, kNumActions or kActionDim/kActionLow/kActionHigh,
-//   kStateNames, kParams
+//   State, kStateNames   one float per name, declared together by SURGE_SCENARIO_STATE (sim/scenario.hpp)
+//   Params, kParams      one ParamType per entry, declared together by SURGE_SCENARIO_PARAMS
+//   Action               std::int32_t (discrete) or a struct { float v[kActionDim]; } (continuous)
+//   kName, kGymId, kObsDim, kMaxEpisodeSteps, kActionKind, kNumActions or kActionDim/kActionLow/kActionHigh
 //   SURGE_HD static void reset(State&, const Params&, Rng&);
 //   SURGE_HD static StepResult step(State&, const Params&, const Action&);
 //   SURGE_HD static void observe(const State&, float* obs);
@@ -24,14 +24,28 @@
 
 namespace surge {
 
-// Physics as the kernels see it: fixed-size, passed by value.
-template <int kCount>
+// Physics as the kernels see it, in the scenario's parameter type: fixed-size, passed by value.
+template <class T, int kCount>
 struct PhysicsTable {
-  float value[kCount];
-  float low[kCount];
-  float high[kCount];
+  T value[kCount];
+  T low[kCount];
+  T high[kCount];
   std::uint32_t randomized_mask;
 };
+
+// A parameter drawn from U(low, high) with one random word: in float32 exactly as Rng::uniform draws;
+// in float64 from the same 24 random bits, the multiply and the add rounded separately on the device
+// as on the host (see uniform_in).
+SURGE_HD_INLINE float draw_param(Rng& rng, float low, float high) { return rng.uniform(low, high); }
+SURGE_HD_INLINE double draw_param(Rng& rng, double low, double high) {
+  const double unit = static_cast<double>(rng.next_u32() >> 8) * 5.9604644775390625e-8;  // 2^-24
+#if defined(__CUDA_ARCH__)
+  const double value = __dadd_rn(low, __dmul_rn(high - low, unit));
+#else
+  const double value = low + (high - low) * unit;
+#endif
+  return value < high || !(low < high) ? value : nextafter(high, low);
+}
 
 // Finished-episode tally of one environment since the last clear.
 struct EpisodeTally {
@@ -53,22 +67,25 @@ template <class S>
 struct EnvLogic {
   using State = typename S::State;
   using Params = typename S::Params;
+  using ParamType = typename S::ParamType;
   using Action = typename S::Action;
   static constexpr int kParamCount = static_cast<int>(S::kParams.size());
   static constexpr int kStateDim = static_cast<int>(S::kStateNames.size());
+  using Physics = PhysicsTable<ParamType, kParamCount>;
   static_assert(kParamCount <= 32, "the randomisation mask holds 32 parameters");
-  static_assert(sizeof(Params) == kParamCount * sizeof(float), "Params must be exactly one float per kParams entry");
+  static_assert(std::is_same_v<ParamType, float> || std::is_same_v<ParamType, double>, "parameters are float or double");
+  static_assert(sizeof(Params) == kParamCount * sizeof(ParamType), "Params must be exactly one ParamType per kParams entry");
   static_assert(sizeof(State) == kStateDim * sizeof(float), "State must be exactly one float per kStateNames entry");
   static_assert(std::is_trivially_copyable_v<State> && std::is_trivially_copyable_v<Params>);
 
   // Draws this reset's parameters (randomised ones only, in table order), then the initial state,
   // from env i's reset stream; advances the env's stream offset past what was used.
-  SURGE_HD_INLINE static void reset_env(std::uint64_t seed, std::int64_t i, const PhysicsTable<kParamCount>& physics,
+  SURGE_HD_INLINE static void reset_env(std::uint64_t seed, std::int64_t i, const Physics& physics,
                                         State& state, Params& params, std::uint64_t& rng_offset) {
     Rng rng(seed, rng_subsequence(RngPurpose::EnvReset, static_cast<std::uint64_t>(i)), rng_offset);
-    float* fields = reinterpret_cast<float*>(&params);
+    ParamType* fields = reinterpret_cast<ParamType*>(&params);
     for (int j = 0; j < kParamCount; ++j)
-      fields[j] = (physics.randomized_mask >> j & 1u) ? rng.uniform(physics.low[j], physics.high[j]) : physics.value[j];
+      fields[j] = (physics.randomized_mask >> j & 1u) ? draw_param(rng, physics.low[j], physics.high[j]) : physics.value[j];
     S::reset(state, params, rng);
     rng_offset = rng.offset();
   }
@@ -121,7 +138,7 @@ struct EnvLogic {
   }
 
   // Step 3 of step_env, after the final observation: the tally, the new episode, the zeroed counters.
-  SURGE_HD_INLINE static void begin_next_episode(std::uint64_t seed, std::int64_t i, const PhysicsTable<kParamCount>& physics,
+  SURGE_HD_INLINE static void begin_next_episode(std::uint64_t seed, std::int64_t i, const Physics& physics,
                                                  State& state, Params& params, std::int32_t& episode_step,
                                                  float& episode_return, std::uint64_t& rng_offset, EpisodeTally& tally) {
     tally.episodes += 1.0;
@@ -145,7 +162,7 @@ struct EnvLogic {
   // Returns the reward and writes the flags; the caller stores them where its layout wants them.
   // The CPU's fused rollout (rollout_lanes) runs these same steps over many environments in two
   // passes: 1, 2 and 4 for all of them, then 3 and 4 again for those whose episode ended.
-  SURGE_HD_INLINE static float step_env(std::uint64_t seed, std::int64_t i, const PhysicsTable<kParamCount>& physics,
+  SURGE_HD_INLINE static float step_env(std::uint64_t seed, std::int64_t i, const Physics& physics,
                                         State& state, Params& params, std::int32_t& episode_step, float& episode_return,
                                         std::uint64_t& rng_offset, EpisodeTally& tally, const Action& action,
                                         std::uint8_t& terminated_out, std::uint8_t& truncated_out, float* obs_out,

@@ -31,7 +31,7 @@ struct RolloutTile {
   std::uint8_t* truncated;     // [T][N]
   std::int64_t num_envs, num_steps;
   std::uint64_t seed;
-  PhysicsTable<EnvLogic<S>::kParamCount> physics;
+  typename EnvLogic<S>::Physics physics;
 };
 
 // The fused rollout as step_env runs it, for up to kLanes environments in lockstep. CUDA runs it with one
@@ -84,10 +84,10 @@ SURGE_HD_INLINE void rollout_tile(const RolloutTile<S>& tile, std::int64_t first
 }
 
 // The CPU's fused random-action rollout over a tile of up to kLanes consecutive environments, held
-// structure-of-arrays (one lane array per state field and per parameter) so that the compiler
-// vectorises across lanes. Each step runs step_env's parts in two passes: advance() and the
-// observation over all lanes, branch-free; then, one lane at a time, begin_next_episode() and the new
-// first observation for the few lanes whose episode ended. Before every chunk of steps a third pass
+// structure-of-arrays (one lane array per state field and per parameter, the latter in the scenario's
+// parameter type) so that the compiler vectorises across lanes. Each step runs step_env's parts in two
+// passes: advance() and the observation over all lanes, branch-free; then, one lane at a time,
+// begin_next_episode() and the new first observation for the few lanes whose episode ended. Before every chunk of steps a third pass
 // draws the chunk's action words, each lane's Philox blocks side by side. Bit for bit what step_env
 // with random_action(Rng&) gives.
 template <int kLanes, class S>
@@ -95,6 +95,7 @@ inline void rollout_lanes(const RolloutTile<S>& tile, std::int64_t first) {
   using Logic = EnvLogic<S>;
   using State = typename S::State;
   using Params = typename S::Params;
+  using ParamType = typename Logic::ParamType;
   constexpr int kStateDim = Logic::kStateDim;
   constexpr int kParamCount = Logic::kParamCount;
   constexpr int kWords = Logic::kActionWords;
@@ -117,11 +118,11 @@ inline void rollout_lanes(const RolloutTile<S>& tile, std::int64_t first) {
   std::uint8_t* __restrict__ const truncated = tile.truncated;
   const std::int64_t num_envs = tile.num_envs, num_steps = tile.num_steps;
   const std::uint64_t seed = tile.seed;
-  const PhysicsTable<kParamCount> physics = tile.physics;
+  const typename Logic::Physics physics = tile.physics;
   const int lanes = static_cast<int>(num_envs - first < kLanes ? num_envs - first : kLanes);
 
   alignas(64) float state[kStateDim][kLanes];
-  alignas(64) float param[kParamCount][kLanes];
+  alignas(64) ParamType param[kParamCount][kLanes];
   alignas(64) std::int32_t episode_step[kLanes];
   alignas(64) float episode_return[kLanes];
   alignas(64) std::uint64_t action_offset[kLanes];
@@ -130,7 +131,7 @@ inline void rollout_lanes(const RolloutTile<S>& tile, std::int64_t first) {
   alignas(64) std::uint8_t ended[kLanes + 8] = {};  // 1 where the episode ended; + 8: whole groups of eight
   for (int l = 0; l < lanes; ++l) {
     const float* state_fields = reinterpret_cast<const float*>(&states[first + l]);
-    const float* param_fields = reinterpret_cast<const float*>(&params[first + l]);
+    const ParamType* param_fields = reinterpret_cast<const ParamType*>(&params[first + l]);
     for (int j = 0; j < kStateDim; ++j) state[j][l] = state_fields[j];
     for (int j = 0; j < kParamCount; ++j) param[j][l] = param_fields[j];
     episode_step[l] = episode_steps[first + l];
@@ -162,7 +163,7 @@ inline void rollout_lanes(const RolloutTile<S>& tile, std::int64_t first) {
         // The fields gathered into arrays and bit_cast, rather than written into the structs through a
         // float*, so that nothing here needs the structs in memory.
         std::array<float, kStateDim> state_fields;
-        std::array<float, kParamCount> param_fields;
+        std::array<ParamType, kParamCount> param_fields;
         for (int j = 0; j < kStateDim; ++j) state_fields[j] = state[j][l];
         for (int j = 0; j < kParamCount; ++j) param_fields[j] = param[j][l];
         State s = std::bit_cast<State>(state_fields);
@@ -189,7 +190,7 @@ inline void rollout_lanes(const RolloutTile<S>& tile, std::int64_t first) {
           State s;
           Params p;
           float* state_fields = reinterpret_cast<float*>(&s);
-          float* param_fields = reinterpret_cast<float*>(&p);
+          ParamType* param_fields = reinterpret_cast<ParamType*>(&p);
           for (int j = 0; j < kStateDim; ++j) state_fields[j] = state[j][l];
           for (int j = 0; j < kParamCount; ++j) param_fields[j] = param[j][l];
           Logic::begin_next_episode(seed, i, physics, s, p, episode_step[l], episode_return[l], rng_offsets[i], tallies[i]);
@@ -203,7 +204,7 @@ inline void rollout_lanes(const RolloutTile<S>& tile, std::int64_t first) {
 
   for (int l = 0; l < lanes; ++l) {
     float* state_fields = reinterpret_cast<float*>(&states[first + l]);
-    float* param_fields = reinterpret_cast<float*>(&params[first + l]);
+    ParamType* param_fields = reinterpret_cast<ParamType*>(&params[first + l]);
     for (int j = 0; j < kStateDim; ++j) state_fields[j] = state[j][l];
     for (int j = 0; j < kParamCount; ++j) param_fields[j] = param[j][l];
     episode_steps[first + l] = episode_step[l];

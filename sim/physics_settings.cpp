@@ -9,15 +9,21 @@
 namespace surge {
 namespace {
 
+// A parameter's value in the shortest text that reads back to it in the scenario's own type: 0.2, not
+// the float32 0.2's 0.20000000298023224.
+std::string param_text(const ScenarioSpec& spec, double value) {
+  return spec.param_dtype == DType::Float64 ? format_shortest(value) : format_shortest(static_cast<float>(value));
+}
+
 const char* kOptionForm = "write NAME=VALUE or NAME=LOW:HIGH, e.g. masspole=0.05:0.2";
 
-float option_number(const std::string& text, const std::string& part) {
+double option_number(const std::string& text, const std::string& part) {
   const char* begin = text.c_str();
   char* end = nullptr;
   const double value = text.empty() ? NAN : std::strtod(begin, &end);
   if (text.empty() || end != begin + text.size() || !std::isfinite(value))
     throw InputError("--physics '" + part + "': '" + text + "' is not a finite number; " + kOptionForm);
-  return static_cast<float>(value);
+  return value;
 }
 
 }  // namespace
@@ -71,9 +77,9 @@ PhysicsConfig resolve_physics(const ScenarioSpec& spec, const PhysicsSettings& s
       throw InputError(spec.name + " has no physics parameter '" + setting.name + "'; its parameters are " + known);
     }
     physics.randomized[j] = setting.is_range ? 1 : 0;
-    physics.low[j] = setting.low;
-    physics.high[j] = setting.high;
-    if (!setting.is_range) physics.value[j] = setting.low;
+    physics.low[j] = spec.round_param(setting.low);
+    physics.high[j] = spec.round_param(setting.high);
+    if (!setting.is_range) physics.value[j] = physics.low[j];
   }
   physics.validate(spec);
   return physics;
@@ -99,9 +105,9 @@ std::string describe_physics(const ScenarioSpec& spec, const PhysicsConfig& phys
   for (std::size_t j = 0; j < spec.params.size(); ++j) {
     std::string item;
     if (physics.randomized[j])
-      item = std::string(spec.params[j].name) + " ~ U(" + format_shortest(physics.low[j]) + ", " + format_shortest(physics.high[j]) + ")";
+      item = std::string(spec.params[j].name) + " ~ U(" + param_text(spec, physics.low[j]) + ", " + param_text(spec, physics.high[j]) + ")";
     else if (physics.value[j] != spec.params[j].default_value)
-      item = std::string(spec.params[j].name) + " = " + format_shortest(physics.value[j]);
+      item = std::string(spec.params[j].name) + " = " + param_text(spec, physics.value[j]);
     if (!item.empty()) text += (text.empty() ? "" : ", ") + item;
   }
   return text.empty() ? "defaults" : text;

@@ -11,7 +11,7 @@ namespace surge {
 
 struct PhysicsSetting {
   std::string name;
-  float low = 0.0f, high = 0.0f;  // equal for a fixed value
+  double low = 0.0, high = 0.0;  // equal for a fixed value; as written, before the scenario rounds them
   bool is_range = false;
 };
 
@@ -31,7 +31,7 @@ PhysicsSettings parse_physics_option(const std::string& text);
 // parameter's smallest sensible one throws InputError.
 PhysicsConfig resolve_physics(const ScenarioSpec& spec, const PhysicsSettings& settings);
 
-// "masspole = [0.05, 0.2]" / "length = 0.6": one TOML line per setting, reading back to the same floats.
+// "masspole = [0.05, 0.2]" / "length = 0.6": one TOML line per setting, reading back to the same numbers.
 std::string physics_toml_line(const PhysicsSetting& setting);
 // "masspole=0.05:0.2,length=0.6", as --physics takes it; "" for none.
 std::string physics_option_text(const PhysicsSettings& settings);

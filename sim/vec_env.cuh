@@ -29,7 +29,7 @@ struct StepKernel {
   float* episode_returns;
   std::uint64_t* rng_offsets;
   EpisodeTally* tallies;
-  PhysicsTable<EnvLogic<S>::kParamCount> physics;
+  typename EnvLogic<S>::Physics physics;
   std::uint64_t seed;
   const std::int32_t* discrete;   // [N] or null
   const float* continuous;        // [N][action_dim] or null
@@ -65,6 +65,7 @@ ScenarioSpec make_spec() {
   spec.max_episode_steps = S::kMaxEpisodeSteps;
   for (const char* name : S::kStateNames) spec.state_names.emplace_back(name);
   spec.params.assign(S::kParams.begin(), S::kParams.end());
+  spec.param_dtype = dtype_of<typename S::ParamType>;
   return spec;
 }
 
@@ -74,6 +75,7 @@ class VecEnv final : public Engine {
   using Logic = EnvLogic<S>;
   using State = typename S::State;
   using Params = typename S::Params;
+  using ParamType = typename S::ParamType;
   static constexpr int kParamCount = Logic::kParamCount;
   static constexpr int kStateDim = Logic::kStateDim;
 
@@ -108,9 +110,9 @@ class VecEnv final : public Engine {
     if (num_envs <= 0) throw InputError("the number of environments must be at least 1, got " + std::to_string(num_envs));
     physics.validate(spec_);
     for (int j = 0; j < kParamCount; ++j) {
-      table_.value[j] = physics.value[j];
-      table_.low[j] = physics.low[j];
-      table_.high[j] = physics.high[j];
+      table_.value[j] = static_cast<ParamType>(physics.value[j]);
+      table_.low[j] = static_cast<ParamType>(physics.low[j]);
+      table_.high[j] = static_cast<ParamType>(physics.high[j]);
     }
     table_.randomized_mask = 0;
     for (int j = 0; j < kParamCount; ++j)
@@ -266,7 +268,10 @@ class VecEnv final : public Engine {
   }
 
   Span<float> states() override { return {reinterpret_cast<float*>(states_.data()), num_envs_ * kStateDim, device_}; }
-  Span<float> params() override { return {reinterpret_cast<float*>(params_.data()), num_envs_ * kParamCount, device_}; }
+  TensorView params() override {
+    return TensorView::of(Span<ParamType>{reinterpret_cast<ParamType*>(params_.data()), num_envs_ * kParamCount, device_},
+                          {num_envs_, kParamCount});
+  }
   Span<std::int32_t> episode_steps() override { return episode_steps_.span(); }
   Span<float> episode_returns() override { return episode_returns_.span(); }
   Span<std::uint64_t> rng_offsets() override { return rng_offsets_.span(); }
@@ -297,7 +302,7 @@ class VecEnv final : public Engine {
   std::int64_t num_envs_;
   std::uint64_t seed_;
   PhysicsConfig physics_config_;
-  PhysicsTable<kParamCount> table_{};
+  typename Logic::Physics table_{};
   DeviceBuffer<State> states_;               // [N]
   DeviceBuffer<Params> params_;              // [N] this episode's physics, per env
   DeviceBuffer<std::int32_t> episode_steps_; // [N]

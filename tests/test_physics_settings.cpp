@@ -24,23 +24,23 @@ TEST_CASE("--physics text: values, ranges, comma lists, later names override", "
   REQUIRE(settings.size() == 3);
   CHECK(settings[0].name == "masspole");
   CHECK(settings[0].is_range);
-  CHECK(settings[0].low == 0.05f);
-  CHECK(settings[0].high == 0.2f);
+  CHECK(settings[0].low == 0.05);
+  CHECK(settings[0].high == 0.2);
   CHECK(settings[1].name == "length");
   CHECK_FALSE(settings[1].is_range);
-  CHECK(settings[1].low == 0.6f);
-  CHECK(settings[1].high == 0.6f);
-  CHECK(settings[2].low == -10.0f);
-  CHECK(settings[2].high == 25.0f);
+  CHECK(settings[1].low == 0.6);
+  CHECK(settings[1].high == 0.6);
+  CHECK(settings[2].low == -10.0);
+  CHECK(settings[2].high == 25.0);
 
   PhysicsSettings merged = settings;
   surge::set_physics(merged, surge::parse_physics_option("masspole=0.3"));
   REQUIRE(merged.size() == 3);
   CHECK(merged[0].name == "masspole");
   CHECK_FALSE(merged[0].is_range);
-  CHECK(merged[0].low == 0.3f);
+  CHECK(merged[0].low == 0.3);
 
-  // The option text and the TOML lines read back to the same floats.
+  // The option text and the TOML lines read back to the same numbers.
   CHECK(surge::parse_physics_option(surge::physics_option_text(settings)).size() == 3);
   const PhysicsSettings again = surge::parse_physics_option(surge::physics_option_text(settings));
   for (std::size_t k = 0; k < settings.size(); ++k) {
@@ -120,12 +120,12 @@ namespace {
 std::string mixed_physics_text(const surge::ScenarioSpec& spec) {
   PhysicsSettings settings;
   for (int j = 0; j < spec.param_count(); ++j) {
-    const float base = spec.params[j].default_value;
+    const double base = spec.params[j].default_value;
     PhysicsSetting s;
     s.name = spec.params[j].name;
     s.is_range = j % 2 == 0;
-    s.low = s.is_range ? 0.8f * base : 1.1f * base;
-    s.high = s.is_range ? 1.2f * base : 1.1f * base;
+    s.low = s.is_range ? 0.8 * base : 1.1 * base;
+    s.high = s.is_range ? 1.2 * base : 1.1 * base;
     settings.push_back(s);
   }
   return surge::physics_option_text(settings);
@@ -145,25 +145,25 @@ TEST_CASE("every scenario: fixed values applied, ranges drawn per env and redraw
     auto engine = surge::make_engine(name, cpu, n, 5, physics);
     surge::Stream stream(cpu);
 
-    auto check_ranges = [&](const std::vector<float>& params) {
+    auto check_ranges = [&](const std::vector<double>& params) {
       for (int j = 0; j < width; ++j) {
         INFO("parameter " << spec.params[j].name);
-        std::vector<float> column;
+        std::vector<double> column;
         for (std::int64_t i = 0; i < n; ++i) column.push_back(params[i * width + j]);
         if (physics.randomized[j]) {
-          for (float v : column) {
+          for (double v : column) {
             REQUIRE(v >= physics.low[j]);
             REQUIRE(v <= physics.high[j]);
           }
           std::sort(column.begin(), column.end());
           CHECK(std::unique(column.begin(), column.end()) - column.begin() > n * 9 / 10);
         } else {
-          for (float v : column) REQUIRE(v == physics.value[j]);
-          CHECK(physics.value[j] == 1.1f * spec.params[j].default_value);
+          for (double v : column) REQUIRE(v == physics.value[j]);
+          CHECK(physics.value[j] == spec.round_param(1.1 * spec.params[j].default_value));
         }
       }
     };
-    std::vector<float> previous = surge::to_host(engine->params(), stream);
+    std::vector<double> previous = surge::params_to_host(*engine, stream);
     check_ranges(previous);
 
     // Step with random actions past the time limit, so that every env ends at least one episode.
@@ -177,7 +177,7 @@ TEST_CASE("every scenario: fixed values applied, ranges drawn per env and redraw
       engine->random_actions(discrete_actions.span(), continuous_actions.span(), stream);
       engine->step(surge::ActionView{discrete_actions.cspan(), continuous_actions.cspan()},
                    surge::StepViews{obs.span(), reward.span(), terminated.span(), truncated.span(), {}}, stream);
-      const std::vector<float> params = surge::to_host(engine->params(), stream);
+      const std::vector<double> params = surge::params_to_host(*engine, stream);
       const std::vector<std::uint8_t> term = surge::to_host(terminated.cspan(), stream);
       const std::vector<std::uint8_t> trunc = surge::to_host(truncated.cspan(), stream);
       for (std::int64_t i = 0; i < n; ++i) {

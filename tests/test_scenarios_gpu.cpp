@@ -54,7 +54,7 @@ TEST_CASE("CUDA resets, randomised parameters and random actions equal the CPU's
     auto cuda = make_engine(name, kCuda, n, 77, physics);
     Stream cpu_stream(Device::cpu()), cuda_stream(kCuda);
     CHECK(to_host(cuda->states(), cuda_stream) == to_host(cpu->states(), cpu_stream));
-    CHECK(to_host(cuda->params(), cuda_stream) == to_host(cpu->params(), cpu_stream));
+    CHECK(params_to_host(*cuda, cuda_stream) == params_to_host(*cpu, cpu_stream));
     const bool discrete = spec.action_kind == ActionKind::Discrete;
     const std::int64_t continuous_size = discrete ? 0 : n * spec.action_dim;
     DeviceBuffer<std::int32_t> cpu_discrete(Device::cpu(), discrete ? n : 0), cuda_discrete(kCuda, discrete ? n : 0);

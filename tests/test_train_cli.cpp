@@ -185,9 +185,9 @@ TEST_CASE("surge train with domain randomisation: reported, kept in config.toml 
   const surge::rl::TrainConfig config = surge::rl::load_train_config(written, "config.toml", false, "");
   REQUIRE(config.physics.size() == 2);
   CHECK(config.physics[0].is_range);
-  CHECK(config.physics[0].low == 0.05f);
-  CHECK(config.physics[0].high == 0.2f);
-  CHECK(config.physics[1].low == 0.6f);
+  CHECK(config.physics[0].low == 0.05);
+  CHECK(config.physics[0].high == 0.2);
+  CHECK(config.physics[1].low == 0.6);
   // config.toml runs again as a config file, and gives the same physics.
   const auto again = fresh_dir("physics_again");
   const Result rerun = run_surge("train --device cpu --config " + (dir / "config.toml").string() + " --out " + again.string());

@@ -147,17 +147,17 @@ masscart = 2
   REQUIRE(cpu.physics.size() == 2);
   CHECK(cpu.physics[0].name == "masspole");
   CHECK(cpu.physics[0].is_range);
-  CHECK(cpu.physics[0].low == 0.05f);
-  CHECK(cpu.physics[0].high == 0.2f);
+  CHECK(cpu.physics[0].low == 0.05);
+  CHECK(cpu.physics[0].high == 0.2);
   CHECK(cpu.physics[1].name == "length");
   CHECK_FALSE(cpu.physics[1].is_range);
-  CHECK(cpu.physics[1].low == 0.6f);
+  CHECK(cpu.physics[1].low == 0.6);
   const TrainConfig gpu = surge::rl::load_train_config(text, "dr.toml", true, "heavy");
   REQUIRE(gpu.physics.size() == 3);
   CHECK(gpu.physics[1].is_range);  // [cuda.physics] replaces the value by name
-  CHECK(gpu.physics[1].low == 0.4f);
+  CHECK(gpu.physics[1].low == 0.4);
   CHECK(gpu.physics[2].name == "masscart");
-  CHECK(gpu.physics[2].low == 2.0f);
+  CHECK(gpu.physics[2].low == 2.0);
 
   // --set physics.NAME takes a number or a [low, high] list, and overrides by name.
   TrainConfig config = cpu;
@@ -165,9 +165,9 @@ masscart = 2
   surge::rl::apply_config_setting(config, "physics.gravity=[9,10.5]");
   REQUIRE(config.physics.size() == 3);
   CHECK_FALSE(config.physics[0].is_range);
-  CHECK(config.physics[0].low == 0.3f);
+  CHECK(config.physics[0].low == 0.3);
   CHECK(config.physics[2].name == "gravity");
-  CHECK(config.physics[2].high == 10.5f);
+  CHECK(config.physics[2].high == 10.5);
 
   // config.toml as a run writes it: the table comes back the same.
   const std::string toml = config.to_toml();

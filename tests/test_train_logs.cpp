@@ -137,13 +137,18 @@ TEST_CASE("Episodes rebuilt from the rollout log agree with the returns the trai
 
 TEST_CASE("A resumed run is bit-identical to one run straight through", "[train][logs]") {
   // Also with observation normalisation and reward scaling, whose statistics and accumulators resume
-  // too, and with a Gaussian policy (pendulum), whose log-std and action draws resume too.
-  const int variant = GENERATE(0, 1, 2);
-  const bool normalized = variant >= 1, gaussian = variant == 2;
-  const int obs_dim = gaussian ? 3 : 4;
-  const fs::path dir = fresh_dir(gaussian ? "resume_gaussian" : normalized ? "resume_normalized" : "resume");
+  // too, with a Gaussian policy (pendulum), whose log-std and action draws resume too, and on Acrobot
+  // with randomised physics, whose per-env parameters are float64 in the engine and the checkpoint.
+  const int variant = GENERATE(0, 1, 2, 3);
+  const bool normalized = variant == 1 || variant == 2, gaussian = variant == 2, acrobot = variant == 3;
+  const int obs_dim = gaussian ? 3 : acrobot ? 6 : 4;
+  const fs::path dir =
+      fresh_dir(acrobot ? "resume_acrobot" : gaussian ? "resume_gaussian" : normalized ? "resume_normalized" : "resume");
   const std::string run_start =
-      gaussian ? "train --scenario pendulum --device cpu --set hidden=[16,16] --num-envs 16 --num-steps 16 " : kSmallRun;
+      gaussian  ? "train --scenario pendulum --device cpu --set hidden=[16,16] --num-envs 16 --num-steps 16 "
+      : acrobot ? "train --scenario acrobot --device cpu --set hidden=[16,16] --num-envs 16 --num-steps 16 "
+                  "--physics gravity=9:10.5,dt=0.15:0.25 "
+                : kSmallRun;
   const std::string total = " --total-steps " + std::to_string(8 * kBatch) +
                             (normalized ? " --set normalize_obs=true --set normalize_reward=true" : "");
   const std::string first = (dir / "first").string(), straight = (dir / "straight").string();
@@ -175,6 +180,8 @@ TEST_CASE("A resumed run is bit-identical to one run straight through", "[train]
   CHECK(a.adam_step == b.adam_step);
   const rl::ResumeState sa = rl::read_resume_state(first + "/checkpoint.h5"), sb = rl::read_resume_state(straight + "/checkpoint.h5");
   CHECK(sa.env_state == sb.env_state);
+  CHECK(sa.env_params == sb.env_params);
+  CHECK(sa.env_params_float64 == acrobot);
   CHECK(sa.env_rng_offsets == sb.env_rng_offsets);
   CHECK(sa.env_episode_returns == sb.env_episode_returns);
   // Every saved trainer entry (train state, optimiser scalars, the ring of recent returns, running

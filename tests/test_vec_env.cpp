@@ -134,7 +134,7 @@ struct StepHistory {
 // parameters, episode counters and accumulators, stream positions and finished-episode statistics.
 void check_same_engine_state(surge::Engine& a, surge::Engine& b, const Stream& stream) {
   CHECK(same_bits(host(a.states(), stream), host(b.states(), stream)));
-  CHECK(same_bits(host(a.params(), stream), host(b.params(), stream)));
+  CHECK(same_bits(surge::params_to_host(a, stream), surge::params_to_host(b, stream)));
   CHECK(same_bits(host(a.episode_steps(), stream), host(b.episode_steps(), stream)));
   CHECK(same_bits(host(a.episode_returns(), stream), host(b.episode_returns(), stream)));
   CHECK(same_bits(host(a.rng_offsets(), stream), host(b.rng_offsets(), stream)));
@@ -171,7 +171,7 @@ TEST_CASE("episodes that nothing ends are truncated at exactly step 500", "[vec_
   CHECK(engine->episode_stats(stream).episodes == 0);
 
   // Step 500: every episode is truncated, none terminated.
-  const std::vector<float> params = host(engine->params(), stream);
+  const std::vector<float> params = host(engine->params().span<float>(), stream);
   buffers.step_random(*engine, stream);
   for (std::int64_t i = 0; i < n; ++i) {
     INFO("env " << i);
@@ -370,7 +370,8 @@ TEST_CASE("rollout_random() equals random_actions() + step() bit for bit", "[vec
 TEST_CASE("rollout_random() equals random_actions() + step() bit for bit in every scenario", "[vec_env][rollout]") {
   // 131 envs: two whole CPU tiles of 64 lanes and a partial one; 611 + 400 steps: past every time limit
   // (MountainCarContinuous's 999 included), in two calls whose second starts mid-way through the
-  // action streams' Philox blocks and mid-way through the fused rollout's chunk of steps.
+  // action streams' Philox blocks and mid-way through the fused rollout's chunk of steps. Every parameter
+  // is randomised by +-10%, so that each path draws it at every reset, in the scenario's own type.
   const std::int64_t n = 131, first_steps = 611, second_steps = 400, steps = first_steps + second_steps;
   const Device cpu = Device::cpu();
   Stream stream(cpu);
@@ -379,8 +380,14 @@ TEST_CASE("rollout_random() equals random_actions() + step() bit for bit in ever
     const surge::ScenarioSpec& spec = surge::scenario_spec(name);
     const bool discrete = spec.action_kind == surge::ActionKind::Discrete;
     const std::int64_t obs_dim = spec.obs_dim, action_dim = discrete ? 0 : spec.action_dim;
-    auto fused = surge::make_engine(name, cpu, n, 5);
-    auto stepped = surge::make_engine(name, cpu, n, 5);
+    surge::PhysicsConfig physics = surge::PhysicsConfig::defaults(spec);
+    for (int j = 0; j < spec.param_count(); ++j) {
+      physics.randomized[j] = 1;
+      physics.low[j] = spec.round_param(0.9 * physics.value[j]);
+      physics.high[j] = spec.round_param(1.1 * physics.value[j]);
+    }
+    auto fused = surge::make_engine(name, cpu, n, 5, physics);
+    auto stepped = surge::make_engine(name, cpu, n, 5, physics);
 
     RolloutBuffers rollout(steps, n, obs_dim);
     fused->rollout_random(first_steps, rollout.slice(0, first_steps), stream);

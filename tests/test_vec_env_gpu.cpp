@@ -207,7 +207,7 @@ TEST_CASE("CUDA resets, parameters and random actions equal the CPU's bit for bi
   Side cpu(kCpu, n, 42, surge::testing::randomized_physics()), cuda(kCuda, n, 42, surge::testing::randomized_physics());
   // Resets use only Philox integers and one multiply-add per draw: no transcendental functions.
   CHECK(surge::to_host(cuda.engine->states(), cuda.stream) == surge::to_host(cpu.engine->states(), cpu.stream));
-  CHECK(surge::to_host(cuda.engine->params(), cuda.stream) == surge::to_host(cpu.engine->params(), cpu.stream));
+  CHECK(surge::params_to_host(*cuda.engine, cuda.stream) == surge::params_to_host(*cpu.engine, cpu.stream));
   for (int draw = 0; draw < 3; ++draw) {
     cpu.engine->random_actions(cpu.actions.span(), {}, cpu.stream);
     cuda.engine->random_actions(cuda.actions.span(), {}, cuda.stream);

@@ -19,6 +19,12 @@ constexpr const char* kGroup = "resume";
 using hdf5::read_dataset;
 using hdf5::write_dataset;
 
+bool stored_as_float64(hid_t group, const std::string& name) {
+  hdf5::Handle dataset(H5Dopen2(group, name.c_str(), H5P_DEFAULT), "open " + name);
+  hdf5::Handle type(H5Dget_type(dataset.get()), "type of " + name);
+  return H5Tget_class(type.get()) == H5T_FLOAT && H5Tget_size(type.get()) == 8;
+}
+
 template <class T>
 void upload(Span<T> device, const std::vector<T>& host, const std::string& what, const Stream& stream) {
   if (static_cast<std::int64_t>(host.size()) != device.size)
@@ -54,7 +60,8 @@ ResumeState ResumeState::capture(const Trainer& trainer, Engine& engine) {
   for (SavedBuffer& buffer : trainer.save_state())
     if (!buffer.agent) s.trainer.push_back(std::move(buffer));
   s.env_state = to_host(engine.states(), stream);
-  s.env_params = to_host(engine.params(), stream);
+  s.env_params = params_to_host(engine, stream);
+  s.env_params_float64 = engine.spec().param_dtype == DType::Float64;
   s.env_episode_steps = to_host(engine.episode_steps(), stream);
   s.env_episode_returns = to_host(engine.episode_returns(), stream);
   s.env_rng_offsets = to_host(engine.rng_offsets(), stream);
@@ -64,7 +71,12 @@ ResumeState ResumeState::capture(const Trainer& trainer, Engine& engine) {
 void ResumeState::restore(const Checkpoint& agent, Trainer& trainer, Engine& engine) const {
   const Stream& stream = trainer.stream();
   upload(engine.states(), env_state, "environment state", stream);
-  upload(engine.params(), env_params, "environment parameters", stream);
+  if (env_params_float64 != (engine.spec().param_dtype == DType::Float64))
+    throw InputError(std::string("the checkpoint holds ") + engine.spec().name + "'s physics parameters in " +
+                     (env_params_float64 ? "float64" : "float32") + " where this build keeps them in " +
+                     dtype_name(engine.spec().param_dtype) + " (it was written by a build from before the change), so "
+                     "the run cannot continue exactly; evaluate the agent with 'surge eval' or train afresh");
+  params_from_host(engine, env_params, stream);
   upload(engine.episode_steps(), env_episode_steps, "episode step counters", stream);
   upload(engine.episode_returns(), env_episode_returns, "episode returns", stream);
   upload(engine.rng_offsets(), env_rng_offsets, "environment RNG offsets", stream);
@@ -86,7 +98,10 @@ void append_resume_state(const std::string& checkpoint_path, const ResumeState& 
   }
   write_dataset(group.get(), "metrics", {s.metrics_rows.size(), s.metrics_columns.size()}, metrics.data());
   write_dataset(group.get(), "env_state", s.env_state);
-  write_dataset(group.get(), "env_params", s.env_params);
+  if (s.env_params_float64)
+    write_dataset(group.get(), "env_params", s.env_params);
+  else
+    write_dataset(group.get(), "env_params", std::vector<float>(s.env_params.begin(), s.env_params.end()));
   write_dataset(group.get(), "env_episode_steps", s.env_episode_steps);
   write_dataset(group.get(), "env_episode_returns", s.env_episode_returns);
   write_dataset(group.get(), "env_rng_offsets", s.env_rng_offsets);
@@ -129,7 +144,8 @@ ResumeState read_resume_state(const std::string& path) {
   for (std::size_t k = 0; width > 0 && k + width <= metrics.size(); k += width)
     s.metrics_rows.emplace_back(metrics.begin() + static_cast<std::ptrdiff_t>(k), metrics.begin() + static_cast<std::ptrdiff_t>(k + width));
   s.env_state = read_dataset<float>(group.get(), "env_state", path);
-  s.env_params = read_dataset<float>(group.get(), "env_params", path);
+  s.env_params = read_dataset<double>(group.get(), "env_params", path);  // float32 ones widen exactly
+  s.env_params_float64 = stored_as_float64(group.get(), "env_params");
   s.env_episode_steps = read_dataset<std::int32_t>(group.get(), "env_episode_steps", path);
   s.env_episode_returns = read_dataset<float>(group.get(), "env_episode_returns", path);
   s.env_rng_offsets = read_dataset<std::uint64_t>(group.get(), "env_rng_offsets", path);

@@ -1,15 +1,12 @@
 #pragma once
-// Checks every scenario test shares: Gymnasium's golden transitions replayed through a scenario's
-// SURGE_HD functions and through a CPU engine, reset distributions, and episodes run through an
-// engine to audit time limits, auto-reset and the episode tally.
+// Checks every scenario test shares: Gymnasium's golden transitions (tests/support/scenario_golden.hpp),
+// reset distributions, episodes run through an engine to audit time limits, auto-reset and the episode
+// tally, and domain randomisation.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
@@ -17,237 +14,10 @@
 #include "scenarios/registry.hpp"
 #include "sim/engine.hpp"
 #include "sim/memory.hpp"
-#include "sim/scenario.hpp"
 #include "sim/stream.hpp"
-#include "tests/support/golden.hpp"
-#include "tests/support/run_surge.hpp"
-#include "tools/cli/io.hpp"
+#include "tests/support/scenario_golden.hpp"
 
 namespace surge::testing {
-
-constexpr double kPi = 3.14159265358979323846;
-
-// a - b moved into [-pi, pi]: the distance between two angles.
-inline double angle_difference(double a, double b) { return std::remainder(a - b, 2.0 * kPi); }
-
-// One scenario's golden transitions, with the checks every scenario test makes of them.
-inline GoldenSet load_golden(const ScenarioSpec& spec) {
-  const int action_dim = spec.action_kind == ActionKind::Discrete ? 1 : spec.action_dim;
-  REQUIRE(action_dim == 1);  // the golden files hold one column `action`
-  GoldenSet golden = load_golden(spec.name, spec.state_names, spec.obs_dim);
-  REQUIRE(golden.state_dim == spec.state_dim);
-  REQUIRE(golden.rows >= 1000);
-  return golden;
-}
-
-// What one implementation produced for every golden row.
-struct Transitions {
-  std::vector<double> next_state;  // [rows][state_dim]
-  std::vector<double> obs;         // [rows][obs_dim]
-  std::vector<double> reward;      // [rows]
-  std::vector<int> terminated;     // [rows]
-};
-
-template <class S>
-typename S::Params default_params() {
-  typename S::Params params;
-  float* fields = reinterpret_cast<float*>(&params);
-  for (std::size_t j = 0; j < S::kParams.size(); ++j) fields[j] = S::kParams[j].default_value;
-  return params;
-}
-
-template <class S>
-typename S::State state_from(const double* values) {
-  float fields[S::kStateNames.size()];
-  for (std::size_t k = 0; k < S::kStateNames.size(); ++k) fields[k] = static_cast<float>(values[k]);
-  typename S::State state;
-  std::memcpy(&state, fields, sizeof state);
-  return state;
-}
-
-template <class S>
-typename S::Action action_from(const double* values) {
-  if constexpr (S::kActionKind == ActionKind::Discrete) {
-    return static_cast<std::int32_t>(values[0]);
-  } else {
-    typename S::Action action;
-    for (int k = 0; k < S::kActionDim; ++k) action.v[k] = static_cast<float>(values[k]);
-    return action;
-  }
-}
-
-// One step of S from `state` under default physics, appended to `out`.
-template <class S>
-void step_once(typename S::State state, const typename S::Action& action, Transitions& out) {
-  const StepResult result = S::step(state, default_params<S>(), action);
-  float fields[S::kStateNames.size()];
-  std::memcpy(fields, &state, sizeof state);
-  for (float v : fields) out.next_state.push_back(v);
-  float obs[S::kObsDim];
-  S::observe(state, obs);
-  for (float v : obs) out.obs.push_back(v);
-  out.reward.push_back(result.reward);
-  out.terminated.push_back(result.terminated ? 1 : 0);
-}
-
-// Every golden row through the scenario's SURGE_HD step and observe, on the host.
-template <class S>
-Transitions step_golden_hd(const GoldenSet& golden) {
-  Transitions out;
-  for (std::int64_t row = 0; row < golden.rows; ++row)
-    step_once<S>(state_from<S>(&golden.state[row * golden.state_dim]), action_from<S>(&golden.action[row * golden.action_dim]),
-                 out);
-  return out;
-}
-
-// Every golden row through an engine's batched transition, one environment per row.
-inline Transitions step_golden_engine(const std::string& name, const GoldenSet& golden, Device device = Device::cpu()) {
-  Stream stream(device);
-  const std::int64_t n = golden.rows;
-  auto engine = make_engine(name, device, n, 0);
-  const ScenarioSpec& spec = engine->spec();
-  std::vector<float> states(golden.state.begin(), golden.state.end());
-  std::vector<std::int32_t> discrete;
-  std::vector<float> continuous;
-  if (spec.action_kind == ActionKind::Discrete)
-    for (double a : golden.action) discrete.push_back(static_cast<std::int32_t>(a));
-  else
-    continuous.assign(golden.action.begin(), golden.action.end());
-  DeviceBuffer<float> states_in(device, n * spec.state_dim), next(device, n * spec.state_dim), obs(device, n * spec.obs_dim),
-      reward(device, n), continuous_in(device, static_cast<std::int64_t>(continuous.size()));
-  DeviceBuffer<std::int32_t> discrete_in(device, static_cast<std::int64_t>(discrete.size()));
-  DeviceBuffer<std::uint8_t> terminated(device, n);
-  from_host(states_in.span(), states, stream);
-  if (!discrete.empty()) from_host(discrete_in.span(), discrete, stream);
-  if (!continuous.empty()) from_host(continuous_in.span(), continuous, stream);
-  engine->transition(states_in.cspan(), ActionView{discrete_in.cspan(), continuous_in.cspan()}, next.span(), obs.span(),
-                     reward.span(), terminated.span(), stream);
-  Transitions out;
-  for (float v : to_host(next.cspan(), stream)) out.next_state.push_back(v);
-  for (float v : to_host(obs.cspan(), stream)) out.obs.push_back(v);
-  for (float v : to_host(reward.cspan(), stream)) out.reward.push_back(v);
-  for (std::uint8_t v : to_host(terminated.cspan(), stream)) out.terminated.push_back(v);
-  return out;
-}
-
-// Every golden row through `surge step --device <device>`, read back from the CSV it writes.
-inline Transitions step_golden_cli(const ScenarioSpec& spec, const GoldenSet& golden, const std::string& device = "cpu") {
-  const std::string input = golden_path(spec.name);
-  const std::string output = "surge_step_" + spec.name + "_" + device + "_output.csv";  // in the test's working directory
-  const Result run =
-      run_surge("step --scenario " + spec.name + " --input '" + input + "' --output " + output + " --device " + device);
-  INFO(run.err);
-  REQUIRE(run.exit_code == 0);
-  const cli::CsvTable table = cli::CsvTable::read(output);
-  std::remove(output.c_str());
-  REQUIRE(static_cast<std::int64_t>(table.rows.size()) == golden.rows);
-  auto column = [&](const std::string& name) {
-    const int c = table.column(name);
-    INFO("surge step output column " << name);
-    REQUIRE(c >= 0);
-    return c;
-  };
-  std::vector<int> next_columns, obs_columns;
-  for (const std::string& name : spec.state_names) next_columns.push_back(column("next_" + name));
-  for (int k = 0; k < spec.obs_dim; ++k) obs_columns.push_back(column("obs_" + std::to_string(k)));
-  const int reward_column = column("reward"), terminated_column = column("terminated");
-  Transitions out;
-  for (std::int64_t row = 0; row < golden.rows; ++row) {
-    for (int c : next_columns) out.next_state.push_back(cli::parse_cell(table, row, c));
-    for (int c : obs_columns) out.obs.push_back(cli::parse_cell(table, row, c));
-    out.reward.push_back(cli::parse_cell(table, row, reward_column));
-    out.terminated.push_back(static_cast<int>(cli::parse_cell(table, row, terminated_column)));
-  }
-  return out;
-}
-
-struct GoldenComparison {
-  std::vector<int> angle_states;   // state coordinates compared modulo 2*pi
-  std::vector<double> next_extra;  // [rows][state_dim] added to the tolerance, or empty
-  std::vector<double> obs_extra;   // [rows][obs_dim] added to the tolerance, or empty
-};
-
-// Allows, on top of the golden tolerance, for how far rounding the golden float64 state to float32
-// alone moves each output: each input coordinate is moved one whole float32 ulp (at least twice its
-// rounding error) and the changes of the outputs are summed. Needed where one step amplifies input
-// errors strongly (Acrobot at velocities near 9 pi).
-template <class S>
-void allow_for_input_rounding(const GoldenSet& golden, GoldenComparison& comparison) {
-  constexpr int kStateDim = static_cast<int>(S::kStateNames.size());
-  auto is_angle = [&](int k) {
-    return std::find(comparison.angle_states.begin(), comparison.angle_states.end(), k) != comparison.angle_states.end();
-  };
-  const typename S::Params params = default_params<S>();
-  comparison.next_extra.assign(golden.rows * kStateDim, 0.0);
-  comparison.obs_extra.assign(golden.rows * S::kObsDim, 0.0);
-  for (std::int64_t row = 0; row < golden.rows; ++row) {
-    float start[kStateDim];
-    for (int k = 0; k < kStateDim; ++k) start[k] = static_cast<float>(golden.state[row * kStateDim + k]);
-    const auto action = action_from<S>(&golden.action[row * golden.action_dim]);
-    auto step_from = [&](const float* fields, float* next, float* obs) {
-      typename S::State state;
-      std::memcpy(&state, fields, sizeof state);
-      S::step(state, params, action);
-      std::memcpy(next, &state, sizeof state);
-      S::observe(state, obs);
-    };
-    float base_next[kStateDim], base_obs[S::kObsDim];
-    step_from(start, base_next, base_obs);
-    for (int moved_coordinate = 0; moved_coordinate < kStateDim; ++moved_coordinate) {
-      float moved[kStateDim];
-      std::memcpy(moved, start, sizeof moved);
-      moved[moved_coordinate] = std::nextafter(moved[moved_coordinate], INFINITY);
-      float next[kStateDim], obs[S::kObsDim];
-      step_from(moved, next, obs);
-      for (int k = 0; k < kStateDim; ++k)
-        comparison.next_extra[row * kStateDim + k] +=
-            is_angle(k) ? std::abs(angle_difference(next[k], base_next[k])) : std::abs(double(next[k]) - base_next[k]);
-      for (int k = 0; k < S::kObsDim; ++k) comparison.obs_extra[row * S::kObsDim + k] += std::abs(double(obs[k]) - base_obs[k]);
-    }
-  }
-}
-
-// Compares every value with the golden tolerance; reports the first few mismatches and returns the
-// worst |error| / tolerance seen.
-inline double compare_with_golden(const std::string& what, const ScenarioSpec& spec, const GoldenSet& golden,
-                                  const Transitions& ours, const GoldenComparison& options = {}) {
-  REQUIRE(static_cast<std::int64_t>(ours.reward.size()) == golden.rows);
-  double worst = 0;
-  std::string worst_where;
-  int mismatches = 0;
-  auto check = [&](double value, double reference, double extra, bool angle, const std::string& field, std::int64_t row) {
-    const double error = angle ? std::abs(angle_difference(value, reference)) : std::abs(value - reference);
-    const double ratio = error / (golden_tolerance(reference) + extra);
-    if (!(ratio <= worst)) {
-      worst = ratio;
-      worst_where = field + " in row " + std::to_string(row + 1);
-    }
-    if (!(ratio <= 1.0) && ++mismatches <= 5)
-      FAIL_CHECK(what << ": row " << row + 1 << " " << field << " = " << value << ", Gymnasium " << reference << " (error "
-                      << error << ", tolerance " << golden_tolerance(reference) + extra << ")");
-  };
-  for (std::int64_t row = 0; row < golden.rows; ++row) {
-    for (int k = 0; k < spec.state_dim; ++k) {
-      const std::size_t at = row * spec.state_dim + k;
-      const bool angle = std::find(options.angle_states.begin(), options.angle_states.end(), k) != options.angle_states.end();
-      check(ours.next_state[at], golden.next_state[at], options.next_extra.empty() ? 0.0 : options.next_extra[at], angle,
-            "next_" + spec.state_names[k], row);
-    }
-    for (int k = 0; k < spec.obs_dim; ++k) {
-      const std::size_t at = row * spec.obs_dim + k;
-      check(ours.obs[at], golden.obs[at], options.obs_extra.empty() ? 0.0 : options.obs_extra[at], false,
-            "obs_" + std::to_string(k), row);
-    }
-    check(ours.reward[row], golden.reward[row], 0.0, false, "reward", row);
-    if (ours.terminated[row] != golden.terminated[row] && ++mismatches <= 5)
-      FAIL_CHECK(what << ": row " << row + 1 << " terminated = " << ours.terminated[row] << ", Gymnasium "
-                      << golden.terminated[row]);
-  }
-  std::printf("%s: %lld rows, worst |error| / tolerance = %.3g (%s)\n", what.c_str(), static_cast<long long>(golden.rows),
-              worst, worst_where.c_str());
-  CHECK(mismatches == 0);
-  return worst;
-}
 
 // The states of n freshly reset environments, [n][state_dim].
 inline std::vector<float> reset_states(const std::string& name, std::int64_t n, std::uint64_t seed) {
@@ -283,6 +53,31 @@ inline void check_constant(const std::vector<float>& rows, int width, int k, flo
     REQUIRE(rows[i * width + k] == value);
   }
 }
+
+// Where a reset puts one state coordinate: U(low, high), or exactly `low` when high == low; the bounds
+// as float32 has them, as the draws do.
+struct ResetRange {
+  float low, high;
+};
+
+// The states of many freshly reset environments, coordinate by coordinate.
+inline void check_resets(const std::string& name, std::uint64_t seed, const std::vector<ResetRange>& ranges) {
+  const ScenarioSpec& spec = scenario_spec(name);
+  REQUIRE(static_cast<int>(ranges.size()) == spec.state_dim);
+  const std::vector<float> states = reset_states(name, 20000, seed);
+  for (int k = 0; k < spec.state_dim; ++k) {
+    const ResetRange& range = ranges[static_cast<std::size_t>(k)];
+    if (range.low == range.high)
+      check_constant(states, spec.state_dim, k, range.low, spec.state_names[k]);
+    else
+      check_uniform(states, spec.state_dim, k, range.low, range.high, spec.state_names[k]);
+  }
+}
+
+// Both MountainCar tasks start at rest somewhere in U(-0.6, -0.4) (scenarios/mountain_car_valley.hpp),
+// and observe their state as it is.
+inline const std::vector<ResetRange> kValleyStart = {{-0.6f, -0.4f}, {0.0f, 0.0f}};
+inline bool is_valley_start(const float* obs) { return obs[0] >= -0.6f && obs[0] <= -0.4f && obs[1] == 0.0f; }
 
 // A policy writes the action for one observation: action[0] is the index for discrete scenarios.
 using Policy = std::function<void(const float* obs, float* action)>;
@@ -391,6 +186,12 @@ inline void check_all_truncated(const EpisodeAudit& audit, std::int64_t episodes
   for (auto length : audit.lengths) CHECK(length == time_limit);
 }
 
+// Every environment reached its goal at least once, and none ran out of time.
+inline void check_all_reach_goal(const EpisodeAudit& audit, std::int64_t envs) {
+  CHECK(audit.terminated >= envs);
+  CHECK(audit.truncated == 0);
+}
+
 // The engine's own tally must agree with the audit of the flags and rewards.
 inline void check_episode_stats(Engine& engine, const EpisodeAudit& audit) {
   Stream stream(engine.device());
@@ -401,11 +202,26 @@ inline void check_episode_stats(Engine& engine, const EpisodeAudit& audit) {
   CHECK(stats.return_sum == Approx(audit.return_sum).epsilon(1e-5).margin(1e-3));
 }
 
+// `envs` CPU environments of `name` run `steps` steps under `policy`, their episodes audited (the
+// observation after every end must satisfy `is_reset_obs`) and the engine's tally checked against it.
+struct AuditedRun {
+  PolicyRun run;
+  EpisodeAudit audit;
+};
+inline AuditedRun run_audited(const std::string& name, std::int64_t envs, std::uint64_t seed, std::int64_t steps,
+                              const Policy& policy, const std::function<bool(const float* obs)>& is_reset_obs) {
+  auto engine = make_engine(name, Device::cpu(), envs, seed);
+  AuditedRun audited{run_policy(*engine, steps, policy), {}};
+  audited.audit = audit_episodes(audited.run, engine->spec(), is_reset_obs);
+  check_episode_stats(*engine, audited.audit);
+  return audited;
+}
+
 // Domain randomisation: with `ranges` randomised ({name, low, high}), every env's parameters lie in
 // their ranges and differ across envs, the rest keep their defaults, and an episode's end redraws them.
 struct ParamRange {
   const char* name;
-  float low, high;
+  double low, high;
 };
 
 inline void check_randomized_params(const std::string& name, const std::vector<ParamRange>& ranges, const Policy& policy,
@@ -417,8 +233,8 @@ inline void check_randomized_params(const std::string& name, const std::vector<P
     const int j = spec.param_index(range.name);
     INFO("parameter " << range.name);
     REQUIRE(j >= 0);
-    physics.low[j] = range.low;
-    physics.high[j] = range.high;
+    physics.low[j] = spec.round_param(range.low);
+    physics.high[j] = spec.round_param(range.high);
     physics.randomized[j] = 1;
     randomized.push_back(j);
   }
@@ -426,14 +242,14 @@ inline void check_randomized_params(const std::string& name, const std::vector<P
   auto engine = make_engine(name, Device::cpu(), n, 11, physics);
   Stream stream(Device::cpu());
   const int width = spec.param_count();
-  auto check_params = [&](const std::vector<float>& params) {
+  auto check_params = [&](const std::vector<double>& params) {
     for (int j = 0; j < width; ++j) {
       const bool is_randomized = std::find(randomized.begin(), randomized.end(), j) != randomized.end();
-      std::vector<float> values;
+      std::vector<double> values;
       for (std::int64_t i = 0; i < n; ++i) values.push_back(params[i * width + j]);
       INFO("parameter " << spec.params[j].name);
       if (is_randomized) {
-        for (float v : values) {
+        for (double v : values) {
           REQUIRE(v >= physics.low[j]);
           REQUIRE(v <= physics.high[j]);
         }
@@ -441,14 +257,14 @@ inline void check_randomized_params(const std::string& name, const std::vector<P
         const auto distinct = std::unique(values.begin(), values.end()) - values.begin();
         CHECK(distinct > n * 9 / 10);
       } else {
-        for (float v : values) REQUIRE(v == spec.params[j].default_value);
+        for (double v : values) REQUIRE(v == spec.params[j].default_value);
       }
     }
   };
-  const std::vector<float> first = to_host(engine->params(), stream);
+  const std::vector<double> first = params_to_host(*engine, stream);
   check_params(first);
   const PolicyRun run = run_policy(*engine, steps_until_every_env_ended, policy);
-  const std::vector<float> later = to_host(engine->params(), stream);
+  const std::vector<double> later = params_to_host(*engine, stream);
   check_params(later);
   // Every env has ended at least one episode, so each has drawn fresh parameters.
   for (std::int64_t i = 0; i < n; ++i) {
@@ -462,19 +278,27 @@ inline void check_randomized_params(const std::string& name, const std::vector<P
   }
 }
 
-// A value outside physical sense is bad input, named in the message.
-inline void check_rejects_bad_physics(const std::string& name, const std::string& param, float bad_low) {
+// A value outside physical sense is bad input, named in the message: a fixed `bad` value, a range
+// from `bad`, a range whose low exceeds its high, and a range that is not a number.
+inline void check_rejects_bad_physics(const std::string& name, const std::string& param, double bad) {
   const ScenarioSpec& spec = scenario_spec(name);
-  PhysicsConfig physics = PhysicsConfig::defaults(spec);
   const int j = spec.param_index(param);
   REQUIRE(j >= 0);
-  physics.randomized[j] = 1;
-  physics.low[j] = bad_low;
-  physics.high[j] = spec.params[j].default_value;
-  CHECK_THROWS_AS(make_engine(name, Device::cpu(), 4, 1, physics), InputError);
-  CHECK_THROWS_WITH(make_engine(name, Device::cpu(), 4, 1, physics), Catch::Contains(param));
-  physics.low[j] = spec.params[j].default_value * 2 + 1;  // low > high
-  CHECK_THROWS_WITH(make_engine(name, Device::cpu(), 4, 1, physics), Catch::Contains(param));
+  const double fine = spec.params[j].default_value;
+  auto check_rejected = [&](std::uint8_t randomized, double value, double low, double high) {
+    PhysicsConfig physics = PhysicsConfig::defaults(spec);
+    physics.randomized[j] = randomized;
+    physics.value[j] = value;
+    physics.low[j] = low;
+    physics.high[j] = high;
+    INFO("value " << value << ", range [" << low << ", " << high << "]" << (randomized ? "" : " unused"));
+    CHECK_THROWS_AS(make_engine(name, Device::cpu(), 4, 1, physics), InputError);
+    CHECK_THROWS_WITH(make_engine(name, Device::cpu(), 4, 1, physics), Catch::Contains(param));
+  };
+  check_rejected(0, bad, fine, fine);
+  check_rejected(1, fine, bad, fine);
+  check_rejected(1, fine, fine * 2 + 1, fine);
+  check_rejected(1, fine, fine, std::nan(""));
 }
 
 }  // namespace surge::testing

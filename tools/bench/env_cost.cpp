@@ -51,7 +51,8 @@ double random_action_flops(const ScenarioSpec& spec) {
 }
 
 std::size_t engine_bytes_per_env(const ScenarioSpec& spec) {
-  return sizeof(float) * static_cast<std::size_t>(spec.state_dim + spec.param_count()) + kStepCounterBytes + kReturnBytes +
+  return sizeof(float) * static_cast<std::size_t>(spec.state_dim) +
+         dtype_size(spec.param_dtype) * static_cast<std::size_t>(spec.param_count()) + kStepCounterBytes + kReturnBytes +
          2 * kRngOffsetBytes + kTallyBytes;
 }
 
@@ -68,7 +69,7 @@ PhaseWork fused_env_step_work(const ScenarioSpec& spec, std::int64_t steps_per_l
 
 std::size_t env_step_kernel_bytes(const ScenarioSpec& spec) {
   const std::size_t state = sizeof(float) * static_cast<std::size_t>(spec.state_dim);
-  const std::size_t params = sizeof(float) * static_cast<std::size_t>(spec.param_count());
+  const std::size_t params = dtype_size(spec.param_dtype) * static_cast<std::size_t>(spec.param_count());
   return action_bytes(spec) + 2 * state + params + 2 * kStepCounterBytes + 2 * kReturnBytes + output_bytes(spec);
 }
 

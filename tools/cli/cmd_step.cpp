@@ -13,6 +13,15 @@
 
 namespace surge::cli {
 
+namespace {
+
+// A parameter in as many digits as read back to the value the scenario held.
+std::string format_param(double value, const ScenarioSpec& spec) {
+  return spec.param_dtype == DType::Float64 ? format_shortest(value) : format_precise(value);
+}
+
+}  // namespace
+
 int run_step(const Args& args) {
   Command cmd("step", "Loads each input row into its own environment, steps them all once together, and writes\n"
                       "one output row per input row, in input order.");
@@ -95,7 +104,7 @@ int run_step(const Args& args) {
   const auto obs_host = to_host(obs.cspan(), stream);
   const auto reward_host = to_host(reward.cspan(), stream);
   const auto terminated_host = to_host(terminated.cspan(), stream);
-  const auto params_host = to_host(Span<const float>(engine->params()), stream);  // [N][param_count]
+  const std::vector<double> params_host = params_to_host(*engine, stream);  // [N][param_count]
   std::vector<int> randomized;
   for (int j = 0; j < spec.param_count(); ++j)
     if (physics.randomized[j]) randomized.push_back(j);
@@ -111,7 +120,7 @@ int run_step(const Args& args) {
     for (int k = 0; k < state_dim; ++k) out << format_precise(next_host[row * state_dim + k]) << ",";
     for (int k = 0; k < spec.obs_dim; ++k) out << format_precise(obs_host[row * spec.obs_dim + k]) << ",";
     out << format_precise(reward_host[row]) << "," << int(terminated_host[row]);
-    for (int j : randomized) out << "," << format_precise(params_host[row * spec.param_count() + j]);
+    for (int j : randomized) out << "," << format_param(params_host[row * spec.param_count() + j], spec);
     out << "\n";
   }
   file.commit();

@@ -39,7 +39,8 @@ std::unique_ptr<rl::RolloutLog> open_train_rollout_log(const RolloutLogRequest& 
        "steps of each env's running episode when the rollout began"},
   };
   if (spec.param_count() > 0)
-    fields.push_back({rl::kPhysicsField, LogDtype::Float32, 0, {spec.param_count()}, engine.params().data,
+    fields.push_back({rl::kPhysicsField, spec.param_dtype == DType::Float64 ? LogDtype::Float64 : LogDtype::Float32, 0,
+                      {spec.param_count()}, engine.params().data,
                       LogCapture::AtBegin, "each env's physics parameters when the rollout began"});
 
   const rl::TrainConfig& config = trainer.config();
@@ -68,9 +69,9 @@ std::unique_ptr<rl::RolloutLog> open_train_rollout_log(const RolloutLogRequest& 
       {"device", trainer.device().str()},
       {"rollout_steps", steps},
       {"physics_names", names},
-      {"physics_value", physics.value},
-      {"physics_low", physics.low},
-      {"physics_high", physics.high},
+      {"physics_value", std::vector<float>(physics.value.begin(), physics.value.end())},
+      {"physics_low", std::vector<float>(physics.low.begin(), physics.low.end())},
+      {"physics_high", std::vector<float>(physics.high.begin(), physics.high.end())},
       {"physics_randomized", randomized},
       {"config", config.to_toml()},
       // 1 where obs are normalised as the policy saw them (normalize_obs); rewards are always the env's own

@@ -18,6 +18,10 @@ double ScenarioSpec::round_param(double value) const {
   return param_dtype == DType::Float64 ? value : static_cast<double>(static_cast<float>(value));
 }
 
+std::string ScenarioSpec::param_text(double value) const {
+  return param_dtype == DType::Float64 ? format_shortest(value) : format_shortest(static_cast<float>(value));
+}
+
 PhysicsConfig PhysicsConfig::defaults(const ScenarioSpec& spec) {
   PhysicsConfig config;
   for (const ParamInfo& param : spec.params) {
@@ -36,15 +40,15 @@ void PhysicsConfig::validate(const ScenarioSpec& spec) const {
   for (std::size_t j = 0; j < n; ++j) {
     const ParamInfo& info = spec.params[j];
     if (!std::isfinite(value[j]) || value[j] < info.min_value)
-      throw InputError(spec.name + " parameter " + info.name + " = " + format_shortest(value[j]) + " is out of range: it must be >= " +
-                       format_shortest(info.min_value));
+      throw InputError(spec.name + " parameter " + info.name + " = " + spec.param_text(value[j]) + " is out of range: it must be >= " +
+                       spec.param_text(info.min_value));
     if (randomized[j]) {
       if (!std::isfinite(low[j]) || !std::isfinite(high[j]) || low[j] > high[j])
-        throw InputError(spec.name + " parameter " + info.name + " has range [" + format_shortest(low[j]) + ", " + format_shortest(high[j]) +
+        throw InputError(spec.name + " parameter " + info.name + " has range [" + spec.param_text(low[j]) + ", " + spec.param_text(high[j]) +
                          "]: low must not exceed high");
       if (low[j] < info.min_value)
-        throw InputError(spec.name + " parameter " + info.name + " range starts at " + format_shortest(low[j]) +
-                         ", below the smallest sensible value " + format_shortest(info.min_value));
+        throw InputError(spec.name + " parameter " + info.name + " range starts at " + spec.param_text(low[j]) +
+                         ", below the smallest sensible value " + spec.param_text(info.min_value));
     }
   }
 }

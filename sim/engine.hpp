@@ -40,6 +40,9 @@ struct ScenarioSpec {
 
   int param_count() const { return static_cast<int>(params.size()); }
   int param_index(const std::string& name) const;  // -1 if unknown
+  // A parameter value as the shortest text that reads back to it in param_dtype: 0.2, not the float32
+  // 0.2's 0.20000000298023224.
+  std::string param_text(double value) const;
   // `value` as the scenario holds it: rounded to float32 unless the parameters are float64.
   double round_param(double value) const;
 };

@@ -9,12 +9,6 @@
 namespace surge {
 namespace {
 
-// A parameter's value in the shortest text that reads back to it in the scenario's own type: 0.2, not
-// the float32 0.2's 0.20000000298023224.
-std::string param_text(const ScenarioSpec& spec, double value) {
-  return spec.param_dtype == DType::Float64 ? format_shortest(value) : format_shortest(static_cast<float>(value));
-}
-
 const char* kOptionForm = "write NAME=VALUE or NAME=LOW:HIGH, e.g. masspole=0.05:0.2";
 
 double option_number(const std::string& text, const std::string& part) {
@@ -105,9 +99,9 @@ std::string describe_physics(const ScenarioSpec& spec, const PhysicsConfig& phys
   for (std::size_t j = 0; j < spec.params.size(); ++j) {
     std::string item;
     if (physics.randomized[j])
-      item = std::string(spec.params[j].name) + " ~ U(" + param_text(spec, physics.low[j]) + ", " + param_text(spec, physics.high[j]) + ")";
+      item = std::string(spec.params[j].name) + " ~ U(" + spec.param_text(physics.low[j]) + ", " + spec.param_text(physics.high[j]) + ")";
     else if (physics.value[j] != spec.params[j].default_value)
-      item = std::string(spec.params[j].name) + " = " + param_text(spec, physics.value[j]);
+      item = std::string(spec.params[j].name) + " = " + spec.param_text(physics.value[j]);
     if (!item.empty()) text += (text.empty() ? "" : ", ") + item;
   }
   return text.empty() ? "defaults" : text;

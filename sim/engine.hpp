@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/buffer_table.hpp"
 #include "sim/device.hpp"
 #include "sim/memory.hpp"
 #include "sim/stream.hpp"
@@ -137,6 +138,9 @@ class Engine {
   virtual Span<float> episode_returns() = 0;       // [N] return accumulated in the current episode
   virtual Span<std::uint64_t> rng_offsets() = 0;   // [N] words consumed from each env's reset stream
   virtual std::size_t device_bytes() const = 0;    // memory the engine holds on its device
+  // Every buffer, as its table declares them: what a resumable checkpoint saves of the environments
+  // (kSaved) among them.
+  virtual const BufferArena& buffers() const = 0;
 };
 
 // Every environment's parameters, [N][param_count], on the host and widened to double (exactly), or

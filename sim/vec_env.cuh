@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "sim/engine.hpp"
+#include "sim/buffer_table.hpp"
 #include "sim/env_logic.cuh"
 #include "sim/error.hpp"
 #include "sim/fused_rollout.cuh"
@@ -82,14 +83,8 @@ class VecEnv final : public Engine {
   // The buffers the constructor allocates, by name and size, so a run can check they fit first.
   static MemoryPlan memory_plan(Device device, std::int64_t num_envs) {
     MemoryPlan plan(device);
-    plan.add("engine.states", "[N]", num_envs, sizeof(State));
-    plan.add("engine.params", "[N]", num_envs, sizeof(Params));
-    plan.add("engine.episode_steps", "[N]", num_envs, sizeof(std::int32_t));
-    plan.add("engine.episode_returns", "[N]", num_envs, sizeof(float));
-    plan.add("engine.rng_offsets", "[N]", num_envs, sizeof(std::uint64_t));
-    plan.add("engine.action_offsets", "[N]", num_envs, sizeof(std::uint64_t));
-    plan.add("engine.tallies", "[N]", num_envs, sizeof(EpisodeTally));
-    plan.add("engine.reduce_scratch", "[SMs*4][3]", reduce_scratch_size(device, kEpisodeStatsWidth), sizeof(double));
+    Buffers unused;
+    table(device, num_envs, unused).add_to(plan);
     return plan;
   }
 
@@ -98,15 +93,7 @@ class VecEnv final : public Engine {
         device_(device),
         num_envs_(num_envs),
         seed_(seed),
-        physics_config_(physics),
-        states_(device, num_envs),
-        params_(device, num_envs),
-        episode_steps_(device, num_envs),
-        episode_returns_(device, num_envs),
-        rng_offsets_(device, num_envs),
-        action_offsets_(device, num_envs),
-        tallies_(device, num_envs),
-        reduce_scratch_(device, reduce_scratch_size(device, kEpisodeStatsWidth)) {
+        physics_config_(physics) {
     if (num_envs <= 0) throw InputError("the number of environments must be at least 1, got " + std::to_string(num_envs));
     physics.validate(spec_);
     for (int j = 0; j < kParamCount; ++j) {
@@ -118,8 +105,7 @@ class VecEnv final : public Engine {
     for (int j = 0; j < kParamCount; ++j)
       if (physics.randomized[j]) table_.randomized_mask |= 1u << j;
     Stream stream(device);
-    zero_bytes(rng_offsets_.data(), device, rng_offsets_.bytes(), stream);
-    zero_bytes(action_offsets_.data(), device, action_offsets_.bytes(), stream);
+    arena_ = BufferArena(device, table(device, num_envs, b_), stream);  // zeroed: the RNG offsets start at 0
     reset(stream);
     stream.synchronize();
   }
@@ -132,11 +118,11 @@ class VecEnv final : public Engine {
 
   void reset(const Stream& stream) override {
     check_stream(stream);
-    const auto states = states_.span();
-    const auto params = params_.span();
-    const auto steps = episode_steps_.span();
-    const auto returns = episode_returns_.span();
-    const auto offsets = rng_offsets_.span();
+    const auto states = arena_[b_.states];
+    const auto params = arena_[b_.params];
+    const auto steps = arena_[b_.episode_steps];
+    const auto returns = arena_[b_.episode_returns];
+    const auto offsets = arena_[b_.rng_offsets];
     const auto table = table_;
     const auto seed = seed_;
     parallel_for(stream, num_envs_, [=] SURGE_HD(std::int64_t i) {
@@ -150,7 +136,7 @@ class VecEnv final : public Engine {
   void observe(Span<float> obs, const Stream& stream) const override {
     check_stream(stream);
     check_view(obs, num_envs_ * S::kObsDim, "obs");
-    const auto states = states_.cspan();
+    const auto states = arena_[b_.states];
     float* out = obs.data;
     parallel_for(stream, num_envs_, [=] SURGE_HD(std::int64_t i) { S::observe(states[i], out + i * S::kObsDim); });
   }
@@ -163,8 +149,8 @@ class VecEnv final : public Engine {
     check_view(out.terminated, num_envs_, "terminated");
     check_view(out.truncated, num_envs_, "truncated");
     if (!out.final_obs.empty()) check_view(out.final_obs, num_envs_ * S::kObsDim, "final_obs");
-    const StepKernel<S> kernel{states_.data(),      params_.data(),         episode_steps_.data(), episode_returns_.data(),
-                               rng_offsets_.data(), tallies_.data(),        table_,                seed_,
+    const StepKernel<S> kernel{arena_.data(b_.states),      arena_.data(b_.params),         arena_.data(b_.episode_steps), arena_.data(b_.episode_returns),
+                               arena_.data(b_.rng_offsets), arena_.data(b_.tallies),        table_,                seed_,
                                actions.discrete.data, actions.continuous.data, out.obs.data,       out.reward.data,
                                out.terminated.data, out.truncated.data,     out.final_obs.data};
     parallel_for(stream, num_envs_, kernel);
@@ -178,13 +164,13 @@ class VecEnv final : public Engine {
     check_view(out.reward, num_steps * n, "reward");
     check_view(out.terminated, num_steps * n, "terminated");
     check_view(out.truncated, num_steps * n, "truncated");
-    const auto states = states_.span();
-    const auto params = params_.span();
-    const auto steps = episode_steps_.span();
-    const auto returns = episode_returns_.span();
-    const auto offsets = rng_offsets_.span();
-    const auto action_offsets = action_offsets_.span();
-    const auto tallies = tallies_.span();
+    const auto states = arena_[b_.states];
+    const auto params = arena_[b_.params];
+    const auto steps = arena_[b_.episode_steps];
+    const auto returns = arena_[b_.episode_returns];
+    const auto offsets = arena_[b_.rng_offsets];
+    const auto action_offsets = arena_[b_.action_offsets];
+    const auto tallies = arena_[b_.tallies];
     RolloutTile<S> tile{states.data, params.data, steps.data, returns.data, offsets.data, action_offsets.data, tallies.data,
                      out.obs.data, out.reward.data, out.terminated.data, out.truncated.data, n, num_steps, seed_, table_};
     // Environments stay in registers (GPU) or in a small tile on the stack (CPU) for all T steps; only the
@@ -201,7 +187,7 @@ class VecEnv final : public Engine {
   void random_actions(Span<std::int32_t> discrete, Span<float> continuous, const Stream& stream) override {
     check_stream(stream);
     check_actions(ActionView{discrete, continuous}, num_envs_);
-    const auto action_offsets = action_offsets_.span();
+    const auto action_offsets = arena_[b_.action_offsets];
     const auto seed = seed_;
     std::int32_t* discrete_out = discrete.data;
     float* continuous_out = continuous.data;
@@ -230,7 +216,7 @@ class VecEnv final : public Engine {
     check_view(obs, num_envs_ * S::kObsDim, "obs");
     check_view(reward, num_envs_, "reward");
     check_view(terminated, num_envs_, "terminated");
-    const auto params = params_.cspan();
+    const auto params = arena_[b_.params];
     const State* in = reinterpret_cast<const State*>(states_in.data);
     State* next = reinterpret_cast<State*>(next_states.data);
     const std::int32_t* discrete = actions.discrete.data;
@@ -251,7 +237,7 @@ class VecEnv final : public Engine {
   void reduce_episode_stats(Span<double> out, const Stream& stream) override {
     check_stream(stream);
     check_view(out, kEpisodeStatsWidth, "episode stats");
-    const auto tallies = tallies_.cspan();
+    const auto tallies = arena_[b_.tallies];
     parallel_reduce<kEpisodeStatsWidth>(
         stream, num_envs_,
         [=] SURGE_HD(std::int64_t i, double* acc) {
@@ -259,28 +245,53 @@ class VecEnv final : public Engine {
           acc[1] += tallies[i].return_sum;
           acc[2] += tallies[i].length_sum;
         },
-        reduce_scratch_.data(), out.data);
+        arena_.data(b_.reduce_scratch), out.data);
   }
 
   void clear_episode_stats(const Stream& stream) override {
     check_stream(stream);
-    zero_bytes(tallies_.data(), device_, tallies_.bytes(), stream);
+    const auto tallies = arena_[b_.tallies];
+    zero_bytes(tallies.data, device_, tallies.bytes(), stream);
   }
 
-  Span<float> states() override { return {reinterpret_cast<float*>(states_.data()), num_envs_ * kStateDim, device_}; }
+  Span<float> states() override { return {reinterpret_cast<float*>(arena_.data(b_.states)), num_envs_ * kStateDim, device_}; }
   TensorView params() override {
-    return TensorView::of(Span<ParamType>{reinterpret_cast<ParamType*>(params_.data()), num_envs_ * kParamCount, device_},
+    return TensorView::of(Span<ParamType>{reinterpret_cast<ParamType*>(arena_.data(b_.params)), num_envs_ * kParamCount, device_},
                           {num_envs_, kParamCount});
   }
-  Span<std::int32_t> episode_steps() override { return episode_steps_.span(); }
-  Span<float> episode_returns() override { return episode_returns_.span(); }
-  Span<std::uint64_t> rng_offsets() override { return rng_offsets_.span(); }
-  std::size_t device_bytes() const override {
-    return states_.bytes() + params_.bytes() + episode_steps_.bytes() + episode_returns_.bytes() + rng_offsets_.bytes() +
-           action_offsets_.bytes() + tallies_.bytes() + reduce_scratch_.bytes();
-  }
+  Span<std::int32_t> episode_steps() override { return arena_[b_.episode_steps]; }
+  Span<float> episode_returns() override { return arena_[b_.episode_returns]; }
+  Span<std::uint64_t> rng_offsets() override { return arena_[b_.rng_offsets]; }
+  std::size_t device_bytes() const override { return arena_.device_bytes(); }
+  const BufferArena& buffers() const override { return arena_; }
 
  private:
+  struct Buffers {
+    Slot<State> states;
+    Slot<Params> params;
+    Slot<std::int32_t> episode_steps;
+    Slot<float> episode_returns;
+    Slot<std::uint64_t> rng_offsets, action_offsets;
+    Slot<EpisodeTally> tallies;
+    Slot<double> reduce_scratch;
+  };
+  // kSaved marks what a resumable checkpoint keeps of the environments.
+  static BufferTable table(Device device, std::int64_t n, Buffers& b) {
+    BufferTable t;
+    b.states = t.add<State>(DType::Float32, "engine.state", {n}, "[N][state_dim]", "each env's physics state", kSaved);
+    b.params = t.add<Params>(dtype_of<ParamType>, "engine.params", {n}, "[N][params]",
+                             "each env's physics parameters for its current episode", kSaved);
+    b.episode_steps = t.add<std::int32_t>("engine.episode_steps", {n}, "[N]", "steps taken in the current episode", kSaved);
+    b.episode_returns = t.add<float>("engine.episode_returns", {n}, "[N]", "return of the current episode so far", kSaved);
+    b.rng_offsets = t.add<std::uint64_t>("engine.rng_offsets", {n}, "[N]", "words used of each env's reset stream", kSaved);
+    b.action_offsets = t.add<std::uint64_t>("engine.action_offsets", {n}, "[N]",
+                                            "words used of each env's random-action stream");
+    b.tallies = t.add<EpisodeTally>(DType::Float64, "engine.tallies", {n}, "[N][3]", "finished episodes since the last clear");
+    b.reduce_scratch = t.add<double>("engine.reduce_scratch", {reduce_scratch_size(device, kEpisodeStatsWidth)},
+                                     "[SMs*4][3]", "partial sums of the episode statistics");
+    return t;
+  }
+
   void check_stream(const Stream& stream) const {
     SURGE_CHECK(stream.device() == device_, "stream on " + stream.device().str() + " used with an engine on " + device_.str());
   }
@@ -303,14 +314,8 @@ class VecEnv final : public Engine {
   std::uint64_t seed_;
   PhysicsConfig physics_config_;
   typename Logic::Physics table_{};
-  DeviceBuffer<State> states_;               // [N]
-  DeviceBuffer<Params> params_;              // [N] this episode's physics, per env
-  DeviceBuffer<std::int32_t> episode_steps_; // [N]
-  DeviceBuffer<float> episode_returns_;      // [N]
-  DeviceBuffer<std::uint64_t> rng_offsets_;  // [N] words used of each env's reset stream
-  DeviceBuffer<std::uint64_t> action_offsets_;  // [N] words used of each env's random-action stream
-  DeviceBuffer<EpisodeTally> tallies_;       // [N] finished episodes since the last clear
-  DeviceBuffer<double> reduce_scratch_;      // [reduce_scratch_size]
+  Buffers b_;
+  BufferArena arena_;  // the table above, one allocation
 };
 
 }  // namespace surge

@@ -15,23 +15,11 @@ namespace surge::rl {
 namespace {
 
 constexpr const char* kGroup = "resume";
+// The environments' saved entries are kept as env_<name> (env_state, env_params, ...).
+const std::string kEnginePrefix = "env_";
 
 using hdf5::read_dataset;
 using hdf5::write_dataset;
-
-bool stored_as_float64(hid_t group, const std::string& name) {
-  hdf5::Handle dataset(H5Dopen2(group, name.c_str(), H5P_DEFAULT), "open " + name);
-  hdf5::Handle type(H5Dget_type(dataset.get()), "type of " + name);
-  return H5Tget_class(type.get()) == H5T_FLOAT && H5Tget_size(type.get()) == 8;
-}
-
-template <class T>
-void upload(Span<T> device, const std::vector<T>& host, const std::string& what, const Stream& stream) {
-  if (static_cast<std::int64_t>(host.size()) != device.size)
-    throw InputError("the checkpoint's " + what + " holds " + std::to_string(host.size()) + " values where this run has " +
-                     std::to_string(device.size) + "; resume with the checkpoint's own config");
-  from_host(device, host, stream);
-}
 
 // The agent's part of the trainer's saved state, as the checkpoint keeps it.
 std::vector<SavedBuffer> agent_buffers(const Checkpoint& agent) {
@@ -55,34 +43,24 @@ const SavedBuffer* find_saved(const std::vector<SavedBuffer>& saved, const std::
 }  // namespace
 
 ResumeState ResumeState::capture(const Trainer& trainer, Engine& engine) {
-  const Stream& stream = trainer.stream();
   ResumeState s;
   for (SavedBuffer& buffer : trainer.save_state())
     if (!buffer.agent) s.trainer.push_back(std::move(buffer));
-  s.env_state = to_host(engine.states(), stream);
-  s.env_params = params_to_host(engine, stream);
-  s.env_params_float64 = engine.spec().param_dtype == DType::Float64;
-  s.env_episode_steps = to_host(engine.episode_steps(), stream);
-  s.env_episode_returns = to_host(engine.episode_returns(), stream);
-  s.env_rng_offsets = to_host(engine.rng_offsets(), stream);
+  s.engine = save_buffers(engine.buffers(), trainer.stream());
   return s;
 }
 
 void ResumeState::restore(const Checkpoint& agent, Trainer& trainer, Engine& engine) const {
-  const Stream& stream = trainer.stream();
-  upload(engine.states(), env_state, "environment state", stream);
-  if (env_params_float64 != (engine.spec().param_dtype == DType::Float64))
+  const SavedBuffer* params = find_saved(this->engine, "params");
+  if (params && params->dtype != engine.spec().param_dtype)
     throw InputError(std::string("the checkpoint holds ") + engine.spec().name + "'s physics parameters in " +
-                     (env_params_float64 ? "float64" : "float32") + " where this build keeps them in " +
-                     dtype_name(engine.spec().param_dtype) + " (it was written by a build from before the change), so "
-                     "the run cannot continue exactly; evaluate the agent with 'surge eval' or train afresh");
-  params_from_host(engine, env_params, stream);
-  upload(engine.episode_steps(), env_episode_steps, "episode step counters", stream);
-  upload(engine.episode_returns(), env_episode_returns, "episode returns", stream);
-  upload(engine.rng_offsets(), env_rng_offsets, "environment RNG offsets", stream);
+                     dtype_name(params->dtype) + " where this build keeps them in " + dtype_name(engine.spec().param_dtype) +
+                     " (it was written by a build from before the change), so the run cannot continue exactly; evaluate "
+                     "the agent with 'surge eval' or train afresh");
+  restore_buffers(engine.buffers(), this->engine, "the checkpoint's environment state", trainer.stream());
   std::vector<SavedBuffer> saved = agent_buffers(agent);
   saved.insert(saved.end(), this->trainer.begin(), this->trainer.end());
-  trainer.restore_state(saved);
+  trainer.restore_state(saved);  // after the engine's: it observes the restored environments
 }
 
 void append_resume_state(const std::string& checkpoint_path, const ResumeState& s) {
@@ -90,6 +68,8 @@ void append_resume_state(const std::string& checkpoint_path, const ResumeState& 
   hdf5::Handle file(H5Fopen(checkpoint_path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT), "open " + checkpoint_path);
   hdf5::Handle group(H5Gcreate2(file.get(), kGroup, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), "create /resume");
   for (const SavedBuffer& buffer : s.trainer) hdf5::write_values(group.get(), buffer.name, {buffer.dtype, buffer.dims, buffer.bytes});
+  for (const SavedBuffer& buffer : s.engine)
+    hdf5::write_values(group.get(), kEnginePrefix + buffer.name, {buffer.dtype, buffer.dims, buffer.bytes});
   hdf5::write_strings_attribute(group.get(), "metrics_columns", s.metrics_columns);
   std::vector<double> metrics;
   for (const auto& row : s.metrics_rows) {
@@ -97,14 +77,6 @@ void append_resume_state(const std::string& checkpoint_path, const ResumeState& 
     metrics.insert(metrics.end(), row.begin(), row.end());
   }
   write_dataset(group.get(), "metrics", {s.metrics_rows.size(), s.metrics_columns.size()}, metrics.data());
-  write_dataset(group.get(), "env_state", s.env_state);
-  if (s.env_params_float64)
-    write_dataset(group.get(), "env_params", s.env_params);
-  else
-    write_dataset(group.get(), "env_params", std::vector<float>(s.env_params.begin(), s.env_params.end()));
-  write_dataset(group.get(), "env_episode_steps", s.env_episode_steps);
-  write_dataset(group.get(), "env_episode_returns", s.env_episode_returns);
-  write_dataset(group.get(), "env_rng_offsets", s.env_rng_offsets);
   group.reset();
   hdf5::check(file.close(), "close " + checkpoint_path);
 }
@@ -117,7 +89,7 @@ ResumeState read_resume_state(const std::string& path) {
                      "(use it with 'surge eval')");
   hdf5::Handle group(H5Gopen2(file.get(), kGroup, H5P_DEFAULT), "open /resume");
   ResumeState s;
-  // Every dataset that is not the metrics or the environments' is a saved trainer entry.
+  // Every dataset but the metrics is a saved entry: the environments' under their prefix, the trainer's.
   H5G_info_t info;
   hdf5::check(H5Gget_info(group.get(), &info), "list /resume");
   for (hsize_t k = 0; k < info.nlinks; ++k) {
@@ -125,9 +97,12 @@ ResumeState read_resume_state(const std::string& path) {
     hdf5::check(H5Lget_name_by_idx(group.get(), ".", H5_INDEX_NAME, H5_ITER_INC, k, name, sizeof name, H5P_DEFAULT),
                 "name of an entry of /resume");
     const std::string entry = name;
-    if (entry == "metrics" || entry.rfind("env_", 0) == 0) continue;
+    if (entry == "metrics") continue;
     hdf5::Values values = hdf5::read_values(group.get(), entry, path);
-    s.trainer.push_back({entry, values.dtype, values.dims, false, std::move(values.bytes)});
+    if (entry.rfind(kEnginePrefix, 0) == 0)
+      s.engine.push_back({entry.substr(kEnginePrefix.size()), values.dtype, values.dims, false, std::move(values.bytes)});
+    else
+      s.trainer.push_back({entry, values.dtype, values.dims, false, std::move(values.bytes)});
   }
   if (!find_saved(s.trainer, "train_state")) {
     // The first release kept it as an attribute.
@@ -143,12 +118,6 @@ ResumeState read_resume_state(const std::string& path) {
   const std::vector<double> metrics = read_dataset<double>(group.get(), "metrics", path, {hdf5::kAnyExtent, width});
   for (std::size_t k = 0; width > 0 && k + width <= metrics.size(); k += width)
     s.metrics_rows.emplace_back(metrics.begin() + static_cast<std::ptrdiff_t>(k), metrics.begin() + static_cast<std::ptrdiff_t>(k + width));
-  s.env_state = read_dataset<float>(group.get(), "env_state", path);
-  s.env_params = read_dataset<double>(group.get(), "env_params", path);  // float32 ones widen exactly
-  s.env_params_float64 = stored_as_float64(group.get(), "env_params");
-  s.env_episode_steps = read_dataset<std::int32_t>(group.get(), "env_episode_steps", path);
-  s.env_episode_returns = read_dataset<float>(group.get(), "env_episode_returns", path);
-  s.env_rng_offsets = read_dataset<std::uint64_t>(group.get(), "env_rng_offsets", path);
   return s;
 }
 

@@ -13,9 +13,10 @@
 //                        recent_returns float64 [100], running_return float32 [N], reward_accumulator
 //                        float32 [N] where normalize_reward
 //   /resume/metrics      float64 [rows][C]     the metrics.csv rows so far
-//   /resume/env_state float32 [N][state_dim]; /resume/env_params [N][params] in the scenario's parameter
-//   type (float32, or float64 for a scenario that keeps its parameters so);
-//   /resume/env_episode_steps int32 [N]; /resume/env_episode_returns float32 [N]; /resume/env_rng_offsets uint64 [N]
+//   /resume/env_<entry>  the engine's saved entries the same way: env_state float32 [N][state_dim],
+//                        env_params [N][params] in the scenario's parameter type (float32, or float64 for
+//                        a scenario that keeps its parameters so), env_episode_steps int32 [N],
+//                        env_episode_returns float32 [N], env_rng_offsets uint64 [N]
 // Files of the first release keep train_state as an int64 [4] attribute of /resume and the other
 // entries flat; they load the same.
 // Without HDF5 (rl/io/no_hdf5_checkpoint.cpp) the functions below throw InputError saying so.
@@ -39,12 +40,7 @@ struct Checkpoint;
 
 struct ResumeState {
   std::vector<SavedBuffer> trainer;  // Trainer::save_state() less the agent's entries (kAgent)
-  std::vector<float> env_state;      // [N][state_dim]
-  std::vector<double> env_params;    // [N][params], exactly as the engine held them
-  bool env_params_float64 = false;   // whether they are (and are saved as) float64 rather than float32
-  std::vector<std::int32_t> env_episode_steps;
-  std::vector<float> env_episode_returns;
-  std::vector<std::uint64_t> env_rng_offsets;
+  std::vector<SavedBuffer> engine;   // the engine's saved entries (state, params, counters, RNG offsets)
   std::vector<std::string> metrics_columns;
   std::vector<std::vector<double>> metrics_rows;
 

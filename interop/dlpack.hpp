@@ -29,7 +29,9 @@ class DlpackTensor {
 
   const TensorView& view() const { return view_; }
   template <class T>
-  Span<T> span() const { return view_.span<T>(); }
+  Span<T> span() const {
+    return view_.span<T>();
+  }
   // Gives the DLManagedTensor back to the caller, who then owes the deleter call.
   DLManagedTensor* release();
 

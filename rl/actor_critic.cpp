@@ -31,7 +31,8 @@ ActorCritic::ActorCritic(int obs_dim, ActionKind kind, int action_size, const Ne
 }
 
 ActorCritic ActorCritic::for_scenario(const ScenarioSpec& spec, const NetworkConfig& config) {
-  if (spec.action_kind == ActionKind::Continuous) return ActorCritic(spec.obs_dim, ActionKind::Continuous, spec.action_dim, config);
+  if (spec.action_kind == ActionKind::Continuous)
+    return ActorCritic(spec.obs_dim, ActionKind::Continuous, spec.action_dim, config);
   return ActorCritic(spec.obs_dim, spec.num_actions, config);
 }
 
@@ -49,21 +50,23 @@ BufferTable PpoGradient<Scalar>::table(Device device, const ActorCritic& net, st
   const std::int64_t rows = max_batch, a = net.head_width();
   const char* head = net.continuous() ? "[B][action_dim]" : "[B][num_actions]";
   BufferTable t;
-  b.actor_activations = t.add<Scalar>("workspace.actor_activations", {net.actor().activation_size(rows)}, "[B][hidden...]",
-                                      "the actor's hidden activations, kept for its backward pass");
+  b.actor_activations = t.add<Scalar>("workspace.actor_activations", {net.actor().activation_size(rows)},
+                                      "[B][hidden...]", "the actor's hidden activations, kept for its backward pass");
   b.critic_activations = t.add<Scalar>("workspace.critic_activations", {net.critic().activation_size(rows)},
                                        "[B][hidden...]", "the critic's hidden activations");
   b.logits = t.add<Scalar>("workspace.logits", {rows, a}, head, "the actor's outputs: logits, or the Gaussian's means");
   b.values = t.add<Scalar>("workspace.values", {rows}, "[B]", "the critic's outputs");
-  b.d_logits = t.add<Scalar>("workspace.d_logits", {rows, a}, head, "the loss's gradient with respect to the actor's outputs");
+  b.d_logits =
+      t.add<Scalar>("workspace.d_logits", {rows, a}, head, "the loss's gradient with respect to the actor's outputs");
   b.d_values = t.add<Scalar>("workspace.d_values", {rows}, "[B]", "the loss's gradient with respect to the values");
-  b.scratch = t.add<Scalar>("workspace.scratch", {std::max(net.actor().scratch_size(rows), net.critic().scratch_size(rows))},
-                            "[2][B][widest hidden]", "gradients flowing back through the hidden layers");
+  b.scratch =
+      t.add<Scalar>("workspace.scratch", {std::max(net.actor().scratch_size(rows), net.critic().scratch_size(rows))},
+                    "[2][B][widest hidden]", "gradients flowing back through the hidden layers");
   b.ones = t.add<Scalar>("workspace.ones", {rows}, "[B]", "all 1: bias gradients as GEMMs");
-  b.reduce_scratch = t.add<double>("workspace.reduce_scratch", {reduce_scratch_doubles(device, kLossTermCount)}, "[scratch]",
-                                   "partial sums of the loss terms");
-  b.advantage_stats = t.add<double>("workspace.advantage_stats", {2}, "[2]",
-                                    "sum and sum of squares of the minibatch's advantages");
+  b.reduce_scratch = t.add<double>("workspace.reduce_scratch", {reduce_scratch_doubles(device, kLossTermCount)},
+                                   "[scratch]", "partial sums of the loss terms");
+  b.advantage_stats =
+      t.add<double>("workspace.advantage_stats", {2}, "[2]", "sum and sum of squares of the minibatch's advantages");
   b.d_log_std_rows = t.add<Scalar>("workspace.d_log_std_rows", {rows, net.action_dim()}, "[B][action_dim]",
                                    "Gaussian: each sample's gradient with respect to log_std");
   return t;
@@ -86,8 +89,8 @@ PpoGradient<Scalar>::PpoGradient(Device device, const ActorCritic& net, std::int
 }
 
 template <class Scalar>
-void PpoGradient<Scalar>::forward_actor(const Stream& stream, const Scalar* params, const Scalar* obs, std::int64_t batch,
-                                        Scalar* logits) {
+void PpoGradient<Scalar>::forward_actor(const Stream& stream, const Scalar* params, const Scalar* obs,
+                                        std::int64_t batch, Scalar* logits) {
   SURGE_CHECK(batch <= max_batch_, "batch larger than the workspace");
   mlp_forward<Scalar>(stream, net_->actor(), params, obs, batch, arena_.data(b_.actor_activations), logits);
 }
@@ -107,14 +110,16 @@ void PpoGradient<Scalar>::forward(const Stream& stream, const Scalar* params, co
 }
 
 template <class Scalar>
-void PpoGradient<Scalar>::compute(const Stream& stream, const PpoLossConfig& config, const MinibatchView<Scalar>& minibatch,
-                                  const Scalar* params, Scalar* grads, double* terms) {
+void PpoGradient<Scalar>::compute(const Stream& stream, const PpoLossConfig& config,
+                                  const MinibatchView<Scalar>& minibatch, const Scalar* params, Scalar* grads,
+                                  double* terms) {
   compute_forward(stream, minibatch, params);
   compute_backward(stream, config, minibatch, params, grads, terms);
 }
 
 template <class Scalar>
-void PpoGradient<Scalar>::compute_forward(const Stream& stream, const MinibatchView<Scalar>& minibatch, const Scalar* params) {
+void PpoGradient<Scalar>::compute_forward(const Stream& stream, const MinibatchView<Scalar>& minibatch,
+                                          const Scalar* params) {
   forward(stream, params, minibatch.obs, minibatch.size, arena_.data(b_.logits), arena_.data(b_.values));
 }
 
@@ -126,20 +131,22 @@ void PpoGradient<Scalar>::compute_backward(const Stream& stream, const PpoLossCo
   if (net_->continuous()) {
     const int dims = net_->action_dim();
     Scalar* d_log_std = grads + net_->log_std_offset();
-    gaussian_ppo_loss<Scalar>(stream, config, minibatch, dims, arena_.data(b_.logits), params + net_->log_std_offset(), arena_.data(b_.values),
-                              arena_.data(b_.advantage_stats), arena_.data(b_.reduce_scratch), arena_.data(b_.d_logits), arena_.data(b_.d_log_std_rows),
-                              arena_.data(b_.d_values), terms);
+    gaussian_ppo_loss<Scalar>(stream, config, minibatch, dims, arena_.data(b_.logits), params + net_->log_std_offset(),
+                              arena_.data(b_.values), arena_.data(b_.advantage_stats), arena_.data(b_.reduce_scratch),
+                              arena_.data(b_.d_logits), arena_.data(b_.d_log_std_rows), arena_.data(b_.d_values),
+                              terms);
     // d log_std [1][dims] = ones [1][B] x rows [B][dims]: a fixed-order sum, as the bias gradients are.
-    gemm<Scalar>(stream, Transpose::No, Transpose::No, 1, dims, batch, Scalar(1), arena_.data(b_.ones), batch, arena_.data(b_.d_log_std_rows),
-                 dims, Scalar(0), d_log_std, dims);
+    gemm<Scalar>(stream, Transpose::No, Transpose::No, 1, dims, batch, Scalar(1), arena_.data(b_.ones), batch,
+                 arena_.data(b_.d_log_std_rows), dims, Scalar(0), d_log_std, dims);
   } else {
-    ppo_loss<Scalar>(stream, config, minibatch, net_->num_actions(), arena_.data(b_.logits), arena_.data(b_.values), arena_.data(b_.advantage_stats),
-                     arena_.data(b_.reduce_scratch), arena_.data(b_.d_logits), arena_.data(b_.d_values), terms);
+    ppo_loss<Scalar>(stream, config, minibatch, net_->num_actions(), arena_.data(b_.logits), arena_.data(b_.values),
+                     arena_.data(b_.advantage_stats), arena_.data(b_.reduce_scratch), arena_.data(b_.d_logits),
+                     arena_.data(b_.d_values), terms);
   }
-  mlp_backward<Scalar>(stream, net_->actor(), params, minibatch.obs, batch, arena_.data(b_.actor_activations), arena_.data(b_.d_logits),
-                       arena_.data(b_.ones), grads, arena_.data(b_.scratch));
-  mlp_backward<Scalar>(stream, net_->critic(), params, minibatch.obs, batch, arena_.data(b_.critic_activations), arena_.data(b_.d_values),
-                       arena_.data(b_.ones), grads, arena_.data(b_.scratch));
+  mlp_backward<Scalar>(stream, net_->actor(), params, minibatch.obs, batch, arena_.data(b_.actor_activations),
+                       arena_.data(b_.d_logits), arena_.data(b_.ones), grads, arena_.data(b_.scratch));
+  mlp_backward<Scalar>(stream, net_->critic(), params, minibatch.obs, batch, arena_.data(b_.critic_activations),
+                       arena_.data(b_.d_values), arena_.data(b_.ones), grads, arena_.data(b_.scratch));
 }
 
 template class PpoGradient<float>;

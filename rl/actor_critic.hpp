@@ -41,9 +41,9 @@ class ActorCritic {
   bool continuous() const { return kind_ == ActionKind::Continuous; }
   ActionKind action_kind() const { return kind_; }
   int num_actions() const { return continuous() ? 0 : head_width_; }  // discrete actions; 0 when continuous
-  int action_dim() const { return continuous() ? head_width_ : 0; }    // Gaussian dimensions; 0 when discrete
-  int head_width() const { return head_width_; }                       // the actor's outputs per row
-  std::int64_t log_std_offset() const { return log_std_offset_; }      // Gaussian only: the log_std slice
+  int action_dim() const { return continuous() ? head_width_ : 0; }   // Gaussian dimensions; 0 when discrete
+  int head_width() const { return head_width_; }                      // the actor's outputs per row
+  std::int64_t log_std_offset() const { return log_std_offset_; }     // Gaussian only: the log_std slice
 
   // Initial parameters [table().total()]: orthogonal weights drawn from the Philox stream
   // (seed, rng_subsequence(Init, 0)), actor's layers first, zero biases and padding.
@@ -65,13 +65,14 @@ class PpoGradient {
  public:
   PpoGradient(Device device, const ActorCritic& net, std::int64_t max_batch);
 
-  // logits [batch][head_width] (the Gaussian's means when continuous) and values [batch] of obs [batch][obs_dim]. The hidden activations stay
-  // in the workspace, where compute() needs them.
+  // logits [batch][head_width] (the Gaussian's means when continuous) and values [batch] of obs [batch][obs_dim]. The
+  // hidden activations stay in the workspace, where compute() needs them.
   void forward(const Stream& stream, const Scalar* params, const Scalar* obs, std::int64_t batch, Scalar* logits,
                Scalar* values);
   // Only the actor, or only the critic (values [batch]).
   void forward_actor(const Stream& stream, const Scalar* params, const Scalar* obs, std::int64_t batch, Scalar* logits);
-  void forward_critic(const Stream& stream, const Scalar* params, const Scalar* obs, std::int64_t batch, Scalar* values);
+  void forward_critic(const Stream& stream, const Scalar* params, const Scalar* obs, std::int64_t batch,
+                      Scalar* values);
 
   // Forward, PPO loss and backward through both networks for one minibatch: writes the gradient of the
   // loss with respect to every parameter into grads [table().total()] and the loss term sums into
@@ -91,7 +92,8 @@ class PpoGradient {
 
  private:
   struct Buffers {
-    Slot<Scalar> actor_activations, critic_activations, logits, values, d_logits, d_log_std_rows, d_values, scratch, ones;
+    Slot<Scalar> actor_activations, critic_activations, logits, values, d_logits, d_log_std_rows, d_values, scratch,
+        ones;
     Slot<double> reduce_scratch, advantage_stats;
   };
   static BufferTable table(Device device, const ActorCritic& net, std::int64_t max_batch, Buffers& b);

@@ -42,8 +42,8 @@ struct AdamUpdate {
 
 }  // namespace detail
 
-void adam_step(const Stream& stream, const AdamConfig& config, Span<float> params, Span<const float> grads, Span<float> m,
-               Span<float> v, OptimizerScalars* scalars, double* scratch) {
+void adam_step(const Stream& stream, const AdamConfig& config, Span<float> params, Span<const float> grads,
+               Span<float> m, Span<float> v, OptimizerScalars* scalars, double* scratch) {
   const std::int64_t count = params.size;
   SURGE_CHECK(grads.size == count && m.size == count && v.size == count, "Adam buffers differ in size");
   parallel_reduce<1>(stream, count, detail::SquaredGradient{grads.data}, scratch, &scalars->grad_norm_sq);

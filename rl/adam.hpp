@@ -13,13 +13,13 @@ namespace surge::rl {
 
 // The optimiser's scalars, one struct in device memory.
 struct OptimizerScalars {
-  double learning_rate;   // read by every update; whoever schedules it writes it on the device
-  double step;            // updates taken so far (Adam's t)
-  double grad_norm_sq;    // sum of squared gradients of the latest update, before clipping
-  double grad_scale;      // clipping factor applied to the latest update (1 when not clipped)
-  double step_size;       // learning_rate / (1 - beta1^t) of the latest update
+  double learning_rate;          // read by every update; whoever schedules it writes it on the device
+  double step;                   // updates taken so far (Adam's t)
+  double grad_norm_sq;           // sum of squared gradients of the latest update, before clipping
+  double grad_scale;             // clipping factor applied to the latest update (1 when not clipped)
+  double step_size;              // learning_rate / (1 - beta1^t) of the latest update
   double bias_correction2_sqrt;  // sqrt(1 - beta2^t) of the latest update
-  double frozen;          // nonzero: updates are skipped (target-KL early stop); the step does not advance
+  double frozen;                 // nonzero: updates are skipped (target-KL early stop); the step does not advance
 };
 // Seven doubles: a checkpoint keeps the struct as float64 [7].
 static_assert(sizeof(OptimizerScalars) == 7 * sizeof(double));
@@ -28,7 +28,7 @@ static_assert(sizeof(OptimizerScalars) == 7 * sizeof(double));
 // norm reduction, a one-thread kernel that turns it and the step count into this update's scalars, and
 // the element-wise update. Like PyTorch's clip_grad_norm_, gradients are scaled by
 // min(1, max_grad_norm / (norm + 1e-6)). `scratch` holds reduce_scratch_size(device, 1) doubles.
-void adam_step(const Stream& stream, const AdamConfig& config, Span<float> params, Span<const float> grads, Span<float> m,
-               Span<float> v, OptimizerScalars* scalars, double* scratch);
+void adam_step(const Stream& stream, const AdamConfig& config, Span<float> params, Span<const float> grads,
+               Span<float> m, Span<float> v, OptimizerScalars* scalars, double* scratch);
 
 }  // namespace surge::rl

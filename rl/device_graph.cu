@@ -15,7 +15,9 @@ namespace surge::rl {
 #if defined(__CUDACC__)
 namespace {
 void destroy_graph(void* graph) { SURGE_CUDA_CHECK_NOTHROW(cudaGraphDestroy(static_cast<cudaGraph_t>(graph))); }
-void destroy_graph_exec(void* exec) { SURGE_CUDA_CHECK_NOTHROW(cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(exec))); }
+void destroy_graph_exec(void* exec) {
+  SURGE_CUDA_CHECK_NOTHROW(cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(exec)));
+}
 }  // namespace
 #endif
 
@@ -55,7 +57,8 @@ void IterationGraph::capture(const std::function<void()>& enqueue) {
 void IterationGraph::launch() const {
 #if defined(__CUDACC__)
   SURGE_CHECK(exec_, "the iteration graph has not been captured");
-  SURGE_CUDA_CHECK(cudaGraphLaunch(static_cast<cudaGraphExec_t>(exec_.get()), static_cast<cudaStream_t>(stream_.native_handle())));
+  SURGE_CUDA_CHECK(
+      cudaGraphLaunch(static_cast<cudaGraphExec_t>(exec_.get()), static_cast<cudaStream_t>(stream_.native_handle())));
 #else
   throw Error("CUDA graphs need the CUDA backend, which this build lacks");
 #endif

@@ -42,8 +42,8 @@ class HostMirror {
  private:
   Device device_;
   std::size_t bytes_;
-  StagingBuffer host_;               // [slots][bytes], pinned on CUDA
-  std::vector<Event> events_;        // [slots]
+  StagingBuffer host_;         // [slots][bytes], pinned on CUDA
+  std::vector<Event> events_;  // [slots]
 };
 
 }  // namespace surge::rl

@@ -29,7 +29,8 @@ std::vector<double> evaluate_policy(Engine& engine, const ActorCritic& network, 
               "the network does not fit the scenario");
   SURGE_CHECK(params.size == network.table().total() && params.device == device, "parameters do not fit the network");
   const bool normalized = !normalization.moments.empty();
-  SURGE_CHECK(!normalized || (normalization.moments.size == moments_size(spec.obs_dim) && normalization.moments.device == device),
+  SURGE_CHECK(!normalized ||
+                  (normalization.moments.size == moments_size(spec.obs_dim) && normalization.moments.device == device),
               "observation statistics do not fit the scenario");
   Stream stream(device);
   // In place, with the frozen statistics.
@@ -59,15 +60,17 @@ std::vector<double> evaluate_policy(Engine& engine, const ActorCritic& network, 
     ActionDraw draw{engine.seed(), nullptr, 0, t};
     if (network.continuous()) {
       // Without sampling the action is the Gaussian's mean; either way the environment gets it clipped.
-      sample_gaussian_actions(stream, logits.data(), params.data + network.log_std_offset(), n, action_dim, bounds.data(),
-                              bounds.data() + action_dim, draw, !sample, nullptr, nullptr, continuous_actions.data());
+      sample_gaussian_actions(stream, logits.data(), params.data + network.log_std_offset(), n, action_dim,
+                              bounds.data(), bounds.data() + action_dim, draw, !sample, nullptr, nullptr,
+                              continuous_actions.data());
     } else {
       sample_actions(stream, logits.data(), n, spec.num_actions, draw, !sample, actions.data(), nullptr);
     }
     engine.step(ActionView{actions.cspan(), continuous_actions.cspan()},
                 StepViews{obs.span(), reward.span(), terminated.span(), truncated.span(), {}}, stream);
     normalize(obs.data());
-    accumulate_first_episode(stream, n, reward.data(), terminated.data(), truncated.data(), finished.data(), returns.data());
+    accumulate_first_episode(stream, n, reward.data(), terminated.data(), truncated.data(), finished.data(),
+                             returns.data());
     if ((t + 1) % check_every == 0) {
       const std::vector<std::uint8_t> done = to_host(finished.cspan(), stream);
       if (std::all_of(done.begin(), done.end(), [](std::uint8_t f) { return f != 0; })) break;

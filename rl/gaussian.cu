@@ -7,7 +7,8 @@ namespace surge::rl {
 void sample_gaussian_actions(const Stream& stream, const float* mean, const float* log_std, std::int64_t n, int dims,
                              const float* low, const float* high, const ActionDraw& draw, bool deterministic,
                              float* actions, float* logprob, float* env_actions) {
-  SURGE_CHECK(dims >= 1 && dims <= kMaxGaussianDims, "Gaussian actions need 1.." + std::to_string(kMaxGaussianDims) + " dimensions");
+  SURGE_CHECK(dims >= 1 && dims <= kMaxGaussianDims,
+              "Gaussian actions need 1.." + std::to_string(kMaxGaussianDims) + " dimensions");
   const std::uint64_t seed = draw.seed;
   const std::int64_t* counter = draw.draw_counter;
   const std::int64_t per_count = draw.draws_per_count, draw_index = draw.draw;

@@ -30,13 +30,13 @@ CBLAS_TRANSPOSE cblas_op(Transpose t) { return t == Transpose::No ? CblasNoTrans
 
 void cpu_gemm(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a,
               std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c, std::int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, cblas_op(ta), cblas_op(tb), static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha,
-              a, static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
+  cblas_sgemm(CblasRowMajor, cblas_op(ta), cblas_op(tb), static_cast<int>(m), static_cast<int>(n), static_cast<int>(k),
+              alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
 }
 void cpu_gemm(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::int64_t k, double alpha, const double* a,
               std::int64_t lda, const double* b, std::int64_t ldb, double beta, double* c, std::int64_t ldc) {
-  cblas_dgemm(CblasRowMajor, cblas_op(ta), cblas_op(tb), static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha,
-              a, static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
+  cblas_dgemm(CblasRowMajor, cblas_op(ta), cblas_op(tb), static_cast<int>(m), static_cast<int>(n), static_cast<int>(k),
+              alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
 }
 #else
 // Without CBLAS (a CUDA machine lacking Debian's packages): the plain triple loop, i-k-j ordered so
@@ -93,8 +93,9 @@ void gemm(const Stream& stream, Transpose trans_a, Transpose trans_b, std::int64
   cpu_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
-template void gemm<float>(const Stream&, Transpose, Transpose, std::int64_t, std::int64_t, std::int64_t, float, const float*,
-                          std::int64_t, const float*, std::int64_t, float, float*, std::int64_t, const float*);
+template void gemm<float>(const Stream&, Transpose, Transpose, std::int64_t, std::int64_t, std::int64_t, float,
+                          const float*, std::int64_t, const float*, std::int64_t, float, float*, std::int64_t,
+                          const float*);
 template void gemm<double>(const Stream&, Transpose, Transpose, std::int64_t, std::int64_t, std::int64_t, double,
                            const double*, std::int64_t, const double*, std::int64_t, double, double*, std::int64_t,
                            const double*);

@@ -35,7 +35,8 @@ struct ShapeKey {
   bool bias, tf32;
   std::uint32_t align_a, align_b, align_d;
   auto tie() const {
-    return std::tie(device, dtype, op_a, op_b, rows_d, cols_d, inner, ld_a, ld_b, ld_d, bias, tf32, align_a, align_b, align_d);
+    return std::tie(device, dtype, op_a, op_b, rows_d, cols_d, inner, ld_a, ld_b, ld_d, bias, tf32, align_a, align_b,
+                    align_d);
   }
   bool operator<(const ShapeKey& other) const { return tie() < other.tie(); }
 };
@@ -152,16 +153,17 @@ void gemm_cublaslt(const Stream& stream, Transpose trans_a, Transpose trans_b, s
                                                             &align_d, sizeof align_d));
     // The heuristic's best algorithm for this epilogue, or none.
     auto choose = [&](cublasLtEpilogue_t epilogue, cublasLtMatmulHeuristicResult_t& result) {
-      SURGE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue));
+      SURGE_CUBLAS_CHECK(
+          cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue));
       if (epilogue == CUBLASLT_EPILOGUE_BIAS) {
         const void* bias_pointer = bias;
         SURGE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_pointer,
                                                           sizeof bias_pointer));
       }
       int returned = 0;
-      const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(context.handle, plan.desc, plan.layout_a, plan.layout_b,
-                                                                   plan.layout_d, plan.layout_d, preference, 1, &result,
-                                                                   &returned);
+      const cublasStatus_t status =
+          cublasLtMatmulAlgoGetHeuristic(context.handle, plan.desc, plan.layout_a, plan.layout_b, plan.layout_d,
+                                         plan.layout_d, preference, 1, &result, &returned);
       return status == CUBLAS_STATUS_SUCCESS && returned > 0;
     };
     cublasLtMatmulHeuristicResult_t result{};
@@ -191,8 +193,8 @@ void gemm_cublaslt(const Stream& stream, Transpose trans_a, Transpose trans_b, s
 template void gemm_cublaslt<float>(const Stream&, Transpose, Transpose, std::int64_t, std::int64_t, std::int64_t, float,
                                    const float*, std::int64_t, const float*, std::int64_t, float, float*, std::int64_t,
                                    const float*);
-template void gemm_cublaslt<double>(const Stream&, Transpose, Transpose, std::int64_t, std::int64_t, std::int64_t, double,
-                                    const double*, std::int64_t, const double*, std::int64_t, double, double*,
+template void gemm_cublaslt<double>(const Stream&, Transpose, Transpose, std::int64_t, std::int64_t, std::int64_t,
+                                    double, const double*, std::int64_t, const double*, std::int64_t, double, double*,
                                     std::int64_t, const double*);
 
 }  // namespace surge::rl::detail

@@ -101,8 +101,7 @@ void orthogonal_matrix(std::int64_t rows, std::int64_t cols, double gain, Rng& r
     for (std::int64_t i = 0; i < r; ++i) at(i, j) /= norm;
   }
   for (std::int64_t i = 0; i < rows; ++i)
-    for (std::int64_t j = 0; j < cols; ++j)
-      out[i * cols + j] = gain * (transpose ? at(j, i) : at(i, j));
+    for (std::int64_t j = 0; j < cols; ++j) out[i * cols + j] = gain * (transpose ? at(j, i) : at(i, j));
 }
 
 }  // namespace surge::rl

@@ -34,7 +34,7 @@ struct NormalizationConfig {
   double obs_clip = 10.0;
   bool normalize_reward = false;  // divides rewards by the running std of the discounted return
   double reward_clip = 10.0;
-  double gamma = 0.99;            // the discount, of GAE as of the discounted return
+  double gamma = 0.99;  // the discount, of GAE as of the discounted return
 };
 
 }  // namespace surge::rl

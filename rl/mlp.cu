@@ -71,8 +71,8 @@ void mlp_forward(const Stream& stream, const Mlp& mlp, const Scalar* params, con
     const std::int64_t in = mlp.layer_in(layer), out = mlp.layer_out(layer);
     const bool head = layer + 1 == mlp.num_layers();
     Scalar* y = head ? output : activations + mlp.activation_offset(layer, batch);
-    gemm<Scalar>(stream, Transpose::No, Transpose::Yes, batch, out, in, Scalar(1), x, in, params + mlp.weight_offset(layer),
-                 in, Scalar(0), y, out, params + mlp.bias_offset(layer));
+    gemm<Scalar>(stream, Transpose::No, Transpose::Yes, batch, out, in, Scalar(1), x, in,
+                 params + mlp.weight_offset(layer), in, Scalar(0), y, out, params + mlp.bias_offset(layer));
     if (!head) {
       if (activation == Activation::Tanh)
         parallel_for(stream, batch * out, detail::TanhInPlace<Scalar>{y}, 8);
@@ -85,7 +85,8 @@ void mlp_forward(const Stream& stream, const Mlp& mlp, const Scalar* params, con
 
 template <class Scalar>
 void mlp_backward(const Stream& stream, const Mlp& mlp, const Scalar* params, const Scalar* input, std::int64_t batch,
-                  const Scalar* activations, const Scalar* d_output, const Scalar* ones, Scalar* grads, Scalar* scratch) {
+                  const Scalar* activations, const Scalar* d_output, const Scalar* ones, Scalar* grads,
+                  Scalar* scratch) {
   const Activation activation = mlp.activation();
   const std::int64_t half = mlp.scratch_size(batch) / 2;
   const Scalar* d_y = d_output;  // dLoss/d(this layer's output, before the next layer)
@@ -100,8 +101,8 @@ void mlp_backward(const Stream& stream, const Mlp& mlp, const Scalar* params, co
     if (layer == 0) break;
     // d_x[batch][in] = d_y W, then through the previous layer's activation.
     Scalar* d_x = scratch + (layer % 2) * half;
-    gemm<Scalar>(stream, Transpose::No, Transpose::No, batch, in, out, Scalar(1), d_y, out, params + mlp.weight_offset(layer),
-                 in, Scalar(0), d_x, in);
+    gemm<Scalar>(stream, Transpose::No, Transpose::No, batch, in, out, Scalar(1), d_y, out,
+                 params + mlp.weight_offset(layer), in, Scalar(0), d_x, in);
     if (activation == Activation::Tanh)
       parallel_for(stream, batch * in, detail::TanhBackward<Scalar>{d_x, x});
     else
@@ -110,11 +111,11 @@ void mlp_backward(const Stream& stream, const Mlp& mlp, const Scalar* params, co
   }
 }
 
-#define SURGE_MLP_INSTANTIATE(Scalar)                                                                                    \
-  template void fill<Scalar>(const Stream&, Scalar*, std::int64_t, Scalar);                                            \
-  template void mlp_forward<Scalar>(const Stream&, const Mlp&, const Scalar*, const Scalar*, std::int64_t, Scalar*,      \
-                                    Scalar*);                                                                           \
-  template void mlp_backward<Scalar>(const Stream&, const Mlp&, const Scalar*, const Scalar*, std::int64_t,              \
+#define SURGE_MLP_INSTANTIATE(Scalar)                                                                               \
+  template void fill<Scalar>(const Stream&, Scalar*, std::int64_t, Scalar);                                         \
+  template void mlp_forward<Scalar>(const Stream&, const Mlp&, const Scalar*, const Scalar*, std::int64_t, Scalar*, \
+                                    Scalar*);                                                                       \
+  template void mlp_backward<Scalar>(const Stream&, const Mlp&, const Scalar*, const Scalar*, std::int64_t,         \
                                      const Scalar*, const Scalar*, const Scalar*, Scalar*, Scalar*);
 SURGE_MLP_INSTANTIATE(float)
 SURGE_MLP_INSTANTIATE(double)

@@ -65,7 +65,8 @@ void mlp_forward(const Stream& stream, const Mlp& mlp, const Scalar* params, con
 // left, a vector of `batch` ones (for bias gradients as GEMMs) and scratch of scratch_size(batch).
 template <class Scalar>
 void mlp_backward(const Stream& stream, const Mlp& mlp, const Scalar* params, const Scalar* input, std::int64_t batch,
-                  const Scalar* activations, const Scalar* d_output, const Scalar* ones, Scalar* grads, Scalar* scratch);
+                  const Scalar* activations, const Scalar* d_output, const Scalar* ones, Scalar* grads,
+                  Scalar* scratch);
 
 // Writes an orthogonal matrix times `gain` into out[rows][cols] (row-major), as torch.nn.init.orthogonal_
 // does: QR of a standard normal matrix (the tall way round), with R's diagonal made positive.

@@ -93,8 +93,8 @@ void normalize_rows(const Stream& stream, float* rows, std::int64_t count, int d
 }
 
 void scale_rewards(const Stream& stream, std::int64_t num_steps, std::int64_t num_envs, double gamma, double clip,
-                   const float* reward, const std::uint8_t* terminated, const std::uint8_t* truncated, float* accumulator,
-                   float* scaled, double* moments, double* step_sums, double* scratch) {
+                   const float* reward, const std::uint8_t* terminated, const std::uint8_t* truncated,
+                   float* accumulator, float* scaled, double* moments, double* step_sums, double* scratch) {
   const std::int64_t steps = num_steps, n = num_envs;
   if (steps <= 0 || n <= 0) return;
   SURGE_CHECK(scaled != reward, "scale_rewards: scaled must be a buffer of its own");
@@ -131,7 +131,8 @@ void scale_rewards(const Stream& stream, std::int64_t num_steps, std::int64_t nu
   parallel_for(stream, 1, [=] SURGE_HD(std::int64_t) {
     for (std::int64_t t = 0; t < steps; ++t) {
       double b_mean = 0.0, b_var = 0.0;
-      batch_moments(static_cast<double>(discounted[t * n]), step_sums[2 * t], step_sums[2 * t + 1], count, b_mean, b_var);
+      batch_moments(static_cast<double>(discounted[t * n]), step_sums[2 * t], step_sums[2 * t + 1], count, b_mean,
+                    b_var);
       merge_moments(moments[0], moments[1], moments[2], b_mean, b_var, count);
       moments[2] += count;
       step_sums[2 * t] = sqrt(moments[1] + kNormalizationEpsilon);
@@ -195,7 +196,8 @@ void Normalization::observe(const Stream& stream, float* obs, float* final_obs, 
   double* moments = data(b_.obs_moments);
   update_moments(stream, obs, num_envs_, obs_dim_, moments, data(b_.obs_batch_sums), data(b_.scratch));
   normalize_rows(stream, obs, num_envs_, obs_dim_, moments, config_.obs_clip);
-  if (final_obs) normalize_rows(stream, final_obs, num_envs_, obs_dim_, moments, config_.obs_clip, terminated, truncated);
+  if (final_obs)
+    normalize_rows(stream, final_obs, num_envs_, obs_dim_, moments, config_.obs_clip, terminated, truncated);
 }
 
 void Normalization::normalize(const Stream& stream, float* obs) const {

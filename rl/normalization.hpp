@@ -48,8 +48,8 @@ void normalize_rows(const Stream& stream, float* rows, std::int64_t count, int d
 // moments: [3]; accumulator: [N], carried across calls; step_sums: [2*T]. `scaled` holds the discounted
 // returns until the last pass, so it must not be `reward`.
 void scale_rewards(const Stream& stream, std::int64_t num_steps, std::int64_t num_envs, double gamma, double clip,
-                   const float* reward, const std::uint8_t* terminated, const std::uint8_t* truncated, float* accumulator,
-                   float* scaled, double* moments, double* step_sums, double* scratch);
+                   const float* reward, const std::uint8_t* terminated, const std::uint8_t* truncated,
+                   float* accumulator, float* scaled, double* moments, double* step_sums, double* scratch);
 
 // The trainer's normalisation state and scratch, one table. Buffers of a switched-off part are empty.
 class Normalization {

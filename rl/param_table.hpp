@@ -12,8 +12,8 @@
 namespace surge::rl {
 
 struct ParamSlice {
-  std::string name;     // "actor.0.weight"
-  std::int64_t rows;    // a weight is [out][in]; a bias is [out][1]
+  std::string name;   // "actor.0.weight"
+  std::int64_t rows;  // a weight is [out][in]; a bias is [out][1]
   std::int64_t cols;
   std::int64_t offset;  // in elements, a multiple of ParamTable::kAlignElements
   std::int64_t size() const { return rows * cols; }
@@ -41,8 +41,8 @@ class ParamTable {
   // named as the slice and shaped [rows][cols] (a bias is [out][1]), padding left out.
   template <class T>
   std::vector<NamedTensorView> tensor_views(Span<T> buffer) const {
-    SURGE_CHECK(buffer.size == total_, "buffer of " + std::to_string(buffer.size) + " elements is not carved by a table of " +
-                                           std::to_string(total_));
+    SURGE_CHECK(buffer.size == total_, "buffer of " + std::to_string(buffer.size) +
+                                           " elements is not carved by a table of " + std::to_string(total_));
     std::vector<NamedTensorView> views;
     for (const ParamSlice& slice : slices_)
       views.push_back({slice.name, TensorView::of(buffer.slice(slice.offset, slice.size()), {slice.rows, slice.cols})});

@@ -53,8 +53,8 @@ SURGE_HD_INLINE ValueTerm<Scalar> value_term(Scalar v, Scalar old_v, Scalar targ
 }
 
 template <class Scalar>
-SURGE_HD_INLINE void add_terms(double* acc, Scalar policy, Scalar value_loss, Scalar entropy, Scalar ratio, Scalar log_ratio,
-                               Scalar clip) {
+SURGE_HD_INLINE void add_terms(double* acc, Scalar policy, Scalar value_loss, Scalar entropy, Scalar ratio,
+                               Scalar log_ratio, Scalar clip) {
   acc[kPolicyLoss] += static_cast<double>(policy);
   acc[kValueLoss] += static_cast<double>(value_loss);
   acc[kEntropy] += static_cast<double>(entropy);
@@ -65,7 +65,8 @@ SURGE_HD_INLINE void add_terms(double* acc, Scalar policy, Scalar value_loss, Sc
 template <class Scalar>
 void advantage_sums(const Stream& stream, const PpoLossConfig& config, const MinibatchView<Scalar>& minibatch,
                     double* advantage_stats, double* scratch) {
-  SURGE_CHECK(minibatch.size >= 2 || !config.norm_adv, "normalising advantages needs a minibatch of at least 2 samples");
+  SURGE_CHECK(minibatch.size >= 2 || !config.norm_adv,
+              "normalising advantages needs a minibatch of at least 2 samples");
   if (!config.norm_adv) return;
   const Scalar* advantage = minibatch.advantage;
   parallel_reduce<2>(
@@ -97,8 +98,8 @@ struct SampleLoss {
   }
 
   // Sample i's value loss: writes dloss/dv, then adds all of its terms to `acc`.
-  SURGE_HD void finish(std::int64_t i, Scalar value, Scalar* d_values, const Surrogate<Scalar>& surrogate, Scalar entropy,
-                       Scalar log_ratio, double* acc) const {
+  SURGE_HD void finish(std::int64_t i, Scalar value, Scalar* d_values, const Surrogate<Scalar>& surrogate,
+                       Scalar entropy, Scalar log_ratio, double* acc) const {
     const auto term = value_term(value, old_value[i], returns[i], clip_vloss, clip);
     d_values[i] = vf_coef * inv_batch * term.d_v;
     add_terms(acc, surrogate.policy, term.loss, entropy, surrogate.ratio, log_ratio, clip);
@@ -108,17 +109,26 @@ struct SampleLoss {
 template <class Scalar>
 SampleLoss<Scalar> sample_loss(const PpoLossConfig& config, const MinibatchView<Scalar>& minibatch,
                                const double* advantage_stats) {
-  return {minibatch.size, minibatch.advantage, minibatch.old_logprob, minibatch.old_value, minibatch.returns, advantage_stats,
-          config.norm_adv, config.clip_vloss, static_cast<Scalar>(config.clip_coef), static_cast<Scalar>(config.ent_coef),
-          static_cast<Scalar>(config.vf_coef), Scalar(1) / static_cast<Scalar>(minibatch.size)};
+  return {minibatch.size,
+          minibatch.advantage,
+          minibatch.old_logprob,
+          minibatch.old_value,
+          minibatch.returns,
+          advantage_stats,
+          config.norm_adv,
+          config.clip_vloss,
+          static_cast<Scalar>(config.clip_coef),
+          static_cast<Scalar>(config.ent_coef),
+          static_cast<Scalar>(config.vf_coef),
+          Scalar(1) / static_cast<Scalar>(minibatch.size)};
 }
 
 }  // namespace detail
 
 template <class Scalar>
-void ppo_loss(const Stream& stream, const PpoLossConfig& config, const MinibatchView<Scalar>& minibatch, int num_actions,
-              const Scalar* logits, const Scalar* values, double* advantage_stats, double* scratch, Scalar* d_logits,
-              Scalar* d_values, double* terms) {
+void ppo_loss(const Stream& stream, const PpoLossConfig& config, const MinibatchView<Scalar>& minibatch,
+              int num_actions, const Scalar* logits, const Scalar* values, double* advantage_stats, double* scratch,
+              Scalar* d_logits, Scalar* d_values, double* terms) {
   detail::advantage_sums(stream, config, minibatch, advantage_stats, scratch);
   const detail::SampleLoss<Scalar> sample = detail::sample_loss(config, minibatch, advantage_stats);
   const std::int32_t* actions = minibatch.actions;
@@ -178,15 +188,17 @@ void gaussian_ppo_loss(const Stream& stream, const PpoLossConfig& config, const 
 
 double total_loss(const PpoLossConfig& config, const double* term_sums, std::int64_t batch) {
   const double b = static_cast<double>(batch);
-  return term_sums[kPolicyLoss] / b - config.ent_coef * term_sums[kEntropy] / b + config.vf_coef * term_sums[kValueLoss] / b;
+  return term_sums[kPolicyLoss] / b - config.ent_coef * term_sums[kEntropy] / b +
+         config.vf_coef * term_sums[kValueLoss] / b;
 }
 
 template void ppo_loss<float>(const Stream&, const PpoLossConfig&, const MinibatchView<float>&, int, const float*,
                               const float*, double*, double*, float*, float*, double*);
 template void ppo_loss<double>(const Stream&, const PpoLossConfig&, const MinibatchView<double>&, int, const double*,
                                const double*, double*, double*, double*, double*, double*);
-template void gaussian_ppo_loss<float>(const Stream&, const PpoLossConfig&, const MinibatchView<float>&, int, const float*,
-                                       const float*, const float*, double*, double*, float*, float*, float*, double*);
+template void gaussian_ppo_loss<float>(const Stream&, const PpoLossConfig&, const MinibatchView<float>&, int,
+                                       const float*, const float*, const float*, double*, double*, float*, float*,
+                                       float*, double*);
 template void gaussian_ppo_loss<double>(const Stream&, const PpoLossConfig&, const MinibatchView<double>&, int,
                                         const double*, const double*, const double*, double*, double*, double*, double*,
                                         double*, double*);

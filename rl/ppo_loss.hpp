@@ -1,7 +1,7 @@
 #pragma once
 // The PPO loss of one minibatch and its gradient with respect to the networks' outputs (logits, or a
-// Gaussian's means and log standard deviations, and values), as CleanRL's ppo.py defines it: clipped surrogate, clipped value loss, entropy bonus, and
-// advantages normalised within the minibatch.
+// Gaussian's means and log standard deviations, and values), as CleanRL's ppo.py defines it: clipped surrogate, clipped
+// value loss, entropy bonus, and advantages normalised within the minibatch.
 #include <cstdint>
 
 #include "rl/learner_configs.hpp"
@@ -13,12 +13,12 @@ namespace surge::rl {
 template <class Scalar>
 struct MinibatchView {
   std::int64_t size = 0;
-  const Scalar* obs = nullptr;           // [B][obs_dim]
-  const std::int32_t* actions = nullptr; // [B]
-  const Scalar* old_logprob = nullptr;   // [B] log pi_old(a|s) from the rollout
-  const Scalar* old_value = nullptr;     // [B] V_old(s) from the rollout
-  const Scalar* advantage = nullptr;     // [B]
-  const Scalar* returns = nullptr;       // [B]
+  const Scalar* obs = nullptr;                 // [B][obs_dim]
+  const std::int32_t* actions = nullptr;       // [B]
+  const Scalar* old_logprob = nullptr;         // [B] log pi_old(a|s) from the rollout
+  const Scalar* old_value = nullptr;           // [B] V_old(s) from the rollout
+  const Scalar* advantage = nullptr;           // [B]
+  const Scalar* returns = nullptr;             // [B]
   const Scalar* continuous_actions = nullptr;  // [B][action_dim] for a Gaussian policy (actions is then unused)
 };
 
@@ -34,9 +34,9 @@ enum LossTerm : int { kPolicyLoss = 0, kValueLoss, kEntropy, kApproxKl, kClipFra
 // approx_kl ((ratio - 1) - log ratio) and clip fraction (|ratio - 1| > c) into terms. All device pointers;
 // scratch holds reduce_scratch_size(device, 2 and kLossTermCount) doubles, advantage_stats 2 doubles.
 template <class Scalar>
-void ppo_loss(const Stream& stream, const PpoLossConfig& config, const MinibatchView<Scalar>& minibatch, int num_actions,
-              const Scalar* logits, const Scalar* values, double* advantage_stats, double* scratch, Scalar* d_logits,
-              Scalar* d_values, double* terms);
+void ppo_loss(const Stream& stream, const PpoLossConfig& config, const MinibatchView<Scalar>& minibatch,
+              int num_actions, const Scalar* logits, const Scalar* values, double* advantage_stats, double* scratch,
+              Scalar* d_logits, Scalar* d_values, double* terms);
 
 // The same loss for a diagonal Gaussian policy: means [B][action_dim] from the actor, log_std
 // [action_dim] (a parameter slice), the sampled actions in minibatch.continuous_actions. Writes

@@ -29,15 +29,18 @@ SURGE_HD_INLINE float fast_tanh(float x) {
   const float a = fabsf(x);
   const float s = a * a;
   const float series =
-      a * (1.0f + s * (-1.0f / 3 + s * (2.0f / 15 + s * (-17.0f / 315 + s * (62.0f / 2835 + s * (-1382.0f / 155925 +
-                                                                                               s * (21844.0f / 6081075.0f)))))));
+      a * (1.0f + s * (-1.0f / 3 +
+                       s * (2.0f / 15 + s * (-17.0f / 315 + s * (62.0f / 2835 + s * (-1382.0f / 155925 +
+                                                                                     s * (21844.0f / 6081075.0f)))))));
   const float clamped = a < 9.0f ? a : 9.0f;
   const float t = -2.0f * 1.44269504088896341f * clamped;  // exponent of e in base 2, in [-26, 0]
-  const float rounder = 12582912.0f;                        // 1.5 * 2^23: adding it rounds to an integer
+  const float rounder = 12582912.0f;                       // 1.5 * 2^23: adding it rounds to an integer
   const float k = (t + rounder) - rounder;
   const float g = (t - k) * 0.693147180559945309f;  // f ln 2, |g| <= 0.35
   const float two_f =
-      1.0f + g * (1.0f + g * (1.0f / 2 + g * (1.0f / 6 + g * (1.0f / 24 + g * (1.0f / 120 + g * (1.0f / 720 + g * (1.0f / 5040)))))));
+      1.0f +
+      g * (1.0f +
+           g * (1.0f / 2 + g * (1.0f / 6 + g * (1.0f / 24 + g * (1.0f / 120 + g * (1.0f / 720 + g * (1.0f / 5040)))))));
   const float e = two_f * float_from_bits((static_cast<std::int32_t>(k) + 127) << 23);
   const float tail = (1.0f - e) / (1.0f + e);
   const float magnitude = a < 0.5f ? series : tail;

@@ -37,7 +37,8 @@ std::int64_t read_integer(const toml::node& node, const std::string& where, cons
   if (const auto* integer = node.as_integer()) return integer->get();
   if (const auto* floating = node.as_floating_point()) {  // 1e6 is a TOML float; accept it when whole
     const double value = floating->get();
-    if (std::isfinite(value) && value == std::floor(value) && std::abs(value) < 9.0e18) return static_cast<std::int64_t>(value);
+    if (std::isfinite(value) && value == std::floor(value) && std::abs(value) < 9.0e18)
+      return static_cast<std::int64_t>(value);
   }
   bad_type(where, name, "an integer");
 }
@@ -59,7 +60,9 @@ Key integer_key(const char* name, Field TrainConfig::*field) {
 
 Key number_key(const char* name, double TrainConfig::*field) {
   return {name, "a number",
-          [name, field](TrainConfig& c, const toml::node& n, const std::string& where) { c.*field = read_number(n, where, name); },
+          [name, field](TrainConfig& c, const toml::node& n, const std::string& where) {
+            c.*field = read_number(n, where, name);
+          },
           [field](const TrainConfig& c) { return toml_float(c.*field); }};
 }
 
@@ -124,7 +127,8 @@ const std::vector<Key>& keys() {
       {"activation", "\"tanh\" or \"relu\"",
        [](TrainConfig& c, const toml::node& n, const std::string& where) {
          const auto* value = n.as_string();
-         if (!value || (value->get() != "tanh" && value->get() != "relu")) bad_type(where, "activation", "\"tanh\" or \"relu\"");
+         if (!value || (value->get() != "tanh" && value->get() != "relu"))
+           bad_type(where, "activation", "\"tanh\" or \"relu\"");
          c.activation = value->get();
        },
        [](const TrainConfig& c) { return "\"" + c.activation + "\""; }},
@@ -150,8 +154,10 @@ std::string known_keys() {
 // One entry of a [physics] table: a number fixes the parameter, [low, high] gives it a range.
 // Whether the scenario has such a parameter, and whether the values make sense, is resolve_physics()'s
 // business: the config does not know its scenario yet.
-void read_physics_entry(TrainConfig& config, const std::string& name, const toml::node& node, const std::string& where) {
-  const std::string what = "physics." + name + " must be a number (a fixed value) or a range [low, high] of two numbers";
+void read_physics_entry(TrainConfig& config, const std::string& name, const toml::node& node,
+                        const std::string& where) {
+  const std::string what =
+      "physics." + name + " must be a number (a fixed value) or a range [low, high] of two numbers";
   PhysicsSetting setting;
   setting.name = name;
   if (const auto* array = node.as_array()) {
@@ -237,7 +243,8 @@ void TrainConfig::validate() const {
   require_range(num_steps >= 1, "num_steps", text(num_steps), "it must be at least 1");
   require_range(num_minibatches >= 1, "num_minibatches", text(num_minibatches), "it must be at least 1");
   require_range(update_epochs >= 1, "update_epochs", text(update_epochs), "it must be at least 1");
-  require_range(learning_rate > 0 && std::isfinite(learning_rate), "learning_rate", text(learning_rate), "it must be positive");
+  require_range(learning_rate > 0 && std::isfinite(learning_rate), "learning_rate", text(learning_rate),
+                "it must be positive");
   require_range(gamma >= 0 && gamma <= 1, "gamma", text(gamma), "it must lie in [0, 1]");
   require_range(gae_lambda >= 0 && gae_lambda <= 1, "gae_lambda", text(gae_lambda), "it must lie in [0, 1]");
   require_range(clip_coef > 0 && std::isfinite(clip_coef), "clip_coef", text(clip_coef), "it must be positive");
@@ -291,8 +298,8 @@ TrainConfig load_train_config(const std::string& toml_text, const std::string& s
     if (!table) {
       std::string list;
       for (const std::string& name : known) list += (list.empty() ? "" : ", ") + name;
-      throw InputError("unknown preset '" + preset + "'" + (list.empty() ? " (" + source + " defines none)" : "; " + source +
-                       " defines " + list));
+      throw InputError("unknown preset '" + preset + "'" +
+                       (list.empty() ? " (" + source + " defines none)" : "; " + source + " defines " + list));
     }
     apply_table(config, *table, source + " [presets." + preset + "]", {});
   }

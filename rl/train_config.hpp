@@ -15,20 +15,20 @@ namespace surge::rl {
 struct TrainConfig : NetworkConfig, PpoLossConfig, AdamConfig, NormalizationConfig {
   // Rollout
   std::int64_t num_envs = 4;
-  std::int64_t num_steps = 128;         // T: steps per environment per iteration
-  std::int64_t total_steps = 500000;    // env steps in the whole run (rounded down to whole iterations)
+  std::int64_t num_steps = 128;       // T: steps per environment per iteration
+  std::int64_t total_steps = 500000;  // env steps in the whole run (rounded down to whole iterations)
   std::uint64_t seed = 1;
   // PPO
   double learning_rate = 2.5e-4;
-  bool anneal_lr = true;                // linearly to 0 over the run
+  bool anneal_lr = true;  // linearly to 0 over the run
   double gae_lambda = 0.95;
   std::int64_t num_minibatches = 4;
   std::int64_t update_epochs = 4;
-  double target_kl = 0.0;               // 0: no early stop
+  double target_kl = 0.0;  // 0: no early stop
   // Runtime
-  bool cuda_graph = true;               // capture an iteration as a CUDA graph and replay it
-  bool tf32 = false;                    // let cuBLASLt round GEMM inputs to TF32
-  std::int64_t cpu_threads = 0;         // CPU backend: OpenMP and OpenBLAS threads; 0: 1 below 4096 envs, else all cores
+  bool cuda_graph = true;        // capture an iteration as a CUDA graph and replay it
+  bool tf32 = false;             // let cuBLASLt round GEMM inputs to TF32
+  std::int64_t cpu_threads = 0;  // CPU backend: OpenMP and OpenBLAS threads; 0: 1 below 4096 envs, else all cores
   // Physics: the [physics] table, by parameter name; checked against the scenario by resolve_physics().
   PhysicsSettings physics;
 

@@ -22,16 +22,16 @@ struct IterationMetrics {
   double episodes;              // episodes finished during this iteration
   double episodic_return_mean;  // their mean return (NaN when none finished)
   double episodic_length_mean;
-  double return_last100;        // mean return of the last 100 finished episodes (of all so far, if fewer)
-  double recent_episodes;       // how many that mean covers
-  double policy_loss;           // means over the minibatches whose updates were applied
+  double return_last100;   // mean return of the last 100 finished episodes (of all so far, if fewer)
+  double recent_episodes;  // how many that mean covers
+  double policy_loss;      // means over the minibatches whose updates were applied
   double value_loss;
   double entropy;
   double approx_kl;
   double clipfrac;
-  double explained_variance;    // 1 - Var(ret - value) / Var(ret) over the rollout
-  double learning_rate;         // used by this iteration's updates
-  double epochs_applied;        // fewer than update_epochs when target-KL stopped the iteration
+  double explained_variance;  // 1 - Var(ret - value) / Var(ret) over the rollout
+  double learning_rate;       // used by this iteration's updates
+  double epochs_applied;      // fewer than update_epochs when target-KL stopped the iteration
 };
 
 }  // namespace surge::rl

@@ -30,7 +30,8 @@ const ScenarioSpec& checked_spec(const Engine& engine, const TrainConfig& config
   config.validate();
   const ScenarioSpec& spec = engine.spec();
   SURGE_CHECK(engine.num_envs() == config.num_envs, "the engine holds " + std::to_string(engine.num_envs()) +
-                                                        " environments, the config asks for " + std::to_string(config.num_envs));
+                                                        " environments, the config asks for " +
+                                                        std::to_string(config.num_envs));
   return spec;
 }
 
@@ -50,8 +51,9 @@ BufferTable Trainer::table(const TrainConfig& config, const ActorCritic& net, in
                                             "learning rate, step and the latest update's scalars", kSaved);
   b.state = table.add<TrainState>(DType::Int64, "learner.train_state", {1}, "[1]",
                                   "iteration, epochs applied and the recent-returns ring's head and count", kSaved);
-  b.rollout_head = table.add<float>(continuous ? "learner.rollout_means" : "learner.rollout_logits", {n, a},
-                                    continuous ? "[N][action_dim]" : "[N][num_actions]", "the actor's outputs during the rollout");
+  b.rollout_head =
+      table.add<float>(continuous ? "learner.rollout_means" : "learner.rollout_logits", {n, a},
+                       continuous ? "[N][action_dim]" : "[N][num_actions]", "the actor's outputs during the rollout");
   b.env_actions = table.add<float>("learner.env_actions", {continuous * n, action_dim}, "[N][action_dim]",
                                    "the samples clipped to the action bounds, as the environments get them");
   b.action_bounds = table.add<float>("learner.action_bounds", {2, action_dim}, "[2][action_dim]",
@@ -62,10 +64,13 @@ BufferTable Trainer::table(const TrainConfig& config, const ActorCritic& net, in
   else
     b.mb_actions = table.add<std::int32_t>("minibatch.actions", {mb}, "[B]", "its actions");
   b.mb_fields = table.add<float>("minibatch.fields", {4, mb}, "[4][B]", "its logprob, value, advantage and return");
-  b.loss_terms = table.add<double>("metrics.loss_terms", {config.update_epochs * config.num_minibatches, kLossTermCount},
-                                   "[E*M][5]", "each minibatch's loss term sums");
-  b.running_return = table.add<float>("metrics.running_return", {n}, "[N]", "return of each env's current episode", kSaved);
-  b.ended_return = table.add<float>("metrics.ended_return", {t, n}, "[T][N]", "return of the episode that ended at (t, n)");
+  b.loss_terms =
+      table.add<double>("metrics.loss_terms", {config.update_epochs * config.num_minibatches, kLossTermCount},
+                        "[E*M][5]", "each minibatch's loss term sums");
+  b.running_return =
+      table.add<float>("metrics.running_return", {n}, "[N]", "return of each env's current episode", kSaved);
+  b.ended_return =
+      table.add<float>("metrics.ended_return", {t, n}, "[T][N]", "return of the episode that ended at (t, n)");
   b.chunk_counts = table.add<std::int32_t>("metrics.chunk_counts", {finished_chunk_count(slots)}, "[T*N/256]",
                                            "ended episodes per chunk of slots");
   b.group_counts = table.add<std::int32_t>("metrics.group_counts", {finished_group_count(slots)}, "[T*N/65536]",
@@ -75,7 +80,8 @@ BufferTable Trainer::table(const TrainConfig& config, const ActorCritic& net, in
   b.small_sums = table.add<double>("metrics.sums", {3 + 4}, "[7]", "episode statistics and explained-variance sums");
   b.reduce_scratch = table.add<double>("metrics.reduce_scratch", {reduce_scratch_doubles(device, 4)}, "[scratch]",
                                        "partial sums of the reductions");
-  b.metrics = table.add<IterationMetrics>(DType::Float64, "metrics.iteration", {1}, "[1]", "the iteration's metrics row");
+  b.metrics =
+      table.add<IterationMetrics>(DType::Float64, "metrics.iteration", {1}, "[1]", "the iteration's metrics row");
   return table;
 }
 
@@ -89,8 +95,7 @@ Trainer::Trainer(Engine& engine, const TrainConfig& config)
       minibatch_size_(config.minibatch_size()),
       arena_(device_, table(config, network_, engine.spec().obs_dim, device_, b_), stream_),
       workspace_(device_, network_, std::max(config.num_envs, config.minibatch_size())),
-      normalization_(device_, config, engine.spec().obs_dim, config.num_steps, config.num_envs,
-                     stream_),
+      normalization_(device_, config, engine.spec().obs_dim, config.num_steps, config.num_envs, stream_),
       permutation_(Permutation::make(config.batch_size(), config.seed, 0)),
       graph_(stream_),
       metrics_mirror_(device_, sizeof(IterationMetrics), 2) {
@@ -99,12 +104,18 @@ Trainer::Trainer(Engine& engine, const TrainConfig& config)
 
   const std::int64_t b = minibatch_size_;
   const int d = rollout_.obs_dim(), action_dim = network_.action_dim();
-  batch_ = {rollout_.obs(0),   rollout_.actions(0),   rollout_.continuous_actions(0), rollout_.logprob(0),
-            rollout_.value(0), rollout_.advantage(0), rollout_.returns(0),            d,
+  batch_ = {rollout_.obs(0),
+            rollout_.actions(0),
+            rollout_.continuous_actions(0),
+            rollout_.logprob(0),
+            rollout_.value(0),
+            rollout_.advantage(0),
+            rollout_.returns(0),
+            d,
             action_dim};
   float* fields = data(b_.mb_fields);
   minibatch_buffers_ = {data(b_.mb_obs), data(b_.mb_actions), data(b_.mb_continuous_actions), fields, fields + b,
-                        fields + 2 * b, fields + 3 * b};
+                        fields + 2 * b,  fields + 3 * b};
   minibatch_.size = b;
   minibatch_.obs = minibatch_buffers_.obs;
   minibatch_.actions = minibatch_buffers_.actions;
@@ -180,7 +191,8 @@ class PhaseMark {
 
 void Trainer::start_iteration() {
   const PhaseMark mark(clock_, TrainPhase::Other);
-  begin_iteration(stream_, data(b_.state), data(b_.optimizer), config_.learning_rate, config_.anneal_lr, num_iterations());
+  begin_iteration(stream_, data(b_.state), data(b_.optimizer), config_.learning_rate, config_.anneal_lr,
+                  num_iterations());
   const std::size_t obs_bytes = static_cast<std::size_t>(config_.num_envs * rollout_.obs_dim()) * sizeof(float);
   copy_bytes(rollout_.obs(0), device_, rollout_.obs(config_.num_steps), device_, obs_bytes, stream_);
 }
@@ -199,8 +211,8 @@ void Trainer::sample_actions(std::int64_t t) {
     // The rollout keeps the unclipped sample its log-probability belongs to; the engine gets it clipped.
     const int dims = network_.action_dim();
     const float* bounds = data(b_.action_bounds);
-    sample_gaussian_actions(stream_, data(b_.rollout_head), data(b_.params) + network_.log_std_offset(), n, dims, bounds,
-                            bounds + dims, draw, false, rollout_.continuous_actions(t), rollout_.logprob(t),
+    sample_gaussian_actions(stream_, data(b_.rollout_head), data(b_.params) + network_.log_std_offset(), n, dims,
+                            bounds, bounds + dims, draw, false, rollout_.continuous_actions(t), rollout_.logprob(t),
                             data(b_.env_actions));
   } else {
     rl::sample_actions(stream_, data(b_.rollout_head), n, network_.num_actions(), draw, false, rollout_.actions(t),
@@ -212,7 +224,8 @@ void Trainer::step_environments(std::int64_t t) {
   const PhaseMark mark(clock_, TrainPhase::EnvStep);
   const ActionView actions = network_.continuous() ? ActionView{{}, arena_[b_.env_actions]} : rollout_.action_view(t);
   engine_.step(actions, rollout_.step_views(t), stream_);
-  normalization_.observe(stream_, rollout_.obs(t + 1), rollout_.final_obs(), rollout_.terminated(t), rollout_.truncated(t));
+  normalization_.observe(stream_, rollout_.obs(t + 1), rollout_.final_obs(), rollout_.terminated(t),
+                         rollout_.truncated(t));
 }
 
 void Trainer::value_final_observations(std::int64_t t) {
@@ -248,7 +261,8 @@ void Trainer::episode_statistics() {
   // Episode statistics and the rollout's explained variance.
   const PhaseMark mark(clock_, TrainPhase::Other);
   const std::int64_t slots = config_.batch_size();
-  count_finished(stream_, slots, rollout_.terminated(0), rollout_.truncated(0), data(b_.chunk_counts), data(b_.group_counts));
+  count_finished(stream_, slots, rollout_.terminated(0), rollout_.truncated(0), data(b_.chunk_counts),
+                 data(b_.group_counts));
   update_recent_returns(stream_, slots, rollout_.terminated(0), rollout_.truncated(0), data(b_.ended_return),
                         data(b_.chunk_counts), data(b_.group_counts), data(b_.recent_returns), data(b_.state));
   engine_.reduce_episode_stats(arena_[b_.small_sums].slice(0, kEpisodeStatsWidth), stream_);
@@ -282,7 +296,8 @@ void Trainer::optimiser_step() {
 
 void Trainer::end_epoch(std::int64_t epoch) {
   const PhaseMark mark(clock_, TrainPhase::Other);
-  const double* last_terms = data(b_.loss_terms) + (epoch * config_.num_minibatches + config_.num_minibatches - 1) * kLossTermCount;
+  const double* last_terms =
+      data(b_.loss_terms) + (epoch * config_.num_minibatches + config_.num_minibatches - 1) * kLossTermCount;
   rl::end_epoch(stream_, data(b_.state), data(b_.optimizer), last_terms, minibatch_size_, config_.target_kl);
 }
 
@@ -353,8 +368,8 @@ void Trainer::restore_state(const std::vector<SavedBuffer>& saved) {
     if (buffer.name != "train_state" || buffer.bytes.size() != sizeof(TrainState)) continue;
     TrainState state;
     std::memcpy(&state, buffer.bytes.data(), sizeof state);
-    if (state.iteration < 0 || state.epochs_applied < 0 || state.last100_head < 0 || state.last100_head >= kRecentEpisodes ||
-        state.last100_count < 0 || state.last100_count > kRecentEpisodes)
+    if (state.iteration < 0 || state.epochs_applied < 0 || state.last100_head < 0 ||
+        state.last100_head >= kRecentEpisodes || state.last100_count < 0 || state.last100_count > kRecentEpisodes)
       throw InputError("the checkpoint's train_state (iteration " + std::to_string(state.iteration) + ", ring head " +
                        std::to_string(state.last100_head) + ", ring count " + std::to_string(state.last100_count) +
                        ") is out of range; the file is damaged");

@@ -14,11 +14,11 @@
 #include "rl/normalization.hpp"
 #include "rl/rollout.hpp"
 #include "rl/shuffle.hpp"
-#include "rl/trainer_kernels.hpp"
 #include "rl/train_config.hpp"
 #include "rl/train_state.hpp"
-#include "sim/engine.hpp"
+#include "rl/trainer_kernels.hpp"
 #include "sim/buffer_table.hpp"
+#include "sim/engine.hpp"
 #include "sim/memory.hpp"
 #include "sim/memory_plan.hpp"
 #include "sim/phase_clock.hpp"
@@ -34,8 +34,8 @@ inline constexpr int kTrainPhaseCount = 8;
 class Trainer {
  public:
   // `engine` holds config.num_envs environments of a scenario on the device to train on (a categorical
-  // policy for discrete actions, a diagonal Gaussian for continuous ones), freshly reset; it must outlive the trainer. Throws InputError for a config that does not fit
-  // the scenario, after config.validate().
+  // policy for discrete actions, a diagonal Gaussian for continuous ones), freshly reset; it must outlive the trainer.
+  // Throws InputError for a config that does not fit the scenario, after config.validate().
   Trainer(Engine& engine, const TrainConfig& config);
   // Waits for the stream first, so that no copy or graph replay still running outlives its buffers.
   ~Trainer();
@@ -104,7 +104,8 @@ class Trainer {
     Slot<double> recent_returns, small_sums, reduce_scratch;
     Slot<IterationMetrics> metrics;
   };
-  static BufferTable table(const TrainConfig& config, const ActorCritic& network, int obs_dim, Device device, Buffers& b);
+  static BufferTable table(const TrainConfig& config, const ActorCritic& network, int obs_dim, Device device,
+                           Buffers& b);
 
   // The iteration, phase by phase (each phase times itself when a clock is attached).
   void enqueue_iteration();
@@ -137,14 +138,14 @@ class Trainer {
   RolloutStorage rollout_;
   std::int64_t minibatch_size_;
   Buffers b_;
-  BufferArena arena_;                  // the table above, one allocation
-  PpoGradient<float> workspace_;       // rows: max(N, B)
-  Normalization normalization_;        // observation and reward statistics (rl/normalization.hpp)
-  BatchView batch_;                    // the rollout as the minibatch gather reads it
-  MinibatchBuffers minibatch_buffers_; // where it gathers to
-  MinibatchView<float> minibatch_;     // the same rows as the loss reads them
-  Permutation permutation_;            // the shuffles' family; each epoch's is picked on the device
-  PhaseClock* clock_ = nullptr;        // set during iterate(clock)
+  BufferArena arena_;                   // the table above, one allocation
+  PpoGradient<float> workspace_;        // rows: max(N, B)
+  Normalization normalization_;         // observation and reward statistics (rl/normalization.hpp)
+  BatchView batch_;                     // the rollout as the minibatch gather reads it
+  MinibatchBuffers minibatch_buffers_;  // where it gathers to
+  MinibatchView<float> minibatch_;      // the same rows as the loss reads them
+  Permutation permutation_;             // the shuffles' family; each epoch's is picked on the device
+  PhaseClock* clock_ = nullptr;         // set during iterate(clock)
 
   IterationGraph graph_;
   HostMirror metrics_mirror_;  // two slots: iteration k lands in slot k % 2

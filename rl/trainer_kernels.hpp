@@ -17,7 +17,7 @@ void begin_iteration(const Stream& stream, TrainState* state, OptimizerScalars* 
 
 // Rollout fields of the whole batch, flat over [T][N] (sample s = t * N + n).
 struct BatchView {
-  const float* obs;          // [T*N][obs_dim]
+  const float* obs;                 // [T*N][obs_dim]
   const std::int32_t* actions;      // [T*N] discrete, or null
   const float* continuous_actions;  // [T*N][action_dim] continuous, or null
   const float* logprob;
@@ -25,13 +25,13 @@ struct BatchView {
   const float* advantage;
   const float* returns;
   int obs_dim;
-  int action_dim;            // 0 when discrete
+  int action_dim;  // 0 when discrete
 };
 // Minibatch buffers the gather fills.
 struct MinibatchBuffers {
-  float* obs;                // [B][obs_dim]
-  std::int32_t* actions;     // [B] discrete, or null
-  float* continuous_actions; // [B][action_dim] continuous, or null
+  float* obs;                 // [B][obs_dim]
+  std::int32_t* actions;      // [B] discrete, or null
+  float* continuous_actions;  // [B][action_dim] continuous, or null
   float* logprob;
   float* value;
   float* advantage;

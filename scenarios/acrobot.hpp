@@ -33,14 +33,10 @@ struct Acrobot {
 
   // In double (see above). Gymnasium's LINK_LENGTH_2 only draws the second link and so is not a parameter here.
   SURGE_SCENARIO_PARAMS(double,  // (name, default, smallest sensible value)
-                        (link_length_1, 1.0, 0.0),
-                        (link_mass_1, 1.0, 1e-6),
-                        (link_mass_2, 1.0, 1e-6),
+                        (link_length_1, 1.0, 0.0), (link_mass_1, 1.0, 1e-6), (link_mass_2, 1.0, 1e-6),
                         (link_com_pos_1, 0.5, 0.0),  // distance from a link's pivot to its centre of mass
-                        (link_com_pos_2, 0.5, 0.0),
-                        (link_moi, 1.0, 1e-6),  // moment of inertia of either link
-                        (gravity, 9.8, 0.0),
-                        (dt, 0.2, 1e-6));
+                        (link_com_pos_2, 0.5, 0.0), (link_moi, 1.0, 1e-6),  // moment of inertia of either link
+                        (gravity, 9.8, 0.0), (dt, 0.2, 1e-6));
 
   using Action = std::int32_t;
 
@@ -59,7 +55,8 @@ struct Acrobot {
     const double d1 = m1 * lc1 * lc1 + m2 * (l1 * l1 + lc2 * lc2 + 2.0 * l1 * lc2 * cos(theta2)) + moi1 + moi2;
     const double d2 = m2 * (lc2 * lc2 + l1 * lc2 * cos(theta2)) + moi2;
     const double phi2 = m2 * lc2 * g * cos(theta1 + theta2 - kPi / 2.0);
-    const double phi1 = -m2 * l1 * lc2 * dtheta2 * dtheta2 * sin(theta2) - 2.0 * m2 * l1 * lc2 * dtheta2 * dtheta1 * sin(theta2) +
+    const double phi1 = -m2 * l1 * lc2 * dtheta2 * dtheta2 * sin(theta2) -
+                        2.0 * m2 * l1 * lc2 * dtheta2 * dtheta1 * sin(theta2) +
                         (m1 * lc1 + m2 * l1) * g * cos(theta1 - kPi / 2.0) + phi2;
     const double ddtheta2 = (torque + d2 / d1 * phi1 - m2 * l1 * lc2 * dtheta1 * dtheta1 * sin(theta2) - phi2) /
                             (m2 * lc2 * lc2 + moi2 - d2 * d2 / d1);

@@ -21,12 +21,9 @@ struct CartPole {
   SURGE_SCENARIO_STATE(x, x_dot, theta, theta_dot);
 
   SURGE_SCENARIO_PARAMS(float,  // (name, default, smallest sensible value)
-                        (gravity, 9.8, 0.0),
-                        (masscart, 1.0, 1e-6),
-                        (masspole, 0.1, 1e-6),
+                        (gravity, 9.8, 0.0), (masscart, 1.0, 1e-6), (masspole, 0.1, 1e-6),
                         (length, 0.5, 1e-6),  // half the pole's length
-                        (force_mag, 10.0, 0.0),
-                        (tau, 0.02, 1e-6));
+                        (force_mag, 10.0, 0.0), (tau, 0.02, 1e-6));
 
   using Action = std::int32_t;
 
@@ -44,14 +41,15 @@ struct CartPole {
     float sintheta, costheta;
     lane_sincosf(s.theta, sintheta, costheta);
     const float temp = (force + polemass_length * s.theta_dot * s.theta_dot * sintheta) / total_mass;
-    const float thetaacc =
-        (p.gravity * sintheta - costheta * temp) / (p.length * (4.0f / 3.0f - p.masspole * costheta * costheta / total_mass));
+    const float thetaacc = (p.gravity * sintheta - costheta * temp) /
+                           (p.length * (4.0f / 3.0f - p.masspole * costheta * costheta / total_mass));
     const float xacc = temp - polemass_length * thetaacc * costheta / total_mass;
     s.x = s.x + p.tau * s.x_dot;
     s.x_dot = s.x_dot + p.tau * xacc;
     s.theta = s.theta + p.tau * s.theta_dot;
     s.theta_dot = s.theta_dot + p.tau * thetaacc;
-    const bool terminated = s.x < -kXThreshold || s.x > kXThreshold || s.theta < -kThetaThreshold || s.theta > kThetaThreshold;
+    const bool terminated =
+        s.x < -kXThreshold || s.x > kXThreshold || s.theta < -kThetaThreshold || s.theta > kThetaThreshold;
     return {1.0f, terminated};
   }
 

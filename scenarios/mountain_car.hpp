@@ -22,8 +22,8 @@ struct MountainCar {
   using State = mountain_car_valley::State;
   static constexpr auto kStateNames = mountain_car_valley::kStateNames;
 
-  SURGE_SCENARIO_PARAMS(float,  // (name, default, smallest sensible value)
-                        (force, 0.001, 0.0),     // acceleration the engine gives per step
+  SURGE_SCENARIO_PARAMS(float,                    // (name, default, smallest sensible value)
+                        (force, 0.001, 0.0),      // acceleration the engine gives per step
                         (gravity, 0.0025, 0.0));  // scale of the slope's pull, -gravity * cos(3 * position)
 
   using Action = std::int32_t;

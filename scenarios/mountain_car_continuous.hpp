@@ -29,8 +29,8 @@ struct MountainCarContinuous {
   using State = mountain_car_valley::State;
   static constexpr auto kStateNames = mountain_car_valley::kStateNames;
 
-  SURGE_SCENARIO_PARAMS(float,  // (name, default, smallest sensible value)
-                        (power, 0.0015, 0.0),    // acceleration per step at full force
+  SURGE_SCENARIO_PARAMS(float,                    // (name, default, smallest sensible value)
+                        (power, 0.0015, 0.0),     // acceleration per step at full force
                         (gravity, 0.0025, 0.0));  // scale of the slope's pull, -gravity * cos(3 * position)
 
   struct Action {

@@ -26,10 +26,7 @@ struct Pendulum {
   SURGE_SCENARIO_STATE(theta, theta_dot);
 
   SURGE_SCENARIO_PARAMS(float,  // (name, default, smallest sensible value): Gymnasium's g, m, l and dt
-                        (gravity, 10.0, 0.0),
-                        (mass, 1.0, 1e-6),
-                        (length, 1.0, 1e-6),
-                        (dt, 0.05, 1e-6));
+                        (gravity, 10.0, 0.0), (mass, 1.0, 1e-6), (length, 1.0, 1e-6), (dt, 0.05, 1e-6));
 
   struct Action {
     float v[1];
@@ -52,7 +49,8 @@ struct Pendulum {
     const float angle = angle_normalize(s.theta);
     const float cost = angle * angle + 0.1f * s.theta_dot * s.theta_dot + 0.001f * u * u;
     float theta_dot =
-        s.theta_dot + (3.0f * p.gravity / (2.0f * p.length) * lane_sinf(s.theta) + 3.0f / (p.mass * p.length * p.length) * u) * p.dt;
+        s.theta_dot +
+        (3.0f * p.gravity / (2.0f * p.length) * lane_sinf(s.theta) + 3.0f / (p.mass * p.length * p.length) * u) * p.dt;
     theta_dot = fminf(fmaxf(theta_dot, -kMaxSpeed), kMaxSpeed);
     s.theta = s.theta + theta_dot * p.dt;
     s.theta_dot = theta_dot;

@@ -23,7 +23,8 @@ struct Entry {
 
 template <class S>
 Entry entry() {
-  return {make_spec<S>(), [](Device device, std::int64_t n, std::uint64_t seed, const PhysicsConfig& physics) {
+  return {make_spec<S>(),
+          [](Device device, std::int64_t n, std::uint64_t seed, const PhysicsConfig& physics) {
             return std::unique_ptr<Engine>(new VecEnv<S>(device, n, seed, physics));
           },
           &VecEnv<S>::memory_plan};
@@ -31,11 +32,7 @@ Entry entry() {
 
 const std::vector<Entry>& registry() {
   static const std::vector<Entry> entries = {
-      entry<CartPole>(),
-      entry<MountainCar>(),
-      entry<Acrobot>(),
-      entry<Pendulum>(),
-      entry<MountainCarContinuous>(),
+      entry<CartPole>(), entry<MountainCar>(), entry<Acrobot>(), entry<Pendulum>(), entry<MountainCarContinuous>(),
   };
   return entries;
 }

@@ -57,7 +57,8 @@ std::vector<NamedTensorView> BufferArena::tensor_views(const std::string& prefix
     const BufferEntry& entry = table_.entries()[k];
     if (entry.elements() == 0) continue;
     const std::vector<std::int64_t> dims = entry.value_dims();
-    SURGE_CHECK(dims.size() <= static_cast<std::size_t>(kMaxTensorRank), "buffer '" + entry.name + "' has too high a rank");
+    SURGE_CHECK(dims.size() <= static_cast<std::size_t>(kMaxTensorRank),
+                "buffer '" + entry.name + "' has too high a rank");
     TensorView view;
     view.data = storage_.data() + entry.offset;
     view.dtype = entry.dtype;
@@ -80,7 +81,8 @@ std::vector<SavedBuffer> save_buffers(const BufferArena& arena, const Stream& st
   for (std::size_t k = 0; k < arena.table().entries().size(); ++k) {
     const BufferEntry& entry = arena.table().entries()[k];
     if (!entry.saved() || entry.bytes() == 0) continue;
-    saved.push_back({entry.saved_name(), entry.dtype, entry.value_dims(), entry.agent(), to_host(arena.bytes_of(static_cast<int>(k)), stream)});
+    saved.push_back({entry.saved_name(), entry.dtype, entry.value_dims(), entry.agent(),
+                     to_host(arena.bytes_of(static_cast<int>(k)), stream)});
   }
   return saved;
 }
@@ -99,8 +101,9 @@ void restore_buffers(const BufferArena& arena, const std::vector<SavedBuffer>& s
       throw InputError(what + "'s '" + name + "' holds " + dtype_name(found->dtype) + " values where this run keeps " +
                        dtype_name(entry.dtype) + "; the file is damaged or from another program");
     if (found->bytes.size() != entry.bytes())
-      throw InputError(what + "'s '" + name + "' holds " + std::to_string(found->bytes.size() / dtype_size(found->dtype)) +
-                       " values where this run has " + std::to_string(entry.bytes() / dtype_size(entry.dtype)) +
+      throw InputError(what + "'s '" + name + "' holds " +
+                       std::to_string(found->bytes.size() / dtype_size(found->dtype)) + " values where this run has " +
+                       std::to_string(entry.bytes() / dtype_size(entry.dtype)) +
                        "; resume with the checkpoint's own config");
     from_host(arena.bytes_of(static_cast<int>(k)), found->bytes, stream);
   }

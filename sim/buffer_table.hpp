@@ -41,16 +41,16 @@ enum BufferFlags : std::uint32_t {
 };
 
 struct BufferEntry {
-  std::string name;                  // "rollout.obs"
-  std::string shape;                 // "[T+1][N][obs_dim]", as a memory plan prints it
-  std::vector<std::int64_t> dims;    // {T+1, N, obs_dim}; their product is the element count
+  std::string name;                // "rollout.obs"
+  std::string shape;               // "[T+1][N][obs_dim]", as a memory plan prints it
+  std::vector<std::int64_t> dims;  // {T+1, N, obs_dim}; their product is the element count
   std::size_t element_bytes = 0;
   // The type of an element, or of each field of a struct element whose fields are all of one type
   // (TrainState: int64; a scenario's State: float32).
   DType dtype = DType::Float32;
-  std::string meaning;               // one line
+  std::string meaning;  // one line
   std::uint32_t flags = kScratch;
-  std::size_t offset = 0;            // bytes from the start of the allocation, a multiple of 256
+  std::size_t offset = 0;  // bytes from the start of the allocation, a multiple of 256
 
   std::int64_t elements() const;
   std::size_t bytes() const { return static_cast<std::size_t>(elements()) * element_bytes; }

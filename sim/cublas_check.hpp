@@ -6,5 +6,6 @@
 #include "sim/error.hpp"
 
 // Throws surge::Error with file, line, the expression and cuBLAS's own words.
-#define SURGE_CUBLAS_CHECK(expr) \
-  SURGE_DETAIL_CHECK_STATUS(expr, #expr, cublasStatus_t, CUBLAS_STATUS_SUCCESS, cublasLtGetStatusName, cublasLtGetStatusString)
+#define SURGE_CUBLAS_CHECK(expr)                                                                       \
+  SURGE_DETAIL_CHECK_STATUS(expr, #expr, cublasStatus_t, CUBLAS_STATUS_SUCCESS, cublasLtGetStatusName, \
+                            cublasLtGetStatusString)

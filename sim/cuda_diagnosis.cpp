@@ -8,7 +8,9 @@
 
 namespace surge {
 
-std::string CudaArch::sass_name() const { return "sm_" + std::to_string(number) + (suffix ? std::string(1, suffix) : ""); }
+std::string CudaArch::sass_name() const {
+  return "sm_" + std::to_string(number) + (suffix ? std::string(1, suffix) : "");
+}
 std::string CudaArch::ptx_name() const {
   return "compute_" + std::to_string(number) + (suffix ? std::string(1, suffix) : "");
 }
@@ -28,7 +30,9 @@ void add_unique(std::vector<CudaArch>& list, CudaArch arch) {
   for (const CudaArch& a : list)
     if (a.number == arch.number && a.suffix == arch.suffix) return;
   list.push_back(arch);
-  std::sort(list.begin(), list.end(), [](CudaArch x, CudaArch y) { return x.number < y.number || (x.number == y.number && x.suffix < y.suffix); });
+  std::sort(list.begin(), list.end(), [](CudaArch x, CudaArch y) {
+    return x.number < y.number || (x.number == y.number && x.suffix < y.suffix);
+  });
 }
 
 std::string join_names(const std::vector<CudaArch>& list, bool sass) {
@@ -64,7 +68,8 @@ EmbeddedArchs parse_cuda_architectures(std::string_view configured) {
     }
     std::size_t k = 0;
     int number = 0;
-    while (k < entry.size() && std::isdigit(static_cast<unsigned char>(entry[k]))) number = number * 10 + (entry[k++] - '0');
+    while (k < entry.size() && std::isdigit(static_cast<unsigned char>(entry[k])))
+      number = number * 10 + (entry[k++] - '0');
     if (k == 0 || number < 10) continue;
     CudaArch arch{number, '\0'};
     if (k < entry.size() && (entry[k] == 'a' || entry[k] == 'f')) arch.suffix = entry[k++];
@@ -139,12 +144,15 @@ Diagnosis diagnose(const MachineDescription& m) {
   if (d.build_for_this_machine.empty()) d.build_for_this_machine = "native";
 
   // Machine-wide problems: any one of them stops CUDA altogether.
-  auto block = [&](std::string what, std::string step) { problems.push_back({Severity::Problem, -1, std::move(what), std::move(step)}); };
+  auto block = [&](std::string what, std::string step) {
+    problems.push_back({Severity::Problem, -1, std::move(what), std::move(step)});
+  };
   const std::string driver_name = "the NVIDIA driver" + (m.driver_release.empty() ? "" : " " + m.driver_release);
   if (!m.cuda_built) {
     block("this build of Surge has no CUDA backend (it was configured without nvcc, or with SURGE_ENABLE_CUDA=OFF)" +
               (m.driver_found ? ", although " + driver_name + " is installed" : std::string()),
-          "to use a GPU, install the CUDA toolkit and rebuild (tools/setup.sh), or run the container image built from the Dockerfile");
+          "to use a GPU, install the CUDA toolkit and rebuild (tools/setup.sh), or run the container image built from "
+          "the Dockerfile");
   } else if (!m.driver_found) {
     block("no NVIDIA driver is installed (libcuda.so.1 was not found)",
           "install an NVIDIA driver " + driver_wanted + "; in a container, start it with --gpus all");
@@ -155,7 +163,8 @@ Diagnosis diagnose(const MachineDescription& m) {
       block(fact, "update the driver to " + driver_wanted + ", or rebuild Surge with a CUDA " +
                       cuda_version_string(m.driver_cuda_version) + " toolkit");
     } else {
-      advice.push_back({Severity::Advice, -1, fact + ": machine code runs (minor version compatibility) but PTX cannot be JIT-compiled",
+      advice.push_back({Severity::Advice, -1,
+                        fact + ": machine code runs (minor version compatibility) but PTX cannot be JIT-compiled",
                         "update the driver to one that supports CUDA " + runtime});
     }
   }
@@ -210,31 +219,37 @@ Diagnosis diagnose(const MachineDescription& m) {
       case GpuSupport::PtxJit:
         advice.push_back({Severity::Advice, gpu.index,
                           who + " has no native code in this build and runs " + verdict.code +
-                              " PTX through the driver's JIT: the first start compiles every kernel (cached afterwards in ~/.nv/ComputeCache)",
+                              " PTX through the driver's JIT: the first start compiles every kernel (cached afterwards "
+                              "in ~/.nv/ComputeCache)",
                           rebuild + " to embed native code for it and start fast"});
         break;
       case GpuSupport::None: {
         const int oldest = oldest_arch_supported(m.runtime_version);
         if (cc < oldest) {
-          problems.push_back({Severity::Problem, gpu.index,
-                              who + " is older than CUDA " + runtime + " supports (sm_" + std::to_string(oldest) + " and newer)",
-                              "use --device cpu, or rebuild with an older CUDA toolkit that supports sm_" + std::to_string(cc) +
-                                  " and -DSURGE_CUDA_ARCHITECTURES=" + std::to_string(cc) + "-real"});
+          problems.push_back(
+              {Severity::Problem, gpu.index,
+               who + " is older than CUDA " + runtime + " supports (sm_" + std::to_string(oldest) + " and newer)",
+               "use --device cpu, or rebuild with an older CUDA toolkit that supports sm_" + std::to_string(cc) +
+                   " and -DSURGE_CUDA_ARCHITECTURES=" + std::to_string(cc) + "-real"});
         } else if (gpu.kernel_load == KernelLoad::Failed) {
-          problems.push_back({Severity::Problem, gpu.index, who + " could not load Surge's kernels (" + gpu.load_error + ")",
-                              "check the GPU's state with nvidia-smi (compute mode, errors, memory in use), or use another GPU"});
+          problems.push_back(
+              {Severity::Problem, gpu.index, who + " could not load Surge's kernels (" + gpu.load_error + ")",
+               "check the GPU's state with nvidia-smi (compute mode, errors, memory in use), or use another GPU"});
         } else {
           std::string why;
           if (!m.archs.listed) {
-            why = "the architectures nvcc chose for it (" + m.archs.configured + ") do not include sm_" + std::to_string(cc);
+            why = "the architectures nvcc chose for it (" + m.archs.configured + ") do not include sm_" +
+                  std::to_string(cc);
           } else {
-            why = m.archs.sass.empty() ? "it embeds no machine code" : "it embeds machine code for " + join_names(m.archs.sass, true);
+            why = m.archs.sass.empty() ? "it embeds no machine code"
+                                       : "it embeds machine code for " + join_names(m.archs.sass, true);
             if (m.archs.ptx.empty())
               why += " and no PTX";
             else if (!ptx)
               why += " and PTX only for " + join_names(m.archs.ptx, false) + ", newer than the GPU";
             else
-              why += " and PTX (" + ptx->ptx_name() + ") that needs a driver supporting CUDA " + runtime + " to JIT-compile";
+              why += " and PTX (" + ptx->ptx_name() + ") that needs a driver supporting CUDA " + runtime +
+                     " to JIT-compile";
           }
           if (gpu.kernel_load == KernelLoad::NoImage) why += " (loading a kernel failed: " + gpu.load_error + ")";
           problems.push_back({Severity::Problem, gpu.index, who + " cannot run this build: " + why,
@@ -247,7 +262,8 @@ Diagnosis diagnose(const MachineDescription& m) {
 
   for (const LibraryFact& library : m.libraries)
     if (!library.found && !library.needed_for.empty())
-      advice.push_back({Severity::Advice, -1, library.name + " was not found; " + library.needed_for + " needs it", library.install});
+      advice.push_back({Severity::Advice, -1, library.name + " was not found; " + library.needed_for + " needs it",
+                        library.install});
 
   int usable = 0, jit = 0;
   for (const GpuVerdict& v : d.gpus) {
@@ -256,9 +272,9 @@ Diagnosis diagnose(const MachineDescription& m) {
   }
   d.cuda_usable = !machine_blocked && usable > 0;
   if (d.cuda_usable) {
-    d.headline = "CUDA ready: " + std::to_string(usable) + " of " + std::to_string(m.gpus.size()) + " GPU(s) can run Surge" +
-                 (jit ? " (" + std::to_string(jit) + " through PTX JIT)" : "") + "; --device auto uses cuda:" +
-                 std::to_string(d.first_usable_gpu());
+    d.headline = "CUDA ready: " + std::to_string(usable) + " of " + std::to_string(m.gpus.size()) +
+                 " GPU(s) can run Surge" + (jit ? " (" + std::to_string(jit) + " through PTX JIT)" : "") +
+                 "; --device auto uses cuda:" + std::to_string(d.first_usable_gpu());
   } else {
     d.headline = "CUDA is not usable here: " + problems.front().what + ". Surge will use the CPU backend";
   }
@@ -279,7 +295,8 @@ Finding Diagnosis::refusal(int gpu) const {
     if (f.severity == Severity::Problem && f.gpu == -1) return f;
   const auto it = std::find_if(gpus.begin(), gpus.end(), [gpu](const GpuVerdict& v) { return v.index == gpu; });
   if (it == gpus.end())
-    return {Severity::Problem, gpu, "there is no GPU " + std::to_string(gpu) + " (" + std::to_string(gpus.size()) + " visible)",
+    return {Severity::Problem, gpu,
+            "there is no GPU " + std::to_string(gpu) + " (" + std::to_string(gpus.size()) + " visible)",
             "use cuda:0 .. cuda:" + std::to_string(gpus.size() - 1)};
   if (it->support != GpuSupport::None) return {};
   for (const Finding& f : findings)

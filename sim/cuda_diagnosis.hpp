@@ -24,7 +24,7 @@ struct CudaArch {
 
 // The architectures embedded in a build.
 struct EmbeddedArchs {
-  std::string configured;     // as CMake was given it, e.g. "80-real,86-real,...,120-virtual"
+  std::string configured;      // as CMake was given it, e.g. "80-real,86-real,...,120-virtual"
   std::vector<CudaArch> sass;  // machine code, runs as is on compatible GPUs
   std::vector<CudaArch> ptx;   // PTX, which the driver can compile for newer GPUs at load time
   bool listed = true;          // false for "native", "all", "all-major": only loading a kernel tells
@@ -50,7 +50,7 @@ struct GpuDescription {
   std::string name;                // "NVIDIA H200"
   int cc_major = 0, cc_minor = 0;  // compute capability
   std::size_t total_bytes = 0;
-  std::size_t free_bytes = 0;      // 0 when not measured (measuring needs a CUDA context)
+  std::size_t free_bytes = 0;  // 0 when not measured (measuring needs a CUDA context)
   int sm_count = 0;
   KernelLoad kernel_load = KernelLoad::NotTried;
   int loaded_binary_arch = 0;  // cudaFuncAttributes::binaryVersion when loaded, e.g. 90
@@ -62,7 +62,7 @@ struct GpuDescription {
 
 // A shared library Surge uses, as this machine has it at run time.
 struct LibraryFact {
-  std::string name;        // "cuBLASLt"
+  std::string name;  // "cuBLASLt"
   bool found = false;
   std::string version;     // "13.1.0"; empty when not found
   std::string path;        // the file it was loaded from
@@ -72,12 +72,12 @@ struct LibraryFact {
 
 // Everything the verdict looks at. Versions are CUDA's integers: 13000 is CUDA 13.0.
 struct MachineDescription {
-  bool cuda_built = false;       // this build contains the CUDA backend
-  int runtime_version = 0;       // CUDA runtime this build links
-  bool driver_found = false;     // an NVIDIA driver (libcuda) is installed
-  int driver_cuda_version = 0;   // newest CUDA version the driver supports
-  std::string driver_release;    // "580.65.06"; empty when unknown
-  std::string device_query_error;  // why listing the GPUs failed; empty when it worked
+  bool cuda_built = false;           // this build contains the CUDA backend
+  int runtime_version = 0;           // CUDA runtime this build links
+  bool driver_found = false;         // an NVIDIA driver (libcuda) is installed
+  int driver_cuda_version = 0;       // newest CUDA version the driver supports
+  std::string driver_release;        // "580.65.06"; empty when unknown
+  std::string device_query_error;    // why listing the GPUs failed; empty when it worked
   bool visible_devices_set = false;  // CUDA_VISIBLE_DEVICES is set ...
   std::string visible_devices;       // ... to this
   std::vector<GpuDescription> gpus;
@@ -107,10 +107,10 @@ struct Finding {
 };
 
 struct Diagnosis {
-  bool cuda_usable = false;        // at least one GPU can run this build
-  std::vector<GpuVerdict> gpus;    // one per described GPU, same order
-  std::vector<Finding> findings;   // problems first, then advice, then the rest
-  std::string headline;            // one line: the verdict as a whole
+  bool cuda_usable = false;            // at least one GPU can run this build
+  std::vector<GpuVerdict> gpus;        // one per described GPU, same order
+  std::vector<Finding> findings;       // problems first, then advice, then the rest
+  std::string headline;                // one line: the verdict as a whole
   std::string build_for_this_machine;  // the SURGE_CUDA_ARCHITECTURES value for exactly these GPUs
 
   // Why `gpu` cannot run this build and what to do (a Problem); `what` is empty when it can.

@@ -32,8 +32,8 @@ struct ProbeNoop {
 
 struct DriverFacts {
   bool found = false;
-  std::string release;     // "580.65.06"
-  int cuda_version = 0;    // 13000; 0 when unknown
+  std::string release;   // "580.65.06"
+  int cuda_version = 0;  // 13000; 0 when unknown
 };
 
 // NVML ships with the driver: it names the driver's release without needing the CUDA runtime.

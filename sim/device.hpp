@@ -23,12 +23,12 @@ struct Device {
 // What this process can do with CUDA, found once and cached. It is the verdict of
 // sim/cuda_diagnosis.hpp (what `surge doctor` prints in full), in brief.
 struct CudaStatus {
-  bool compiled = false;       // this build contains CUDA kernels
-  bool usable = false;         // at least one GPU can run this build
-  int device_count = 0;        // GPUs visible, usable or not
-  int driver_version = 0;      // CUDA version the driver supports, e.g. 13000; 0 if no driver
-  int runtime_version = 0;     // CUDA runtime this build links, e.g. 13000
-  std::string reason;          // why CUDA is not usable, in plain words; empty if usable
+  bool compiled = false;    // this build contains CUDA kernels
+  bool usable = false;      // at least one GPU can run this build
+  int device_count = 0;     // GPUs visible, usable or not
+  int driver_version = 0;   // CUDA version the driver supports, e.g. 13000; 0 if no driver
+  int runtime_version = 0;  // CUDA runtime this build links, e.g. 13000
+  std::string reason;       // why CUDA is not usable, in plain words; empty if usable
 };
 const CudaStatus& cuda_status();
 

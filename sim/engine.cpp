@@ -40,12 +40,12 @@ void PhysicsConfig::validate(const ScenarioSpec& spec) const {
   for (std::size_t j = 0; j < n; ++j) {
     const ParamInfo& info = spec.params[j];
     if (!std::isfinite(value[j]) || value[j] < info.min_value)
-      throw InputError(spec.name + " parameter " + info.name + " = " + spec.param_text(value[j]) + " is out of range: it must be >= " +
-                       spec.param_text(info.min_value));
+      throw InputError(spec.name + " parameter " + info.name + " = " + spec.param_text(value[j]) +
+                       " is out of range: it must be >= " + spec.param_text(info.min_value));
     if (randomized[j]) {
       if (!std::isfinite(low[j]) || !std::isfinite(high[j]) || low[j] > high[j])
-        throw InputError(spec.name + " parameter " + info.name + " has range [" + spec.param_text(low[j]) + ", " + spec.param_text(high[j]) +
-                         "]: low must not exceed high");
+        throw InputError(spec.name + " parameter " + info.name + " has range [" + spec.param_text(low[j]) + ", " +
+                         spec.param_text(high[j]) + "]: low must not exceed high");
       if (low[j] < info.min_value)
         throw InputError(spec.name + " parameter " + info.name + " range starts at " + spec.param_text(low[j]) +
                          ", below the smallest sensible value " + spec.param_text(info.min_value));

@@ -31,8 +31,8 @@ struct ScenarioSpec {
   int obs_dim = 0;
   int state_dim = 0;
   ActionKind action_kind = ActionKind::Discrete;
-  int num_actions = 0;  // discrete: actions are 0 .. num_actions-1
-  int action_dim = 0;   // continuous: actions are float[action_dim]
+  int num_actions = 0;                         // discrete: actions are 0 .. num_actions-1
+  int action_dim = 0;                          // continuous: actions are float[action_dim]
   std::vector<float> action_low, action_high;  // continuous bounds
   int max_episode_steps = 0;
   std::vector<std::string> state_names;
@@ -70,19 +70,19 @@ struct ActionView {
 
 // Where step() writes. All on the engine's device; the caller owns them (they are rollout slices).
 struct StepViews {
-  Span<float> obs;                  // [N][obs_dim] next observation; the first of a new episode after an end
-  Span<float> reward;               // [N]
-  Span<std::uint8_t> terminated;    // [N]
-  Span<std::uint8_t> truncated;     // [N]
-  Span<float> final_obs;            // [N][obs_dim] or empty; written only where an episode ended
+  Span<float> obs;                // [N][obs_dim] next observation; the first of a new episode after an end
+  Span<float> reward;             // [N]
+  Span<std::uint8_t> terminated;  // [N]
+  Span<std::uint8_t> truncated;   // [N]
+  Span<float> final_obs;          // [N][obs_dim] or empty; written only where an episode ended
 };
 
 // Where rollout_random() writes: T consecutive steps laid out as a rollout would be.
 struct RolloutViews {
-  Span<float> obs;                  // [T][N][obs_dim]
-  Span<float> reward;               // [T][N]
-  Span<std::uint8_t> terminated;    // [T][N]
-  Span<std::uint8_t> truncated;     // [T][N]
+  Span<float> obs;                // [T][N][obs_dim]
+  Span<float> reward;             // [T][N]
+  Span<std::uint8_t> terminated;  // [T][N]
+  Span<std::uint8_t> truncated;   // [T][N]
 };
 
 // Statistics of the episodes that finished since the last clear.
@@ -120,9 +120,8 @@ class Engine {
   virtual void random_actions(Span<std::int32_t> discrete, Span<float> continuous, const Stream& stream) = 0;
   // A pure batched transition from given states ([N][state_dim]) under the engine's parameters:
   // no auto-reset, no counters touched. What `surge step` runs.
-  virtual void transition(Span<const float> states, const ActionView& actions, Span<float> next_states,
-                          Span<float> obs, Span<float> reward, Span<std::uint8_t> terminated,
-                          const Stream& stream) const = 0;
+  virtual void transition(Span<const float> states, const ActionView& actions, Span<float> next_states, Span<float> obs,
+                          Span<float> reward, Span<std::uint8_t> terminated, const Stream& stream) const = 0;
 
   // Reduces the finished-episode statistics on the device into out[kEpisodeStatsWidth]
   // (episodes, return sum, length sum), a device view; does not wait.

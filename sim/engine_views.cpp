@@ -7,8 +7,8 @@ namespace surge {
 namespace {
 
 void check_size(std::int64_t size, std::int64_t expected, const char* name) {
-  SURGE_CHECK(size == expected, std::string(name) + " holds " + std::to_string(size) + " elements, not " +
-                                    std::to_string(expected));
+  SURGE_CHECK(size == expected,
+              std::string(name) + " holds " + std::to_string(size) + " elements, not " + std::to_string(expected));
 }
 
 }  // namespace

@@ -73,19 +73,22 @@ struct EnvLogic {
   static constexpr int kStateDim = static_cast<int>(S::kStateNames.size());
   using Physics = PhysicsTable<ParamType, kParamCount>;
   static_assert(kParamCount <= 32, "the randomisation mask holds 32 parameters");
-  static_assert(std::is_same_v<ParamType, float> || std::is_same_v<ParamType, double>, "parameters are float or double");
-  static_assert(sizeof(Params) == kParamCount * sizeof(ParamType), "Params must be exactly one ParamType per kParams entry");
+  static_assert(std::is_same_v<ParamType, float> || std::is_same_v<ParamType, double>,
+                "parameters are float or double");
+  static_assert(sizeof(Params) == kParamCount * sizeof(ParamType),
+                "Params must be exactly one ParamType per kParams entry");
   static_assert(sizeof(State) == kStateDim * sizeof(float), "State must be exactly one float per kStateNames entry");
   static_assert(std::is_trivially_copyable_v<State> && std::is_trivially_copyable_v<Params>);
 
   // Draws this reset's parameters (randomised ones only, in table order), then the initial state,
   // from env i's reset stream; advances the env's stream offset past what was used.
-  SURGE_HD_INLINE static void reset_env(std::uint64_t seed, std::int64_t i, const Physics& physics,
-                                        State& state, Params& params, std::uint64_t& rng_offset) {
+  SURGE_HD_INLINE static void reset_env(std::uint64_t seed, std::int64_t i, const Physics& physics, State& state,
+                                        Params& params, std::uint64_t& rng_offset) {
     Rng rng(seed, rng_subsequence(RngPurpose::EnvReset, static_cast<std::uint64_t>(i)), rng_offset);
     ParamType* fields = reinterpret_cast<ParamType*>(&params);
     for (int j = 0; j < kParamCount; ++j)
-      fields[j] = (physics.randomized_mask >> j & 1u) ? draw_param(rng, physics.low[j], physics.high[j]) : physics.value[j];
+      fields[j] =
+          (physics.randomized_mask >> j & 1u) ? draw_param(rng, physics.low[j], physics.high[j]) : physics.value[j];
     S::reset(state, params, rng);
     rng_offset = rng.offset();
   }
@@ -127,8 +130,9 @@ struct EnvLogic {
   // Steps 1 and 2 of step_env: the scenario's step and the step counter. Returns the reward. (Flags as
   // out-parameters rather than a returned struct: nvcc's host pass keeps such a struct in memory, which
   // stops GCC vectorising the CPU rollout.)
-  SURGE_HD_INLINE static float advance(State& state, const Params& params, std::int32_t& episode_step, float& episode_return,
-                                       const Action& action, std::uint8_t& terminated, std::uint8_t& truncated) {
+  SURGE_HD_INLINE static float advance(State& state, const Params& params, std::int32_t& episode_step,
+                                       float& episode_return, const Action& action, std::uint8_t& terminated,
+                                       std::uint8_t& truncated) {
     const StepResult result = S::step(state, params, action);
     episode_step += 1;
     episode_return += result.reward;
@@ -140,7 +144,8 @@ struct EnvLogic {
   // Step 3 of step_env, after the final observation: the tally, the new episode, the zeroed counters.
   SURGE_HD_INLINE static void begin_next_episode(std::uint64_t seed, std::int64_t i, const Physics& physics,
                                                  State& state, Params& params, std::int32_t& episode_step,
-                                                 float& episode_return, std::uint64_t& rng_offset, EpisodeTally& tally) {
+                                                 float& episode_return, std::uint64_t& rng_offset,
+                                                 EpisodeTally& tally) {
     tally.episodes += 1.0;
     tally.return_sum += episode_return;
     tally.length_sum += episode_step;
@@ -162,8 +167,8 @@ struct EnvLogic {
   // Returns the reward and writes the flags; the caller stores them where its layout wants them.
   // The CPU's fused rollout (rollout_lanes) runs these same steps over many environments in two
   // passes: 1, 2 and 4 for all of them, then 3 and 4 again for those whose episode ended.
-  SURGE_HD_INLINE static float step_env(std::uint64_t seed, std::int64_t i, const Physics& physics,
-                                        State& state, Params& params, std::int32_t& episode_step, float& episode_return,
+  SURGE_HD_INLINE static float step_env(std::uint64_t seed, std::int64_t i, const Physics& physics, State& state,
+                                        Params& params, std::int32_t& episode_step, float& episode_return,
                                         std::uint64_t& rng_offset, EpisodeTally& tally, const Action& action,
                                         std::uint8_t& terminated_out, std::uint8_t& truncated_out, float* obs_out,
                                         float* final_obs_out) {

@@ -8,7 +8,8 @@ void throw_error(const char* file, int line, const char* expression, const std::
   throw Error(message);
 }
 
-void throw_status(const char* file, int line, const char* expression, const char* status_name, const char* status_text) {
+void throw_status(const char* file, int line, const char* expression, const char* status_name,
+                  const char* status_text) {
   throw_error(file, line, expression, std::string(status_name) + ": " + status_text);
 }
 

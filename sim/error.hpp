@@ -25,16 +25,16 @@ class InputError : public Error {
 }  // namespace surge
 
 // Internal invariant: throws surge::Error with file, line and the failed expression.
-#define SURGE_CHECK(cond, detail)                                   \
-  do {                                                              \
+#define SURGE_CHECK(cond, detail)                                           \
+  do {                                                                      \
     if (!(cond)) ::surge::throw_error(__FILE__, __LINE__, #cond, (detail)); \
   } while (0)
 
 // What every library check (SURGE_CUDA_CHECK, SURGE_CUBLAS_CHECK, ...) does: evaluates `expr` once and,
 // when its status is not `success`, throws with the status's name and text from the library.
-#define SURGE_DETAIL_CHECK_STATUS(expr, expression_text, Status, success, name_of, text_of)                  \
-  do {                                                                                                     \
-    const Status surge_status_ = (expr);                                                                   \
-    if (surge_status_ != (success))                                                                        \
+#define SURGE_DETAIL_CHECK_STATUS(expr, expression_text, Status, success, name_of, text_of)                       \
+  do {                                                                                                            \
+    const Status surge_status_ = (expr);                                                                          \
+    if (surge_status_ != (success))                                                                               \
       ::surge::throw_status(__FILE__, __LINE__, expression_text, name_of(surge_status_), text_of(surge_status_)); \
   } while (0)

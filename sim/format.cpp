@@ -39,7 +39,8 @@ std::string format_rate(double per_second) { return format_number("%.4g", per_se
 std::string format_grouped(double value) {
   std::string digits = std::to_string(static_cast<long long>(std::llround(value)));
   for (int k = static_cast<int>(digits.size()) - 3; k > (digits[0] == '-' ? 1 : 0); k -= 3)
-    digits.insert(static_cast<std::size_t>(k), 1, ',');  // not insert(k, ","), which GCC 12 warns about falsely (-Wrestrict)
+    digits.insert(static_cast<std::size_t>(k), 1,
+                  ',');  // not insert(k, ","), which GCC 12 warns about falsely (-Wrestrict)
   return digits;
 }
 

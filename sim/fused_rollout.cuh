@@ -25,10 +25,10 @@ struct RolloutTile {
   std::uint64_t* rng_offsets;
   std::uint64_t* action_offsets;
   EpisodeTally* tallies;
-  float* obs;                  // [T][N][obs_dim]
-  float* reward;               // [T][N]
-  std::uint8_t* terminated;    // [T][N]
-  std::uint8_t* truncated;     // [T][N]
+  float* obs;                // [T][N][obs_dim]
+  float* reward;             // [T][N]
+  std::uint8_t* terminated;  // [T][N]
+  std::uint8_t* truncated;   // [T][N]
   std::int64_t num_envs, num_steps;
   std::uint64_t seed;
   typename EnvLogic<S>::Physics physics;
@@ -41,8 +41,8 @@ SURGE_HD_INLINE void rollout_tile(const RolloutTile<S>& tile, std::int64_t first
   using Logic = EnvLogic<S>;
   using State = typename S::State;
   using Params = typename S::Params;
-  const auto& [states, params, episode_steps, episode_returns, rng_offsets, action_offsets, tallies, obs, reward, terminated,
-               truncated, num_envs, num_steps, seed, physics] = tile;
+  const auto& [states, params, episode_steps, episode_returns, rng_offsets, action_offsets, tallies, obs, reward,
+               terminated, truncated, num_envs, num_steps, seed, physics] = tile;
   const int lanes = static_cast<int>(num_envs - first < kLanes ? num_envs - first : kLanes);
   State state[kLanes] = {};
   Params param[kLanes] = {};
@@ -66,9 +66,9 @@ SURGE_HD_INLINE void rollout_tile(const RolloutTile<S>& tile, std::int64_t first
       const std::int64_t i = first + l;
       const std::int64_t slot = t * num_envs + i;
       const auto action = Logic::random_action(action_rng[l]);
-      reward[slot] = Logic::step_env(seed, i, physics, state[l], param[l], episode_step[l], episode_return[l],
-                                     rng_offset[l], tally[l], action, terminated[slot], truncated[slot],
-                                     obs + slot * S::kObsDim, nullptr);
+      reward[slot] =
+          Logic::step_env(seed, i, physics, state[l], param[l], episode_step[l], episode_return[l], rng_offset[l],
+                          tally[l], action, terminated[slot], truncated[slot], obs + slot * S::kObsDim, nullptr);
     }
   }
   for (int l = 0; l < lanes; ++l) {
@@ -87,9 +87,9 @@ SURGE_HD_INLINE void rollout_tile(const RolloutTile<S>& tile, std::int64_t first
 // structure-of-arrays (one lane array per state field and per parameter, the latter in the scenario's
 // parameter type) so that the compiler vectorises across lanes. Each step runs step_env's parts in two
 // passes: advance() and the observation over all lanes, branch-free; then, one lane at a time,
-// begin_next_episode() and the new first observation for the few lanes whose episode ended. Before every chunk of steps a third pass
-// draws the chunk's action words, each lane's Philox blocks side by side. Bit for bit what step_env
-// with random_action(Rng&) gives.
+// begin_next_episode() and the new first observation for the few lanes whose episode ended. Before every chunk of steps
+// a third pass draws the chunk's action words, each lane's Philox blocks side by side. Bit for bit what step_env with
+// random_action(Rng&) gives.
 template <int kLanes, class S>
 inline void rollout_lanes(const RolloutTile<S>& tile, std::int64_t first) {
   using Logic = EnvLogic<S>;
@@ -140,11 +140,13 @@ inline void rollout_lanes(const RolloutTile<S>& tile, std::int64_t first) {
   }
 
   for (std::int64_t chunk_start = 0; chunk_start < num_steps; chunk_start += kChunkSteps) {
-    const int chunk_steps = static_cast<int>(num_steps - chunk_start < kChunkSteps ? num_steps - chunk_start : kChunkSteps);
+    const int chunk_steps =
+        static_cast<int>(num_steps - chunk_start < kChunkSteps ? num_steps - chunk_start : kChunkSteps);
     for (int b = 0; b < kChunkBlocks; ++b)
       for (int l = 0; l < lanes; ++l) {
-        const PhiloxBlock block = philox_block(seed, rng_subsequence(RngPurpose::Action, static_cast<std::uint64_t>(first + l)),
-                                               (action_offset[l] >> 2) + static_cast<std::uint64_t>(b));
+        const PhiloxBlock block =
+            philox_block(seed, rng_subsequence(RngPurpose::Action, static_cast<std::uint64_t>(first + l)),
+                         (action_offset[l] >> 2) + static_cast<std::uint64_t>(b));
         for (int m = 0; m < 4; ++m) block_words[b * 4 + m][l] = block.v[m];
       }
     // Shift each lane's words so that word 0 is the one at its offset.
@@ -170,7 +172,8 @@ inline void rollout_lanes(const RolloutTile<S>& tile, std::int64_t first) {
         const Params p = std::bit_cast<Params>(param_fields);
         const auto action = Logic::random_action_from(&action_word[c * kWords][l], kLanes);
         std::uint8_t terminated_flag, truncated_flag;
-        reward[row + l] = Logic::advance(s, p, episode_step[l], episode_return[l], action, terminated_flag, truncated_flag);
+        reward[row + l] =
+            Logic::advance(s, p, episode_step[l], episode_return[l], action, terminated_flag, truncated_flag);
         state_fields = std::bit_cast<std::array<float, kStateDim>>(s);
         for (int j = 0; j < kStateDim; ++j) state[j][l] = state_fields[j];
         terminated[row + l] = terminated_flag;
@@ -193,7 +196,8 @@ inline void rollout_lanes(const RolloutTile<S>& tile, std::int64_t first) {
           ParamType* param_fields = reinterpret_cast<ParamType*>(&p);
           for (int j = 0; j < kStateDim; ++j) state_fields[j] = state[j][l];
           for (int j = 0; j < kParamCount; ++j) param_fields[j] = param[j][l];
-          Logic::begin_next_episode(seed, i, physics, s, p, episode_step[l], episode_return[l], rng_offsets[i], tallies[i]);
+          Logic::begin_next_episode(seed, i, physics, s, p, episode_step[l], episode_return[l], rng_offsets[i],
+                                    tallies[i]);
           for (int j = 0; j < kStateDim; ++j) state[j][l] = state_fields[j];
           for (int j = 0; j < kParamCount; ++j) param[j][l] = param_fields[j];
           S::observe(s, obs + (row + l) * S::kObsDim);

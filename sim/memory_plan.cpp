@@ -69,7 +69,8 @@ AvailableMemory available_memory(Device device) {
   available.known = mem_available > 0;
   available.free_bytes = std::min(mem_available, headroom);
   available.total_bytes = read_mem_total();
-  available.source = headroom < mem_available ? "the container's memory limit (cgroup)" : "MemAvailable in /proc/meminfo";
+  available.source =
+      headroom < mem_available ? "the container's memory limit (cgroup)" : "MemAvailable in /proc/meminfo";
   return available;
 }
 
@@ -80,7 +81,8 @@ MemoryPlan& MemoryPlan::add(std::string name, std::string shape, std::int64_t el
 }
 
 MemoryPlan& MemoryPlan::append(const MemoryPlan& other) {
-  SURGE_CHECK(other.device_ == device_, "memory plans on " + other.device_.str() + " and " + device_.str() + " do not add up");
+  SURGE_CHECK(other.device_ == device_,
+              "memory plans on " + other.device_.str() + " and " + device_.str() + " do not add up");
   buffers_.insert(buffers_.end(), other.buffers_.begin(), other.buffers_.end());
   return *this;
 }
@@ -115,7 +117,8 @@ std::string MemoryPlan::table(const AvailableMemory& available) const {
                   format_bytes(b.allocated_bytes()).c_str());
     out << line;
   }
-  std::snprintf(line, sizeof line, "  %-*s  %12s  (%zu bytes)\n", static_cast<int>(name_width + shape_width + 14 + 5 + 6), "total",
+  std::snprintf(line, sizeof line, "  %-*s  %12s  (%zu bytes)\n",
+                static_cast<int>(name_width + shape_width + 14 + 5 + 6), "total",
                 format_bytes(allocated_bytes()).c_str(), allocated_bytes());
   out << line;
   if (available.known) {

@@ -24,7 +24,7 @@ struct PlannedBuffer {
   std::size_t element_bytes = 0;
 
   std::size_t bytes() const { return static_cast<std::size_t>(elements) * element_bytes; }  // as DeviceBuffer::bytes()
-  std::size_t allocated_bytes() const { return allocation_bytes(bytes()); }                // as device_alloc takes it
+  std::size_t allocated_bytes() const { return allocation_bytes(bytes()); }                 // as device_alloc takes it
 };
 
 // Memory a device has free for new allocations.
@@ -53,7 +53,9 @@ class MemoryPlan {
   const std::vector<PlannedBuffer>& buffers() const { return buffers_; }
   std::size_t bytes() const;            // the sum of the buffers' sizes
   std::size_t allocated_bytes() const;  // the same, each rounded up as device_alloc does: the total
-  bool fits(const AvailableMemory& available) const { return available.known && allocated_bytes() <= available.free_bytes; }
+  bool fits(const AvailableMemory& available) const {
+    return available.known && allocated_bytes() <= available.free_bytes;
+  }
   bool fits() const { return fits(available_memory(device_)); }
 
   // The plan as a table, one buffer per line, with the total and (when known) what is free.

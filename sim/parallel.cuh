@@ -35,7 +35,8 @@ __global__ void reduce_partials_kernel(std::int64_t n, F f, double* partials) {
   double local[kWidth];
   for (int k = 0; k < kWidth; ++k) local[k] = 0.0;
   const std::int64_t stride = static_cast<std::int64_t>(blockDim.x) * gridDim.x;
-  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) f(i, local);
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
+    f(i, local);
   for (int k = 0; k < kWidth; ++k) shared[k][threadIdx.x] = local[k];
   __syncthreads();
   for (int half = kReduceThreads / 2; half > 0; half /= 2) {

@@ -25,7 +25,8 @@ void PhaseClock::lap(int phase) {
 
 std::vector<double> PhaseClock::seconds() const {
   std::vector<double> total(static_cast<std::size_t>(phase_count_), 0.0);
-  for (std::size_t k = 0; k < phases_.size(); ++k) total[static_cast<std::size_t>(phases_[k])] += intervals_[k]->seconds();
+  for (std::size_t k = 0; k < phases_.size(); ++k)
+    total[static_cast<std::size_t>(phases_[k])] += intervals_[k]->seconds();
   return total;
 }
 

@@ -15,8 +15,8 @@ class PhaseClock {
  public:
   PhaseClock(const Stream& stream, int phase_count);
 
-  void start();          // the first mark
-  void lap(int phase);   // a mark: the work since the previous one belongs to `phase`
+  void start();         // the first mark
+  void lap(int phase);  // a mark: the work since the previous one belongs to `phase`
   // Waits for the last mark and returns the seconds charged to each phase, [phase_count].
   std::vector<double> seconds() const;
   int laps() const { return static_cast<int>(phases_.size()); }
@@ -25,7 +25,7 @@ class PhaseClock {
   const Stream& stream_;
   int phase_count_;
   std::vector<std::unique_ptr<StreamTimer>> intervals_;  // one per lap, the last one open
-  std::vector<int> phases_;                             // [laps] the phase of each closed interval
+  std::vector<int> phases_;                              // [laps] the phase of each closed interval
 };
 
 }  // namespace surge

@@ -69,7 +69,8 @@ SURGE_HD_INLINE std::uint64_t rng_subsequence(RngPurpose purpose, std::uint64_t 
 // 4 * block_index + 3, as cuRAND's Philox generator lays its counter out.
 SURGE_HD_INLINE PhiloxBlock philox_block(std::uint64_t seed, std::uint64_t subsequence, std::uint64_t block_index) {
   const PhiloxBlock counter = {{static_cast<std::uint32_t>(block_index), static_cast<std::uint32_t>(block_index >> 32),
-                                static_cast<std::uint32_t>(subsequence), static_cast<std::uint32_t>(subsequence >> 32)}};
+                                static_cast<std::uint32_t>(subsequence),
+                                static_cast<std::uint32_t>(subsequence >> 32)}};
   return philox4x32_10(counter, static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32));
 }
 
@@ -92,9 +93,7 @@ class Rng {
  public:
   SURGE_HD_INLINE Rng() : seed_(0), subsequence_(0), offset_(0), block_{} {}  // assign a real one before use
   SURGE_HD_INLINE Rng(std::uint64_t seed, std::uint64_t subsequence, std::uint64_t offset)
-      : seed_(seed),
-        subsequence_(subsequence),
-        offset_(offset) {
+      : seed_(seed), subsequence_(subsequence), offset_(offset) {
     refill();
   }
 

@@ -44,7 +44,8 @@ PhysicsSettings parse_physics_option(const std::string& text) {
     start = comma + 1;
     const std::size_t eq = part.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == part.size())
-      throw InputError("--physics '" + part + "' is not of the form NAME=VALUE or NAME=LOW:HIGH (e.g. masspole=0.05:0.2)");
+      throw InputError("--physics '" + part +
+                       "' is not of the form NAME=VALUE or NAME=LOW:HIGH (e.g. masspole=0.05:0.2)");
     PhysicsSetting setting;
     setting.name = part.substr(0, eq);
     const std::string value = part.substr(eq + 1);
@@ -80,7 +81,8 @@ PhysicsConfig resolve_physics(const ScenarioSpec& spec, const PhysicsSettings& s
 }
 
 std::string physics_toml_line(const PhysicsSetting& setting) {
-  if (setting.is_range) return setting.name + " = [" + format_shortest(setting.low) + ", " + format_shortest(setting.high) + "]";
+  if (setting.is_range)
+    return setting.name + " = [" + format_shortest(setting.low) + ", " + format_shortest(setting.high) + "]";
   return setting.name + " = " + format_shortest(setting.low);
 }
 
@@ -99,7 +101,8 @@ std::string describe_physics(const ScenarioSpec& spec, const PhysicsConfig& phys
   for (std::size_t j = 0; j < spec.params.size(); ++j) {
     std::string item;
     if (physics.randomized[j])
-      item = std::string(spec.params[j].name) + " ~ U(" + spec.param_text(physics.low[j]) + ", " + spec.param_text(physics.high[j]) + ")";
+      item = std::string(spec.params[j].name) + " ~ U(" + spec.param_text(physics.low[j]) + ", " +
+             spec.param_text(physics.high[j]) + ")";
     else if (physics.value[j] != spec.params[j].default_value)
       item = std::string(spec.params[j].name) + " = " + spec.param_text(physics.value[j]);
     if (!item.empty()) text += (text.empty() ? "" : ", ") + item;

@@ -35,7 +35,8 @@ const CudaStatus& cuda_status() {
     s.driver_version = verdict.machine.driver_cuda_version;
     s.runtime_version = verdict.machine.runtime_version;
     if (!s.usable)  // problems come first among the findings
-      s.reason = verdict.diagnosis.findings.empty() ? verdict.diagnosis.headline : verdict.diagnosis.findings.front().what;
+      s.reason =
+          verdict.diagnosis.findings.empty() ? verdict.diagnosis.headline : verdict.diagnosis.findings.front().what;
     return s;
   }();
   return status;
@@ -73,7 +74,8 @@ DeviceChoice choose_device(std::string_view text) {
     const std::string digits(text.substr(5));
     char* end = nullptr;
     const long value = std::strtol(digits.c_str(), &end, 10);
-    if (*end != '\0' || value < 0) throw InputError("bad device '" + std::string(text) + "': use cpu, cuda, cuda:N or auto");
+    if (*end != '\0' || value < 0)
+      throw InputError("bad device '" + std::string(text) + "': use cpu, cuda, cuda:N or auto");
     index = static_cast<int>(value);
   } else {
     throw InputError("unknown device '" + std::string(text) + "': use cpu, cuda, cuda:N or auto");
@@ -143,8 +145,8 @@ void* device_alloc(Device device, std::size_t bytes) {
     cudaGetLastError();
     std::size_t free_bytes = 0, total_bytes = 0;
     cudaMemGetInfo(&free_bytes, &total_bytes);
-    throw Error("out of GPU memory on " + device.str() + ": asked for " + std::to_string(bytes >> 20) +
-                " MiB with " + std::to_string(free_bytes >> 20) + " MiB free (" + cudaGetErrorString(err) + ")");
+    throw Error("out of GPU memory on " + device.str() + ": asked for " + std::to_string(bytes >> 20) + " MiB with " +
+                std::to_string(free_bytes >> 20) + " MiB free (" + cudaGetErrorString(err) + ")");
   }
   return pointer;
 #else
@@ -171,7 +173,8 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
     return;
   }
 #if defined(__CUDACC__)
-  SURGE_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, static_cast<cudaStream_t>(stream.native_handle())));
+  SURGE_CUDA_CHECK(
+      cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, static_cast<cudaStream_t>(stream.native_handle())));
 #else
   (void)stream;
   throw Error("cannot copy to or from a GPU: " + cuda_status().reason);
@@ -248,7 +251,8 @@ double measure_copy_bandwidth(Device device, std::size_t bytes, int repeats) {
   DeviceBuffer<float> source(device, static_cast<std::int64_t>(elements));
   DeviceBuffer<float> target(device, static_cast<std::int64_t>(elements));
   zero_bytes(source.data(), device, source.bytes(), stream);
-  copy_bytes(target.data(), device, source.data(), device, source.bytes(), stream);  // warm-up, and first touch on the CPU
+  copy_bytes(target.data(), device, source.data(), device, source.bytes(),
+             stream);  // warm-up, and first touch on the CPU
   stream.synchronize();
   std::vector<double> rates;
   StreamTimer timer(stream);

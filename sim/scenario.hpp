@@ -6,10 +6,10 @@
 #include <cmath>
 #include <cstdint>
 
+#include "sim/engine.hpp"
 #include "sim/hd.hpp"
 #include "sim/lane_math.hpp"
 #include "sim/philox.hpp"
-#include "sim/engine.hpp"
 
 namespace surge {
 

@@ -26,12 +26,30 @@ std::size_t dtype_size(DType dtype);  // bytes per element
 
 template <class T>
 struct DTypeOf;
-template <> struct DTypeOf<float> { static constexpr DType value = DType::Float32; };
-template <> struct DTypeOf<double> { static constexpr DType value = DType::Float64; };
-template <> struct DTypeOf<std::int32_t> { static constexpr DType value = DType::Int32; };
-template <> struct DTypeOf<std::int64_t> { static constexpr DType value = DType::Int64; };
-template <> struct DTypeOf<std::uint8_t> { static constexpr DType value = DType::UInt8; };
-template <> struct DTypeOf<std::uint64_t> { static constexpr DType value = DType::UInt64; };
+template <>
+struct DTypeOf<float> {
+  static constexpr DType value = DType::Float32;
+};
+template <>
+struct DTypeOf<double> {
+  static constexpr DType value = DType::Float64;
+};
+template <>
+struct DTypeOf<std::int32_t> {
+  static constexpr DType value = DType::Int32;
+};
+template <>
+struct DTypeOf<std::int64_t> {
+  static constexpr DType value = DType::Int64;
+};
+template <>
+struct DTypeOf<std::uint8_t> {
+  static constexpr DType value = DType::UInt8;
+};
+template <>
+struct DTypeOf<std::uint64_t> {
+  static constexpr DType value = DType::UInt64;
+};
 template <class T>
 inline constexpr DType dtype_of = DTypeOf<std::remove_const_t<T>>::value;
 
@@ -113,8 +131,8 @@ TensorView TensorView::of(Span<T> span, std::initializer_list<std::int64_t> shap
 
 template <class T>
 Span<T> TensorView::span() const {
-  SURGE_CHECK(dtype == dtype_of<T>, std::string("tensor view holds ") + dtype_name(dtype) + ", not " +
-                                        dtype_name(dtype_of<T>));
+  SURGE_CHECK(dtype == dtype_of<T>,
+              std::string("tensor view holds ") + dtype_name(dtype) + ", not " + dtype_name(dtype_of<T>));
   SURGE_CHECK(is_contiguous(), "tensor view " + describe() + " is not contiguous");
   return {static_cast<T*>(data), numel(), device};
 }

@@ -43,7 +43,8 @@ Event::Event(Device device, bool blocking_sync, bool timing) : device_(device) {
 void Event::record(const Stream& stream) {
   SURGE_CHECK(stream.device() == device_, "event and stream on different devices");
 #if defined(__CUDACC__)
-  if (handle_) SURGE_CUDA_CHECK(cudaEventRecord(cuda_event(handle_), static_cast<cudaStream_t>(stream.native_handle())));
+  if (handle_)
+    SURGE_CUDA_CHECK(cudaEventRecord(cuda_event(handle_), static_cast<cudaStream_t>(stream.native_handle())));
 #endif
 }
 

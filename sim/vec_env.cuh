@@ -8,8 +8,8 @@
 #include <cstring>
 #include <type_traits>
 
-#include "sim/engine.hpp"
 #include "sim/buffer_table.hpp"
+#include "sim/engine.hpp"
 #include "sim/env_logic.cuh"
 #include "sim/error.hpp"
 #include "sim/fused_rollout.cuh"
@@ -32,18 +32,18 @@ struct StepKernel {
   EpisodeTally* tallies;
   typename EnvLogic<S>::Physics physics;
   std::uint64_t seed;
-  const std::int32_t* discrete;   // [N] or null
-  const float* continuous;        // [N][action_dim] or null
-  float* obs;                     // [N][obs_dim]
-  float* reward;                  // [N]
-  std::uint8_t* terminated;       // [N]
-  std::uint8_t* truncated;        // [N]
-  float* final_obs;               // [N][obs_dim] or null
+  const std::int32_t* discrete;  // [N] or null
+  const float* continuous;       // [N][action_dim] or null
+  float* obs;                    // [N][obs_dim]
+  float* reward;                 // [N]
+  std::uint8_t* terminated;      // [N]
+  std::uint8_t* truncated;       // [N]
+  float* final_obs;              // [N][obs_dim] or null
 
   SURGE_HD_INLINE void operator()(std::int64_t i) const {
     const auto action = Logic::load_action(discrete, continuous, i);
-    reward[i] = Logic::step_env(seed, i, physics, states[i], params[i], episode_steps[i], episode_returns[i], rng_offsets[i],
-                                tallies[i], action, terminated[i], truncated[i], obs + i * S::kObsDim,
+    reward[i] = Logic::step_env(seed, i, physics, states[i], params[i], episode_steps[i], episode_returns[i],
+                                rng_offsets[i], tallies[i], action, terminated[i], truncated[i], obs + i * S::kObsDim,
                                 final_obs ? final_obs + i * S::kObsDim : nullptr);
   }
 };
@@ -89,12 +89,9 @@ class VecEnv final : public Engine {
   }
 
   VecEnv(Device device, std::int64_t num_envs, std::uint64_t seed, const PhysicsConfig& physics)
-      : spec_(make_spec<S>()),
-        device_(device),
-        num_envs_(num_envs),
-        seed_(seed),
-        physics_config_(physics) {
-    if (num_envs <= 0) throw InputError("the number of environments must be at least 1, got " + std::to_string(num_envs));
+      : spec_(make_spec<S>()), device_(device), num_envs_(num_envs), seed_(seed), physics_config_(physics) {
+    if (num_envs <= 0)
+      throw InputError("the number of environments must be at least 1, got " + std::to_string(num_envs));
     physics.validate(spec_);
     for (int j = 0; j < kParamCount; ++j) {
       table_.value[j] = static_cast<ParamType>(physics.value[j]);
@@ -149,10 +146,21 @@ class VecEnv final : public Engine {
     check_view(out.terminated, num_envs_, "terminated");
     check_view(out.truncated, num_envs_, "truncated");
     if (!out.final_obs.empty()) check_view(out.final_obs, num_envs_ * S::kObsDim, "final_obs");
-    const StepKernel<S> kernel{arena_.data(b_.states),      arena_.data(b_.params),         arena_.data(b_.episode_steps), arena_.data(b_.episode_returns),
-                               arena_.data(b_.rng_offsets), arena_.data(b_.tallies),        table_,                seed_,
-                               actions.discrete.data, actions.continuous.data, out.obs.data,       out.reward.data,
-                               out.terminated.data, out.truncated.data,     out.final_obs.data};
+    const StepKernel<S> kernel{arena_.data(b_.states),
+                               arena_.data(b_.params),
+                               arena_.data(b_.episode_steps),
+                               arena_.data(b_.episode_returns),
+                               arena_.data(b_.rng_offsets),
+                               arena_.data(b_.tallies),
+                               table_,
+                               seed_,
+                               actions.discrete.data,
+                               actions.continuous.data,
+                               out.obs.data,
+                               out.reward.data,
+                               out.terminated.data,
+                               out.truncated.data,
+                               out.final_obs.data};
     parallel_for(stream, num_envs_, kernel);
   }
 
@@ -171,8 +179,10 @@ class VecEnv final : public Engine {
     const auto offsets = arena_[b_.rng_offsets];
     const auto action_offsets = arena_[b_.action_offsets];
     const auto tallies = arena_[b_.tallies];
-    RolloutTile<S> tile{states.data, params.data, steps.data, returns.data, offsets.data, action_offsets.data, tallies.data,
-                     out.obs.data, out.reward.data, out.terminated.data, out.truncated.data, n, num_steps, seed_, table_};
+    RolloutTile<S> tile{
+        states.data,  params.data,  steps.data,      returns.data,        offsets.data,       action_offsets.data,
+        tallies.data, out.obs.data, out.reward.data, out.terminated.data, out.truncated.data, n,
+        num_steps,    seed_,        table_};
     // Environments stay in registers (GPU) or in a small tile on the stack (CPU) for all T steps; only the
     // rollout outputs touch memory. On the CPU a tile of envs advances in lockstep, vectorised across
     // its lanes, and each step's writes are contiguous.
@@ -254,10 +264,13 @@ class VecEnv final : public Engine {
     zero_bytes(tallies.data, device_, tallies.bytes(), stream);
   }
 
-  Span<float> states() override { return {reinterpret_cast<float*>(arena_.data(b_.states)), num_envs_ * kStateDim, device_}; }
+  Span<float> states() override {
+    return {reinterpret_cast<float*>(arena_.data(b_.states)), num_envs_ * kStateDim, device_};
+  }
   TensorView params() override {
-    return TensorView::of(Span<ParamType>{reinterpret_cast<ParamType*>(arena_.data(b_.params)), num_envs_ * kParamCount, device_},
-                          {num_envs_, kParamCount});
+    return TensorView::of(
+        Span<ParamType>{reinterpret_cast<ParamType*>(arena_.data(b_.params)), num_envs_ * kParamCount, device_},
+        {num_envs_, kParamCount});
   }
   Span<std::int32_t> episode_steps() override { return arena_[b_.episode_steps]; }
   Span<float> episode_returns() override { return arena_[b_.episode_returns]; }
@@ -281,25 +294,31 @@ class VecEnv final : public Engine {
     b.states = t.add<State>(DType::Float32, "engine.state", {n}, "[N][state_dim]", "each env's physics state", kSaved);
     b.params = t.add<Params>(dtype_of<ParamType>, "engine.params", {n}, "[N][params]",
                              "each env's physics parameters for its current episode", kSaved);
-    b.episode_steps = t.add<std::int32_t>("engine.episode_steps", {n}, "[N]", "steps taken in the current episode", kSaved);
-    b.episode_returns = t.add<float>("engine.episode_returns", {n}, "[N]", "return of the current episode so far", kSaved);
-    b.rng_offsets = t.add<std::uint64_t>("engine.rng_offsets", {n}, "[N]", "words used of each env's reset stream", kSaved);
-    b.action_offsets = t.add<std::uint64_t>("engine.action_offsets", {n}, "[N]",
-                                            "words used of each env's random-action stream");
-    b.tallies = t.add<EpisodeTally>(DType::Float64, "engine.tallies", {n}, "[N][3]", "finished episodes since the last clear");
+    b.episode_steps =
+        t.add<std::int32_t>("engine.episode_steps", {n}, "[N]", "steps taken in the current episode", kSaved);
+    b.episode_returns =
+        t.add<float>("engine.episode_returns", {n}, "[N]", "return of the current episode so far", kSaved);
+    b.rng_offsets =
+        t.add<std::uint64_t>("engine.rng_offsets", {n}, "[N]", "words used of each env's reset stream", kSaved);
+    b.action_offsets =
+        t.add<std::uint64_t>("engine.action_offsets", {n}, "[N]", "words used of each env's random-action stream");
+    b.tallies =
+        t.add<EpisodeTally>(DType::Float64, "engine.tallies", {n}, "[N][3]", "finished episodes since the last clear");
     b.reduce_scratch = t.add<double>("engine.reduce_scratch", {reduce_scratch_size(device, kEpisodeStatsWidth)},
                                      "[SMs*4][3]", "partial sums of the episode statistics");
     return t;
   }
 
   void check_stream(const Stream& stream) const {
-    SURGE_CHECK(stream.device() == device_, "stream on " + stream.device().str() + " used with an engine on " + device_.str());
+    SURGE_CHECK(stream.device() == device_,
+                "stream on " + stream.device().str() + " used with an engine on " + device_.str());
   }
   template <class T>
   void check_view(Span<T> view, std::int64_t expected, const char* what) const {
-    SURGE_CHECK(view.device == device_, std::string(what) + " view is on " + view.device.str() + ", the engine on " + device_.str());
-    SURGE_CHECK(view.size == expected, std::string(what) + " view holds " + std::to_string(view.size) + " elements, expected " +
-                                           std::to_string(expected));
+    SURGE_CHECK(view.device == device_,
+                std::string(what) + " view is on " + view.device.str() + ", the engine on " + device_.str());
+    SURGE_CHECK(view.size == expected, std::string(what) + " view holds " + std::to_string(view.size) +
+                                           " elements, expected " + std::to_string(expected));
   }
   void check_actions(const ActionView& actions, std::int64_t n) const {
     if constexpr (S::kActionKind == ActionKind::Discrete)

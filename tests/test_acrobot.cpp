@@ -36,7 +36,7 @@ TEST_CASE("acrobot matches Gymnasium's transitions", "[acrobot]") {
   // fastest rows one step amplifies that rounding past the tolerance (by under 2x; stepped by Gymnasium
   // from the same float32 states, no value misses it), hence the allowance above.
   CHECK(score.worst_bare < 2.0);
-  CHECK(score.over_bare <= 4);  // next_dtheta2 and obs_5, which is the same number, at each of those rows
+  CHECK(score.over_bare <= 4);          // next_dtheta2 and obs_5, which is the same number, at each of those rows
   CHECK(terminated_rows(golden) > 10);  // the terminal reward of 0 is exercised
   int near_speed_limit = 0;
   for (std::int64_t row = 0; row < golden.rows; ++row)

@@ -62,8 +62,8 @@ TEST_CASE("Adam with clipping matches the reference over several steps", "[adam]
   const auto before = params;
   const auto m_before = m;
   scalars.frozen = 1;
-  surge::rl::adam_step(stream, config, {params.data(), count}, {grads.data(), count}, {m.data(), count}, {v.data(), count},
-                       &scalars, nullptr);
+  surge::rl::adam_step(stream, config, {params.data(), count}, {grads.data(), count}, {m.data(), count},
+                       {v.data(), count}, &scalars, nullptr);
   CHECK(params == before);
   CHECK(m == m_before);
   CHECK(scalars.step == 6);
@@ -77,8 +77,8 @@ TEST_CASE("Adam without clipping leaves large gradients unscaled", "[adam]") {
   OptimizerScalars scalars{};
   scalars.learning_rate = 0.1;
   surge::Stream stream(surge::Device::cpu());
-  surge::rl::adam_step(stream, config, {params.data(), count}, {grads.data(), count}, {m.data(), count}, {v.data(), count},
-                       &scalars, nullptr);
+  surge::rl::adam_step(stream, config, {params.data(), count}, {grads.data(), count}, {m.data(), count},
+                       {v.data(), count}, &scalars, nullptr);
   CHECK(scalars.grad_scale == 1.0);
   // The first Adam step moves every parameter by lr * sign(g) (up to eps).
   for (std::int64_t i = 0; i < count; ++i) CHECK(params[i] == Approx(grads[i] > 0 ? -0.1 : 0.1).epsilon(1e-5));

@@ -6,14 +6,14 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <memory>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "rl/io/checkpoint.hpp"
 #include "rl/evaluate.hpp"
+#include "rl/io/checkpoint.hpp"
 #include "rl/trainer.hpp"
 #include "scenarios/registry.hpp"
 #include "sim/error.hpp"
@@ -38,18 +38,21 @@ struct CpuTrainer {
   std::unique_ptr<surge::Engine> engine;
   Trainer trainer;
   CpuTrainer(const std::string& scenario, const TrainConfig& config)
-      : engine(surge::make_engine(scenario, surge::Device::cpu(), config.num_envs, config.seed)), trainer(*engine, config) {}
+      : engine(surge::make_engine(scenario, surge::Device::cpu(), config.num_envs, config.seed)),
+        trainer(*engine, config) {}
 };
 
 // The first-episode returns of the live policy and of the checkpoint's parameters in `network`, each on
 // its own `num_envs` fresh environments of `scenario` (the same seed for both).
-std::pair<std::vector<double>, std::vector<double>> live_and_loaded_returns(const std::string& scenario, std::int64_t num_envs,
-                                                                             const Trainer& trainer, const Checkpoint& c,
-                                                                             const ActorCritic& network, bool sample) {
+std::pair<std::vector<double>, std::vector<double>> live_and_loaded_returns(const std::string& scenario,
+                                                                            std::int64_t num_envs,
+                                                                            const Trainer& trainer, const Checkpoint& c,
+                                                                            const ActorCritic& network, bool sample) {
   auto live_engine = surge::make_engine(scenario, surge::Device::cpu(), num_envs, 99);
   auto loaded_engine = surge::make_engine(scenario, surge::Device::cpu(), num_envs, 99);
-  return {evaluate_policy(*live_engine, trainer.network(), trainer.parameters(), sample),
-          evaluate_policy(*loaded_engine, network, {c.params.data(), static_cast<std::int64_t>(c.params.size())}, sample)};
+  return {
+      evaluate_policy(*live_engine, trainer.network(), trainer.parameters(), sample),
+      evaluate_policy(*loaded_engine, network, {c.params.data(), static_cast<std::int64_t>(c.params.size())}, sample)};
 }
 
 // Runs `iterations` iterations, writes the trainer's checkpoint to `path` and reads it back.
@@ -133,7 +136,8 @@ TEST_CASE("evaluation counts each environment's first episode only", "[checkpoin
   const std::uint8_t truncated[4][3] = {{0, 0, 0}, {0, 0, 0}, {0, 1, 0}, {0, 0, 0}};
   std::uint8_t finished[3] = {0, 0, 0};
   double returns[3] = {0, 0, 0};
-  for (int t = 0; t < 4; ++t) accumulate_first_episode(stream, 3, rewards[t], terminated[t], truncated[t], finished, returns);
+  for (int t = 0; t < 4; ++t)
+    accumulate_first_episode(stream, 3, rewards[t], terminated[t], truncated[t], finished, returns);
   CHECK(returns[0] == 2.0);
   CHECK(returns[1] == 6.0);
   CHECK(returns[2] == 12.0);
@@ -160,14 +164,16 @@ std::vector<double> constant_action_returns(const std::string& scenario, std::in
   for (std::int64_t t = 0; t < engine->spec().max_episode_steps; ++t) {
     engine->step(surge::ActionView{actions.cspan(), {}},
                  surge::StepViews{obs.span(), reward.span(), terminated.span(), truncated.span(), {}}, stream);
-    accumulate_first_episode(stream, n, reward.data(), terminated.data(), truncated.data(), finished.data(), returns.data());
+    accumulate_first_episode(stream, n, reward.data(), terminated.data(), truncated.data(), finished.data(),
+                             returns.data());
   }
   return returns;
 }
 
 }  // namespace
 
-TEST_CASE("normalisation statistics are saved, read back, and used frozen by evaluation", "[checkpoint][normalization]") {
+TEST_CASE("normalisation statistics are saved, read back, and used frozen by evaluation",
+          "[checkpoint][normalization]") {
   TrainConfig config = small_config();
   config.normalize_obs = true;
   config.normalize_reward = true;
@@ -186,7 +192,8 @@ TEST_CASE("normalisation statistics are saved, read back, and used frozen by eva
   CHECK(c.obs_moments.back() == Approx(8.0 * (1 + 2 * 32)));
 
   // Loaded and live statistics evaluate alike, and evaluating leaves them as they were.
-  const surge::Span<const float> params{c.params.data(), static_cast<std::int64_t>(c.params.size()), surge::Device::cpu()};
+  const surge::Span<const float> params{c.params.data(), static_cast<std::int64_t>(c.params.size()),
+                                        surge::Device::cpu()};
   auto eval_a = surge::make_engine("cartpole", surge::Device::cpu(), 16, 99);
   auto eval_b = surge::make_engine("cartpole", surge::Device::cpu(), 16, 99);
   const std::vector<double> live =
@@ -203,10 +210,10 @@ TEST_CASE("normalisation statistics are saved, read back, and used frozen by eva
   const std::vector<double> shifted = {3, -2, 1, 7, 1e14, 1e14, 1e14, 1e14, 1.0};
   auto eval_c = surge::make_engine("cartpole", surge::Device::cpu(), 16, 7);
   auto eval_d = surge::make_engine("cartpole", surge::Device::cpu(), 16, 7);
-  const std::vector<double> flat_a = evaluate_policy(
-      *eval_c, trainer.network(), params, false, {{zero_mean.data(), 9, surge::Device::cpu()}, config.obs_clip});
-  const std::vector<double> flat_b = evaluate_policy(
-      *eval_d, trainer.network(), params, false, {{shifted.data(), 9, surge::Device::cpu()}, config.obs_clip});
+  const std::vector<double> flat_a = evaluate_policy(*eval_c, trainer.network(), params, false,
+                                                     {{zero_mean.data(), 9, surge::Device::cpu()}, config.obs_clip});
+  const std::vector<double> flat_b = evaluate_policy(*eval_d, trainer.network(), params, false,
+                                                     {{shifted.data(), 9, surge::Device::cpu()}, config.obs_clip});
   CHECK(flat_a == flat_b);
   const bool constant = flat_a == constant_action_returns("cartpole", 16, 7, 0) ||
                         flat_a == constant_action_returns("cartpole", 16, 7, 1);

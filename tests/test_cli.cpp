@@ -39,7 +39,6 @@ std::string quoted(const std::string& text) {
   return q + "'";
 }
 
-
 // One line, ending in a newline, with something on it.
 bool is_one_line(const std::string& text) { return line_count(text) == 1 && text.size() > 1 && text.back() == '\n'; }
 
@@ -55,8 +54,8 @@ void check_step_refuses(const std::string& scenario, const std::string& csv, con
   ScratchFolder scratch("cli");
   const fs::path input = scratch / "in.csv", output = scratch / "out.csv";
   write_text(input, csv);
-  const Result r = run_surge("step --scenario " + scenario + " --device cpu --input " + quoted(input.string()) + " --output " +
-                             quoted(output.string()));
+  const Result r = run_surge("step --scenario " + scenario + " --device cpu --input " + quoted(input.string()) +
+                             " --output " + quoted(output.string()));
   INFO("stderr: " << r.err);
   CHECK(r.exit_code == 2);
   CHECK(is_one_line(r.err));
@@ -72,7 +71,8 @@ const char* kGoodRow = "0.01,0.02,0.03,0.04,1\n";
 }  // namespace
 
 TEST_CASE("help and version exit 0 and print to stdout", "[cli]") {
-  for (const char* arguments : {"--help", "-h", "help", "step --help", "bench --help", "bench env --help", "bench env -h"}) {
+  for (const char* arguments :
+       {"--help", "-h", "help", "step --help", "bench --help", "bench env --help", "bench env -h"}) {
     INFO("surge " << arguments);
     const Result r = run_surge(arguments);
     CHECK(r.exit_code == 0);
@@ -122,8 +122,8 @@ TEST_CASE("unknown commands and options exit 2 with one line", "[cli]") {
 TEST_CASE("surge step rejects bad input with one line, exit 2 and no output", "[cli][step]") {
   struct Case {
     const char* name;
-    std::string csv;                    // the input file's text
-    std::vector<std::string> named;     // what the error line must mention
+    std::string csv;                 // the input file's text
+    std::vector<std::string> named;  // what the error line must mention
   };
   const std::string h = kHeader, g = kGoodRow;
   const Case cases[] = {
@@ -149,7 +149,8 @@ TEST_CASE("surge step reports unreadable input and unwritable output without lea
   const fs::path input = scratch / "in.csv", output = scratch / "out.csv";
   write_text(input, std::string(kHeader) + kGoodRow);
   const auto step = [&](const fs::path& in, const fs::path& out) {
-    return run_surge("step --scenario cartpole --device cpu --input " + quoted(in.string()) + " --output " + quoted(out.string()));
+    return run_surge("step --scenario cartpole --device cpu --input " + quoted(in.string()) + " --output " +
+                     quoted(out.string()));
   };
 
   SECTION("an input file that does not exist") {
@@ -200,15 +201,17 @@ TEST_CASE("surge step on the golden CSV reproduces Gymnasium's transitions", "[c
   const std::vector<std::string> state_names = {"x", "x_dot", "theta", "theta_dot"};
   const surge::testing::GoldenSet golden = surge::testing::load_golden("cartpole", state_names, 4);
   const surge::cli::CsvTable table = surge::cli::CsvTable::read(output.string());
-  const std::vector<std::string> expected_header = {"next_x", "next_x_dot", "next_theta", "next_theta_dot", "obs_0",
-                                                    "obs_1",  "obs_2",      "obs_3",      "reward",         "terminated"};
+  const std::vector<std::string> expected_header = {"next_x", "next_x_dot", "next_theta", "next_theta_dot",
+                                                    "obs_0",  "obs_1",      "obs_2",      "obs_3",
+                                                    "reward", "terminated"};
   REQUIRE(table.header == expected_header);
   REQUIRE(static_cast<std::int64_t>(table.rows.size()) == golden.rows);
   std::int64_t mismatches = 0;
   for (std::int64_t row = 0; row < golden.rows; ++row) {
     bool ok = true;
     for (int k = 0; k < 4; ++k) {
-      ok &= surge::testing::within_golden_tolerance(surge::cli::parse_cell(table, row, k), golden.next_state[row * 4 + k]);
+      ok &= surge::testing::within_golden_tolerance(surge::cli::parse_cell(table, row, k),
+                                                    golden.next_state[row * 4 + k]);
       ok &= surge::testing::within_golden_tolerance(surge::cli::parse_cell(table, row, 4 + k), golden.obs[row * 4 + k]);
     }
     ok &= surge::cli::parse_cell(table, row, 8) == golden.reward[row];
@@ -221,14 +224,15 @@ TEST_CASE("surge step on the golden CSV reproduces Gymnasium's transitions", "[c
 TEST_CASE("surge bench env writes the promised JSON", "[cli][bench]") {
   ScratchFolder scratch("cli");
   const fs::path json_path = scratch / "bench.json";
-  const Result r = run_surge("bench env --device cpu --num-envs 256 --steps 8 --repeats 2 --json " + quoted(json_path.string()));
+  const Result r =
+      run_surge("bench env --device cpu --num-envs 256 --steps 8 --repeats 2 --json " + quoted(json_path.string()));
   INFO("stderr: " << r.err);
   REQUIRE(r.exit_code == 0);
   REQUIRE(fs::exists(json_path));
   CHECK_FALSE(any_partial_file(scratch.path()));
   const nlohmann::json json = nlohmann::json::parse(read_text(json_path));
-  for (const char* key : {"scenario", "device", "num_envs", "steps", "env_steps_per_s", "bytes_per_step", "copy_gb_per_s",
-                          "fraction_of_copy_bandwidth"})
+  for (const char* key : {"scenario", "device", "num_envs", "steps", "env_steps_per_s", "bytes_per_step",
+                          "copy_gb_per_s", "fraction_of_copy_bandwidth"})
     CHECK(json.contains(key));
   CHECK(json.value("scenario", "") == "cartpole");
   CHECK(json.value("device", "") == "cpu");
@@ -239,13 +243,15 @@ TEST_CASE("surge bench env writes the promised JSON", "[cli][bench]") {
   CHECK(json.value("env_steps_per_s", 0.0) > 0.0);
   CHECK(json.value("copy_gb_per_s", 0.0) > 0.0);
   const double fraction = json.value("fraction_of_copy_bandwidth", 0.0);
-  CHECK(fraction == Approx(json.value("env_steps_per_s", 0.0) * 22e-9 / json.value("copy_gb_per_s", 1.0)).epsilon(1e-9));
+  CHECK(fraction ==
+        Approx(json.value("env_steps_per_s", 0.0) * 22e-9 / json.value("copy_gb_per_s", 1.0)).epsilon(1e-9));
   // The human-readable report goes to stdout.
   CHECK(r.out.find("env-steps/s") != std::string::npos);
 
   SECTION("a JSON path in a missing folder is refused before anything runs") {
     const std::string missing = (scratch.path() / "nope" / "b.json").string();
-    const Result bad = run_surge("bench env --device cpu --num-envs 16 --steps 2 --repeats 1 --json " + quoted(missing));
+    const Result bad =
+        run_surge("bench env --device cpu --num-envs 16 --steps 2 --repeats 1 --json " + quoted(missing));
     CHECK(bad.exit_code == 2);
     CHECK(is_one_line(bad.err));
     CHECK(bad.err.find("nope") != std::string::npos);
@@ -266,8 +272,8 @@ TEST_CASE("--device cuda without a usable GPU is bad input", "[cli][device]") {
   CHECK(is_one_line(r.err));
   CHECK(r.err.find("--device cuda") != std::string::npos);
   CHECK(r.err.find("--device cpu") != std::string::npos);  // the way out
-  const Result step = run_surge("step --scenario cartpole --device cuda --input x.csv --output " +
-                                quoted(scratch / "out.csv"));
+  const Result step =
+      run_surge("step --scenario cartpole --device cuda --input x.csv --output " + quoted(scratch / "out.csv"));
   CHECK(step.exit_code == 2);
   CHECK(is_one_line(step.err));
   CHECK_FALSE(fs::exists(scratch / "out.csv"));
@@ -299,10 +305,12 @@ TEST_CASE("surge step rejects actions of the wrong kind for the scenario", "[cli
 TEST_CASE("an unknown scenario gets the list of known ones from every command", "[cli]") {
   ScratchFolder scratch("cli");
   const std::string out = quoted(scratch / "out");
-  const std::vector<std::string> commands = {
-      "step --scenario nosuch --device cpu --input x.csv --output " + out, "bench env --scenario nosuch --device cpu",
-      "bench train --scenario nosuch --device cpu", "bench sweep --scenario nosuch --device cpu",
-      "bench roofline --scenario nosuch --device cpu", "train --scenario nosuch --device cpu --out " + out};
+  const std::vector<std::string> commands = {"step --scenario nosuch --device cpu --input x.csv --output " + out,
+                                             "bench env --scenario nosuch --device cpu",
+                                             "bench train --scenario nosuch --device cpu",
+                                             "bench sweep --scenario nosuch --device cpu",
+                                             "bench roofline --scenario nosuch --device cpu",
+                                             "train --scenario nosuch --device cpu --out " + out};
   for (const std::string& arguments : commands) {
     const Result r = run_surge(arguments);
     INFO("surge " << arguments << "\nstderr: " << r.err);
@@ -314,13 +322,15 @@ TEST_CASE("an unknown scenario gets the list of known ones from every command", 
   }
 }
 
-TEST_CASE("surge step --physics: fixed values and per-row draws, each row's value in the output", "[cli][step][physics]") {
+TEST_CASE("surge step --physics: fixed values and per-row draws, each row's value in the output",
+          "[cli][step][physics]") {
   ScratchFolder scratch("cli");
   const fs::path input = scratch / "in.csv", output = scratch / "out.csv";
   // Pendulum: theta_dot' = theta_dot + (3 g / (2 l) sin(theta) + 3 / (m l^2) u) dt, as Gymnasium steps it.
   std::string csv = "s_theta,s_theta_dot,action\n";
   const int rows = 64;
-  for (int row = 0; row < rows; ++row) csv += std::to_string(0.05 * row - 1.5) + ",0.25," + std::to_string(-1.0 + row / 32.0) + "\n";
+  for (int row = 0; row < rows; ++row)
+    csv += std::to_string(0.05 * row - 1.5) + ",0.25," + std::to_string(-1.0 + row / 32.0) + "\n";
   write_text(input, csv);
   auto expected_theta_dot = [](double theta, double theta_dot, double u, double g, double m, double l, double dt) {
     return theta_dot + (3.0 * g / (2.0 * l) * std::sin(theta) + 3.0 / (m * l * l) * u) * dt;
@@ -328,15 +338,17 @@ TEST_CASE("surge step --physics: fixed values and per-row draws, each row's valu
   const surge::cli::CsvTable in = surge::cli::CsvTable::read(input.string());
 
   SECTION("fixed values") {
-    const Result r = run_surge("step --scenario pendulum --device cpu --physics gravity=9.81 --physics mass=2,length=0.8 "
-                               "--input " + quoted(input.string()) + " --output " + quoted(output.string()));
+    const Result r = run_surge(
+        "step --scenario pendulum --device cpu --physics gravity=9.81 --physics mass=2,length=0.8 "
+        "--input " +
+        quoted(input.string()) + " --output " + quoted(output.string()));
     INFO("stderr: " << r.err);
     REQUIRE(r.exit_code == 0);
     const surge::cli::CsvTable table = surge::cli::CsvTable::read(output.string());
     CHECK(table.column("param_mass") < 0);  // nothing randomised, no parameter columns
     for (int row = 0; row < rows; ++row) {
-      const double reference = expected_theta_dot(surge::cli::parse_cell(in, row, 0), 0.25, surge::cli::parse_cell(in, row, 2),
-                                                  9.81, 2.0, 0.8, 0.05);
+      const double reference = expected_theta_dot(surge::cli::parse_cell(in, row, 0), 0.25,
+                                                  surge::cli::parse_cell(in, row, 2), 9.81, 2.0, 0.8, 0.05);
       CHECK(surge::cli::parse_cell(table, row, table.column("next_theta_dot")) ==
             Approx(reference).margin(1e-5).epsilon(1e-5));
     }
@@ -356,8 +368,8 @@ TEST_CASE("surge step --physics: fixed values and per-row draws, each row's valu
       CHECK(mass >= 0.5);
       CHECK(mass <= 2.0);
       masses.push_back(mass);
-      const double reference = expected_theta_dot(surge::cli::parse_cell(in, row, 0), 0.25, surge::cli::parse_cell(in, row, 2),
-                                                  10.0, mass, 1.0, 0.05);
+      const double reference = expected_theta_dot(surge::cli::parse_cell(in, row, 0), 0.25,
+                                                  surge::cli::parse_cell(in, row, 2), 10.0, mass, 1.0, 0.05);
       CHECK(surge::cli::parse_cell(table, row, table.column("next_theta_dot")) ==
             Approx(reference).margin(1e-5).epsilon(1e-5));
     }
@@ -386,9 +398,11 @@ TEST_CASE("bad --physics is one line, exit code 2 and nothing written, on every 
     write_text(input, std::string(kHeader) + kGoodRow);
     const std::string physics = " --physics " + quoted(c.physics);
     const std::vector<std::string> commands = {
-        "step --scenario cartpole --device cpu --input " + quoted(input.string()) + " --output " + quoted(output.string()) + physics,
+        "step --scenario cartpole --device cpu --input " + quoted(input.string()) + " --output " +
+            quoted(output.string()) + physics,
         "bench env --device cpu --num-envs 16 --steps 2 --repeats 1 --json " + quoted(json.string()) + physics,
-        "bench train --device cpu --num-envs 16 --num-steps 4 --repeats 1 --iterations 1 --json " + quoted(json.string()) + physics,
+        "bench train --device cpu --num-envs 16 --num-steps 4 --repeats 1 --iterations 1 --json " +
+            quoted(json.string()) + physics,
         "bench sweep --device cpu --from 16 --to 32 --steps 2 --repeats 1 --json " + quoted(json.string()) + physics,
         "train --device cpu --total-steps 512 --out " + quoted(scratch / "run") + physics,
     };
@@ -409,8 +423,10 @@ TEST_CASE("bad --physics is one line, exit code 2 and nothing written, on every 
 TEST_CASE("surge bench env reports the randomised physics on stdout and in its JSON", "[cli][bench][physics]") {
   ScratchFolder scratch("cli");
   const fs::path json_path = scratch / "bench.json";
-  const Result r = run_surge("bench env --scenario acrobot --device cpu --num-envs 64 --steps 8 --repeats 1 "
-                             "--physics link_mass_2=0.5:1.5 --physics gravity=9 --json " + quoted(json_path.string()));
+  const Result r = run_surge(
+      "bench env --scenario acrobot --device cpu --num-envs 64 --steps 8 --repeats 1 "
+      "--physics link_mass_2=0.5:1.5 --physics gravity=9 --json " +
+      quoted(json_path.string()));
   INFO("stderr: " << r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(r.out.find("randomised physics       link_mass_2 ~ U(0.5, 1.5)\n") != std::string::npos);

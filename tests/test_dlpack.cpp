@@ -14,7 +14,9 @@ TEST_CASE("every field exports with its shape, strides and dtype on the CPU", "[
 TEST_CASE("DLPack deleters run exactly once and owners outlive the tensor on the CPU", "[dlpack]") {
   dlpack_deleter_and_lifetime(Device::cpu());
 }
-TEST_CASE("foreign DLPack layouts are read right on the CPU", "[dlpack]") { dlpack_reads_foreign_layouts(Device::cpu()); }
+TEST_CASE("foreign DLPack layouts are read right on the CPU", "[dlpack]") {
+  dlpack_reads_foreign_layouts(Device::cpu());
+}
 TEST_CASE("DLPack imports that do not match fail with a clear error on the CPU", "[dlpack]") {
   dlpack_error_paths(Device::cpu());
 }

@@ -14,7 +14,9 @@ TEST_CASE("every field exports with its shape, strides and dtype on CUDA", "[dlp
 TEST_CASE("DLPack deleters run exactly once and owners outlive the tensor on CUDA", "[dlpack][gpu]") {
   dlpack_deleter_and_lifetime(Device::cuda(0));
 }
-TEST_CASE("foreign DLPack layouts are read right on CUDA", "[dlpack][gpu]") { dlpack_reads_foreign_layouts(Device::cuda(0)); }
+TEST_CASE("foreign DLPack layouts are read right on CUDA", "[dlpack][gpu]") {
+  dlpack_reads_foreign_layouts(Device::cuda(0));
+}
 TEST_CASE("DLPack imports that do not match fail with a clear error on CUDA", "[dlpack][gpu]") {
   dlpack_error_paths(Device::cuda(0));
 }

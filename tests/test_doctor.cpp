@@ -1,10 +1,10 @@
 // `surge doctor` and the checks behind --device: the verdict over machines described by hand (an old
 // driver, a missing architecture, PTX only, no GPU, no driver, all good), the architecture list
 // parser, the doctor on this machine in text and JSON, and how commands refuse or fall back.
-#include <catch2/catch.hpp>
-#include <nlohmann/json.hpp>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cstdlib>
@@ -61,8 +61,8 @@ MachineDescription rtx5090_machine(const char* archs) {
 }
 
 std::size_t count_severity(const Diagnosis& d, Severity severity) {
-  return static_cast<std::size_t>(
-      std::count_if(d.findings.begin(), d.findings.end(), [severity](const Finding& f) { return f.severity == severity; }));
+  return static_cast<std::size_t>(std::count_if(d.findings.begin(), d.findings.end(),
+                                                [severity](const Finding& f) { return f.severity == severity; }));
 }
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
@@ -79,7 +79,8 @@ std::size_t occurrences(const std::string& text, const std::string& part) {
 }  // namespace
 
 TEST_CASE("architecture lists parse as CMake writes them", "[doctor]") {
-  const EmbeddedArchs defaults = parse_cuda_architectures("80-real;86-real;89-real;90-real;100-real;120-real;120-virtual");
+  const EmbeddedArchs defaults =
+      parse_cuda_architectures("80-real;86-real;89-real;90-real;100-real;120-real;120-virtual");
   REQUIRE(defaults.sass.size() == 6);
   const int expected_sass[] = {80, 86, 89, 90, 100, 120};
   for (std::size_t k = 0; k < 6; ++k) CHECK(defaults.sass[k].number == expected_sass[k]);
@@ -109,7 +110,7 @@ TEST_CASE("architecture lists parse as CMake writes them", "[doctor]") {
 TEST_CASE("CUDA's compatibility rules for machine code and PTX", "[doctor]") {
   const CudaArch sm80{80, '\0'}, sm86{86, '\0'}, sm90a{90, 'a'}, sm100f{100, 'f'}, sm120{120, '\0'};
   CHECK(sass_runs_on(sm80, 80));
-  CHECK(sass_runs_on(sm80, 86));        // same major, lower minor
+  CHECK(sass_runs_on(sm80, 86));  // same major, lower minor
   CHECK(sass_runs_on(sm80, 89));
   CHECK_FALSE(sass_runs_on(sm86, 80));  // a higher minor does not run on a lower one
   CHECK_FALSE(sass_runs_on(sm80, 90));  // never across majors
@@ -171,8 +172,8 @@ TEST_CASE("verdict: a driver one minor version behind runs machine code but cann
   MachineDescription m = healthy_machine();
   m.runtime_version = 13010;
   m.driver_cuda_version = 13000;
-  m.gpus.push_back(gpu(1, "NVIDIA B300", 10, 3));  // native through sm_100
-  m.gpus.push_back(gpu(2, "NVIDIA Future", 13, 0)); // only PTX would serve it
+  m.gpus.push_back(gpu(1, "NVIDIA B300", 10, 3));    // native through sm_100
+  m.gpus.push_back(gpu(2, "NVIDIA Future", 13, 0));  // only PTX would serve it
   const Diagnosis d = diagnose(m);
   CHECK(d.cuda_usable);
   CHECK(d.gpus[0].support == GpuSupport::Native);
@@ -323,8 +324,8 @@ TEST_CASE("surge doctor on this machine", "[doctor][cli]") {
   INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
   CHECK(r.exit_code == 0);
   CHECK(r.err.empty());
-  for (const char* part : {"NVIDIA driver", "CUDA runtime of build", "GPUs", "Architectures embedded", "cuBLASLt", "cuDNN",
-                           "cuRAND", "HDF5", "OpenMP threads", "Verdict", "-DSURGE_CUDA_ARCHITECTURES="})
+  for (const char* part : {"NVIDIA driver", "CUDA runtime of build", "GPUs", "Architectures embedded", "cuBLASLt",
+                           "cuDNN", "cuRAND", "HDF5", "OpenMP threads", "Verdict", "-DSURGE_CUDA_ARCHITECTURES="})
     CHECK(contains(r.out, part));
   if (cuda_status().usable) {
     CHECK(contains(r.out, "CUDA ready"));
@@ -345,7 +346,8 @@ TEST_CASE("surge doctor --json follows its schema", "[doctor][cli]") {
   CHECK(j.at("surge_version").is_string());
   CHECK(j.at("cuda_built").is_boolean());
   CHECK(j.at("cuda_visible_devices").is_string());
-  for (const char* key : {"driver", "runtime", "architectures", "libraries", "openmp", "verdict"}) CHECK(j.at(key).is_object());
+  for (const char* key : {"driver", "runtime", "architectures", "libraries", "openmp", "verdict"})
+    CHECK(j.at(key).is_object());
   const auto& driver = j.at("driver");
   CHECK(driver.at("found").is_boolean());
   CHECK(driver.at("release").is_string());
@@ -355,8 +357,10 @@ TEST_CASE("surge doctor --json follows its schema", "[doctor][cli]") {
   CHECK(j.at("runtime").at("cuda_version_int").is_number_integer());
   REQUIRE(j.at("gpus").is_array());
   for (const auto& g : j.at("gpus")) {
-    for (const char* key : {"name", "compute_capability", "support", "code", "kernel_load", "load_error"}) CHECK(g.at(key).is_string());
-    for (const char* key : {"index", "arch", "total_bytes", "free_bytes", "sm_count", "loaded_binary_arch", "loaded_ptx_arch"})
+    for (const char* key : {"name", "compute_capability", "support", "code", "kernel_load", "load_error"})
+      CHECK(g.at(key).is_string());
+    for (const char* key :
+         {"index", "arch", "total_bytes", "free_bytes", "sm_count", "loaded_binary_arch", "loaded_ptx_arch"})
       CHECK(g.at(key).is_number_integer());
     CHECK((g.at("support") == "native" || g.at("support") == "ptx-jit" || g.at("support") == "none"));
   }
@@ -433,9 +437,10 @@ TEST_CASE("--device cuda on a machine that cannot run it stops with one line of 
   // cuda:99 exists on no machine, so this case also runs where GPUs do.
   for (const char* device : {"cuda", "cuda:99"}) {
     if (std::string(device) == "cuda" && cuda_status().usable) continue;
-    for (const std::string& command : {std::string("bench env --num-envs 64 --steps 4 --repeats 1 --device ") + device,
-                                       std::string("bench env --dry-run --device ") + device,
-                                       std::string("step --scenario cartpole --input in.csv --output out.csv --device ") + device}) {
+    for (const std::string& command :
+         {std::string("bench env --num-envs 64 --steps 4 --repeats 1 --device ") + device,
+          std::string("bench env --dry-run --device ") + device,
+          std::string("step --scenario cartpole --input in.csv --output out.csv --device ") + device}) {
       const Result r = run_surge(command);
       INFO("surge " << command << "\nstderr: " << r.err);
       CHECK(r.exit_code == 2);

@@ -48,6 +48,7 @@ TEST_CASE("the float MLP matches its double twin", "[tanh][mlp]") {
   learner.forward(stream, params_f.data(), obs_f.data(), batch, logits_f.data(), values_f.data());
   for (std::int64_t i = 0; i < batch; ++i) {
     CHECK(std::abs(values_f[i] - values[i]) <= 2e-5 + 1e-5 * std::abs(values[i]));
-    for (int k = 0; k < 2; ++k) CHECK(std::abs(logits_f[i * 2 + k] - logits[i * 2 + k]) <= 1e-6 + 1e-5 * std::abs(logits[i * 2 + k]));
+    for (int k = 0; k < 2; ++k)
+      CHECK(std::abs(logits_f[i * 2 + k] - logits[i * 2 + k]) <= 1e-6 + 1e-5 * std::abs(logits[i * 2 + k]));
   }
 }

@@ -63,7 +63,10 @@ TEST_CASE("format_duration switches to minutes at a minute") {
 }
 
 TEST_CASE("format_bytes picks the unit") {
-  const std::pair<std::size_t, const char*> cases[] = {
-      {0, "0 B"}, {1023, "1023 B"}, {1536, "1.5 KiB"}, {std::size_t(12) << 20, "12.0 MiB"}, {std::size_t(3) << 29, "1.50 GiB"}};
+  const std::pair<std::size_t, const char*> cases[] = {{0, "0 B"},
+                                                       {1023, "1023 B"},
+                                                       {1536, "1.5 KiB"},
+                                                       {std::size_t(12) << 20, "12.0 MiB"},
+                                                       {std::size_t(3) << 29, "1.50 GiB"}};
   for (const auto& [bytes, text] : cases) CHECK(format_bytes(bytes) == text);
 }

@@ -82,9 +82,9 @@ TEST_CASE("GAE matches the explicit per-episode sum over mixed terminated and tr
     REQUIRE(both > 5);
     std::vector<float> adv(r.steps * r.envs), ret(r.steps * r.envs);
     surge::Stream stream(surge::Device::cpu());
-    surge::rl::compute_gae(stream, r.steps, r.envs, static_cast<float>(gamma), static_cast<float>(lambda), r.reward.data(),
-                           r.terminated.data(), r.truncated.data(), r.value.data(), r.final_value.data(), adv.data(),
-                           ret.data());
+    surge::rl::compute_gae(stream, r.steps, r.envs, static_cast<float>(gamma), static_cast<float>(lambda),
+                           r.reward.data(), r.terminated.data(), r.truncated.data(), r.value.data(),
+                           r.final_value.data(), adv.data(), ret.data());
     std::vector<double> expected_adv, expected_ret;
     reference_gae(r, gamma, lambda, expected_adv, expected_ret);
     for (std::size_t k = 0; k < adv.size(); ++k) {

@@ -103,13 +103,15 @@ TEST_CASE("Gaussian sampler: moments, log-probabilities, clipping and the determ
       clipped += bounded != a;
     }
     // The log-probability is the unclipped sample's.
-    if (std::abs(logprob[i] - expected) > 1e-4 + 1e-5 * std::abs(expected)) FAIL("logprob " << i << ": " << logprob[i] << " vs " << expected);
+    if (std::abs(logprob[i] - expected) > 1e-4 + 1e-5 * std::abs(expected))
+      FAIL("logprob " << i << ": " << logprob[i] << " vs " << expected);
   }
   CHECK(clipped > n / 10);  // the bounds were met, so the clipping was exercised
 
   // Env i's draw sits at word (iteration * 5 + 3) * 4 of stream (11, Action i).
   for (std::int64_t i : {std::int64_t(0), std::int64_t(1), n - 1}) {
-    surge::Rng rng(11, surge::rng_subsequence(surge::RngPurpose::Action, static_cast<std::uint64_t>(i)), (2 * 5 + 3) * 4);
+    surge::Rng rng(11, surge::rng_subsequence(surge::RngPurpose::Action, static_cast<std::uint64_t>(i)),
+                   (2 * 5 + 3) * 4);
     float expected[dims];
     sample_gaussian(mean_row, log_std, dims, rng, expected);
     for (int k = 0; k < dims; ++k) CHECK(actions[i * dims + k] == expected[k]);
@@ -117,7 +119,8 @@ TEST_CASE("Gaussian sampler: moments, log-probabilities, clipping and the determ
 
   // Deterministic: the mean, clipped for the environment; no actions or log-probabilities needed.
   std::vector<float> greedy(n * dims, 99.0f);
-  sample_gaussian_actions(stream, mean.data(), log_std, n, dims, low, high, draw, true, nullptr, nullptr, greedy.data());
+  sample_gaussian_actions(stream, mean.data(), log_std, n, dims, low, high, draw, true, nullptr, nullptr,
+                          greedy.data());
   for (std::int64_t i = 0; i < n; i += 997)
     for (int k = 0; k < dims; ++k) CHECK(greedy[i * dims + k] == std::min(std::max(mean_row[k], low[k]), high[k]));
 }

@@ -42,8 +42,14 @@ struct GaussianBatch {
 
 GaussianBatch make_batch(std::int64_t size, int obs_dim, int dims, const std::vector<double>& means,
                          const std::vector<double>& log_std, const std::vector<double>& values, surge::Rng& rng) {
-  GaussianBatch b{size, dims, std::vector<double>(size * obs_dim), std::vector<double>(size * dims), std::vector<double>(size),
-                  std::vector<double>(size), std::vector<double>(size), std::vector<double>(size)};
+  GaussianBatch b{size,
+                  dims,
+                  std::vector<double>(size * obs_dim),
+                  std::vector<double>(size * dims),
+                  std::vector<double>(size),
+                  std::vector<double>(size),
+                  std::vector<double>(size),
+                  std::vector<double>(size)};
   for (auto& x : b.obs) x = normal(rng);
   for (std::int64_t i = 0; i < size; ++i) {
     for (int k = 0; k < dims; ++k) b.actions[i * dims + k] = means[i * dims + k] + std::exp(log_std[k]) * normal(rng);
@@ -61,7 +67,8 @@ bool close(double analytic, double numeric) { return std::abs(analytic - numeric
 
 }  // namespace
 
-TEST_CASE("Gaussian PPO loss: gradient with respect to means and log-stds matches finite differences", "[ppo][gradient]") {
+TEST_CASE("Gaussian PPO loss: gradient with respect to means and log-stds matches finite differences",
+          "[ppo][gradient]") {
   const surge::Device cpu = surge::Device::cpu();
   surge::Stream stream(cpu);
   surge::Rng rng(5, 77, 0);
@@ -77,7 +84,8 @@ TEST_CASE("Gaussian PPO loss: gradient with respect to means and log-stds matche
 
   auto loss_at = [&](const std::vector<double>& m, const std::vector<double>& s, std::vector<double>* d_means,
                      std::vector<double>* d_rows, double* clip_fraction) {
-    std::vector<double> dm(batch * dims), rows(batch * dims), dv(batch), terms(kLossTermCount), stats(2), scratch(kLossTermCount);
+    std::vector<double> dm(batch * dims), rows(batch * dims), dv(batch), terms(kLossTermCount), stats(2),
+        scratch(kLossTermCount);
     gaussian_ppo_loss<double>(stream, config, minibatch, dims, m.data(), s.data(), values.data(), stats.data(),
                               scratch.data(), dm.data(), rows.data(), dv.data(), terms.data());
     if (d_means) *d_means = dm;
@@ -92,8 +100,12 @@ TEST_CASE("Gaussian PPO loss: gradient with respect to means and log-stds matche
   CHECK(clip_fraction < batch);
 
   const double h = 1e-6;
-  const auto loss_at_means = [&](const std::vector<double>& m) { return loss_at(m, log_std, nullptr, nullptr, nullptr); };
-  const auto loss_at_log_std = [&](const std::vector<double>& l) { return loss_at(means, l, nullptr, nullptr, nullptr); };
+  const auto loss_at_means = [&](const std::vector<double>& m) {
+    return loss_at(m, log_std, nullptr, nullptr, nullptr);
+  };
+  const auto loss_at_log_std = [&](const std::vector<double>& l) {
+    return loss_at(means, l, nullptr, nullptr, nullptr);
+  };
   int nonzero = 0;
   for (std::int64_t j = 0; j < batch * dims; ++j) {
     const double numeric = central_difference(loss_at_means, means, j, h);
@@ -138,7 +150,8 @@ void check_network_gradient(const NetworkConfig& network, const PpoLossConfig& l
   for (auto& x : obs_probe) x = normal(rng);
   std::vector<double> means(batch * dims), values(batch);
   workspace.forward(stream, params.data(), obs_probe.data(), batch, means.data(), values.data());
-  const std::vector<double> log_std(params.begin() + net.log_std_offset(), params.begin() + net.log_std_offset() + dims);
+  const std::vector<double> log_std(params.begin() + net.log_std_offset(),
+                                    params.begin() + net.log_std_offset() + dims);
   GaussianBatch b = make_batch(batch, obs_dim, dims, means, log_std, values, rng);
   b.obs = obs_probe;
   const MinibatchView<double> minibatch = b.view();
@@ -164,8 +177,10 @@ void check_network_gradient(const NetworkConfig& network, const PpoLossConfig& l
       CHECK(close(analytic, numeric));
       ++checked;
       if (std::abs(analytic) > 1e-5) {
-        if (slice.name == "actor.log_std") ++nonzero_log_std;
-        else (slice.name.rfind("actor", 0) == 0 ? nonzero_actor : nonzero_critic) += 1;
+        if (slice.name == "actor.log_std")
+          ++nonzero_log_std;
+        else
+          (slice.name.rfind("actor", 0) == 0 ? nonzero_actor : nonzero_critic) += 1;
       }
     }
   }
@@ -177,7 +192,8 @@ void check_network_gradient(const NetworkConfig& network, const PpoLossConfig& l
 
 }  // namespace
 
-TEST_CASE("Gaussian PPO gradient through the networks matches finite differences (tanh, every loss option)", "[ppo][gradient]") {
+TEST_CASE("Gaussian PPO gradient through the networks matches finite differences (tanh, every loss option)",
+          "[ppo][gradient]") {
   NetworkConfig network;
   network.hidden = {8, 6};
   PpoLossConfig loss;
@@ -185,9 +201,10 @@ TEST_CASE("Gaussian PPO gradient through the networks matches finite differences
   check_network_gradient(network, loss, 2, 1);
 }
 
-TEST_CASE("Gaussian PPO gradient through the networks matches finite differences (relu, one dimension, no clipping of "
-          "values or normalisation of advantages)",
-          "[ppo][gradient]") {
+TEST_CASE(
+    "Gaussian PPO gradient through the networks matches finite differences (relu, one dimension, no clipping of "
+    "values or normalisation of advantages)",
+    "[ppo][gradient]") {
   NetworkConfig network;
   network.hidden = {7, 5};
   network.activation = "relu";
@@ -216,7 +233,6 @@ TEST_CASE("A Gaussian actor-critic lays the categorical networks out as before a
   for (const auto& slice : discrete.table().slices()) {
     const int other = gaussian.table().find(slice.name);
     REQUIRE(other >= 0);
-    for (std::int64_t j = 0; j < slice.size(); ++j)
-      CHECK(a[slice.offset + j] == b[gaussian.table()[other].offset + j]);
+    for (std::int64_t j = 0; j < slice.size(); ++j) CHECK(a[slice.offset + j] == b[gaussian.table()[other].offset + j]);
   }
 }

@@ -29,8 +29,8 @@ void check_gemm(Transpose ta, Transpose tb, bool with_bias, double beta) {
   const auto c_before = c;
   const Scalar alpha = Scalar(0.75);
   surge::Stream stream(surge::Device::cpu());
-  surge::rl::gemm<Scalar>(stream, ta, tb, m, n, k, alpha, a.data(), lda, b.data(), ldb, static_cast<Scalar>(beta), c.data(),
-                          ldc, with_bias ? bias.data() : nullptr);
+  surge::rl::gemm<Scalar>(stream, ta, tb, m, n, k, alpha, a.data(), lda, b.data(), ldb, static_cast<Scalar>(beta),
+                          c.data(), ldc, with_bias ? bias.data() : nullptr);
   const double tolerance = sizeof(Scalar) == 4 ? 1e-5 : 1e-12;
   for (std::int64_t i = 0; i < m; ++i) {
     for (std::int64_t j = 0; j < n; ++j) {

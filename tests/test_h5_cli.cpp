@@ -1,8 +1,8 @@
 // `surge h5` as a user meets it, on a log of the synthetic rollout (tests/support/synthetic_rollout.hpp):
 // info, episodes checked against episodes worked out from the rollout's own formulas, export, and
 // bad input answered with one line and exit code 2.
-#include <catch2/catch.hpp>
 #include <hdf5.h>
+#include <catch2/catch.hpp>
 
 #include <cstdio>
 #include <cstdlib>
@@ -135,7 +135,7 @@ TEST_CASE("surge h5 export writes a dataset, or one iteration of it, as CSV", "[
     }
 
   r = run_surge("h5 export --dataset terminated " + log);  // FILE after the options, all iterations
-REQUIRE(r.exit_code == 0);
+  REQUIRE(r.exit_code == 0);
   lines = lines_of(r.out);
   REQUIRE(lines.size() == 1 + 4 * S::steps * S::log_envs);
   CHECK(lines[0] == "iteration,step,env_id,terminated");
@@ -143,7 +143,8 @@ REQUIRE(r.exit_code == 0);
 
   r = run_surge("h5 export " + log + " --dataset start_episode_return --iteration 2");
   REQUIRE(r.exit_code == 0);
-  CHECK(lines_of(r.out) == std::vector<std::string>{"iteration,env_id,start_episode_return", "2,3,4", "2,4,5", "2,5,6", "2,6,7"});
+  CHECK(lines_of(r.out) ==
+        std::vector<std::string>{"iteration,env_id,start_episode_return", "2,3,4", "2,4,5", "2,5,6", "2,6,7"});
 
   r = run_surge("h5 export " + log + " --dataset global_step");
   REQUIRE(r.exit_code == 0);
@@ -166,9 +167,9 @@ TEST_CASE("surge h5 answers bad input with one line and exit code 2", "[h5_cli]"
   H5Fclose(file);
   check_one_line_error(run_surge("h5 info '" + foreign + "'"), "is an HDF5 file but not a Surge rollout log");
   check_one_line_error(run_surge("h5 export " + log + " --dataset rewards"),
-                         "has no dataset 'rewards'; it has env_id, iteration, global_step, obs, actions, reward");
+                       "has no dataset 'rewards'; it has env_id, iteration, global_step, obs, actions, reward");
   check_one_line_error(run_surge("h5 export " + log + " --dataset reward --iteration 3"),
-                         "iteration 3 is not in '" + s / "log.h5" + "': it logged iterations 0, 2, 4, 6");
+                       "iteration 3 is not in '" + s / "log.h5" + "': it logged iterations 0, 2, 4, 6");
   check_one_line_error(run_surge("h5 export " + log), "--dataset is required");
   check_one_line_error(run_surge("h5 info"), "give the rollout log to read");
   check_one_line_error(run_surge("h5 summarize " + log), "unknown action 'summarize'");
@@ -184,7 +185,8 @@ TEST_CASE("surge h5 answers bad input with one line and exit code 2", "[h5_cli]"
     const std::vector<std::int64_t> env_ids = {3, 4, 5, 6, 7};
     const hsize_t count = env_ids.size();
     const hid_t space = H5Screate_simple(1, &count, nullptr);
-    const hid_t dataset = H5Dcreate2(crafted_file, "env_id", H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    const hid_t dataset =
+        H5Dcreate2(crafted_file, "env_id", H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     REQUIRE(dataset >= 0);
     CHECK(H5Dwrite(dataset, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, env_ids.data()) >= 0);
     H5Dclose(dataset);

@@ -18,7 +18,9 @@ using surge::throughput::SweepStop;
 
 namespace {
 
-bool close(double value, double reference, double rtol) { return std::abs(value - reference) <= 1e-12 + rtol * std::abs(reference); }
+bool close(double value, double reference, double rtol) {
+  return std::abs(value - reference) <= 1e-12 + rtol * std::abs(reference);
+}
 
 constexpr double kOverhead = 1e-4;  // seconds per step of the batch
 constexpr double kPeak = 1e8;       // env-steps/s; half of it is reached at N = kOverhead * kPeak = 10^4
@@ -99,7 +101,8 @@ TEST_CASE("a noisy saturating series lands within one doubling of the noise-free
 }
 
 TEST_CASE("a series that declines past its cache: knee at the last paying doubling, recommendation below the peak") {
-  const std::vector<ScalingPoint> points = {{64, 1.0e7}, {128, 1.9e7}, {256, 3.5e7}, {512, 5.0e7}, {1024, 5.3e7}, {2048, 4.0e7}};
+  const std::vector<ScalingPoint> points = {{64, 1.0e7},  {128, 1.9e7},  {256, 3.5e7},
+                                            {512, 5.0e7}, {1024, 5.3e7}, {2048, 4.0e7}};
   const auto analysis = analyse_scaling(points);
   // Gains 1.9, 1.842, 1.429, 1.06, 0.755: the doubling from 512 is the first under 1.1.
   REQUIRE(analysis.knee.has_value());
@@ -111,7 +114,7 @@ TEST_CASE("a series that declines past its cache: knee at the last paying doubli
 TEST_CASE("the knee rule's parameters move the answers as documented") {
   const auto points = saturating();
   KneeRule strict;
-  strict.min_gain = 1.5;  // 2 (N + Nh) / (2N + Nh) < 1.5 once N > Nh / 2: 1.550 at 4096, 1.379 at 8192
+  strict.min_gain = 1.5;            // 2 (N + Nh) / (2N + Nh) < 1.5 once N > Nh / 2: 1.550 at 4096, 1.379 at 8192
   strict.recommend_fraction = 0.5;  // 0.5 * 9.906e7 = 4.95e7: first reached at N = 16384 (6.21e7); 8192 gives 4.50e7
   const auto analysis = analyse_scaling(points, strict);
   REQUIRE(analysis.knee.has_value());
@@ -140,10 +143,13 @@ TEST_CASE("the sweep stops when a doubling stops paying, at the limit, or before
     };
   };
   const auto points = saturating();
-  auto first = [&points](std::size_t count) { return std::vector<ScalingPoint>(points.begin(), points.begin() + count); };
+  auto first = [&points](std::size_t count) {
+    return std::vector<ScalingPoint>(points.begin(), points.begin() + count);
+  };
 
   // Up to N = 32768 every doubling gained at least 1.132x: carry on while the next size fits.
-  CHECK(next_sweep_step(first(10), rule, std::int64_t(1) << 30, fits_below(std::int64_t(1) << 30)) == SweepStop::Continue);
+  CHECK(next_sweep_step(first(10), rule, std::int64_t(1) << 30, fits_below(std::int64_t(1) << 30)) ==
+        SweepStop::Continue);
   // The doubling to 131072 gained 1.071x: saturated, whatever memory says, and memory is not asked.
   asked = 0;
   CHECK(next_sweep_step(first(12), rule, std::int64_t(1) << 30, fits_below(0)) == SweepStop::Saturated);
@@ -163,5 +169,6 @@ TEST_CASE("the sweep stops when a doubling stops paying, at the limit, or before
   CHECK(n_at(capped, analysis.recommended) == 4096);
 
   // After one point there is no doubling yet to judge.
-  CHECK(next_sweep_step(first(1), rule, std::int64_t(1) << 30, fits_below(std::int64_t(1) << 30)) == SweepStop::Continue);
+  CHECK(next_sweep_step(first(1), rule, std::int64_t(1) << 30, fits_below(std::int64_t(1) << 30)) ==
+        SweepStop::Continue);
 }

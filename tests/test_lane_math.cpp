@@ -26,7 +26,8 @@ void check_against_libm(float x, double& worst) {
   REQUIRE(surge::lane_cosf(x) == cos_x);
   REQUIRE(surge::lane_sinf(-x) == -sin_x);
   REQUIRE(surge::lane_cosf(-x) == cos_x);
-  worst = std::max({worst, ulps(sin_x, std::sin(static_cast<double>(x))), ulps(cos_x, std::cos(static_cast<double>(x)))});
+  worst =
+      std::max({worst, ulps(sin_x, std::sin(static_cast<double>(x))), ulps(cos_x, std::cos(static_cast<double>(x)))});
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
 // The memory plan: its arithmetic against the real allocations of the engines and of `surge bench
 // env` on the CPU backend, the 256-byte rounding, the fit check, and how a run that cannot fit stops.
-#include <catch2/catch.hpp>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <catch2/catch.hpp>
 
 #include <cstdint>
 #include <cstdlib>
@@ -13,8 +13,8 @@
 
 #include "scenarios/registry.hpp"
 #include "sim/error.hpp"
-#include "tests/support/run_surge.hpp"
 #include "sim/memory_plan.hpp"
+#include "tests/support/run_surge.hpp"
 #include "tools/bench/bench_buffers.hpp"
 
 namespace fs = std::filesystem;
@@ -95,9 +95,10 @@ TEST_CASE("the bench env plan is what bench env allocates", "[memory_plan]") {
       const PlannedBuffer* continuous = find(own, "actions.continuous");
       CHECK((discrete ? discrete->bytes() : 0) == buffers.discrete_actions.bytes());
       CHECK((continuous ? continuous->bytes() : 0) == buffers.continuous_actions.bytes());
-      CHECK(own.allocated_bytes() == rounded_sum({buffers.obs.bytes(), buffers.reward.bytes(), buffers.terminated.bytes(),
-                                                  buffers.truncated.bytes(), buffers.discrete_actions.bytes(),
-                                                  buffers.continuous_actions.bytes()}));
+      CHECK(own.allocated_bytes() ==
+            rounded_sum({buffers.obs.bytes(), buffers.reward.bytes(), buffers.terminated.bytes(),
+                         buffers.truncated.bytes(), buffers.discrete_actions.bytes(),
+                         buffers.continuous_actions.bytes()}));
       // The whole run: engine, rollout buffers and the two buffers of the copy-bandwidth measurement.
       const MemoryPlan whole = cli::bench_env_memory_plan(spec, Device::cpu(), n, steps, step_mode);
       const MemoryPlan plan_of_engine = engine_memory_plan(name, Device::cpu(), n);

@@ -37,7 +37,8 @@ TEST_CASE("mountain_car_continuous left idle truncates at exactly 999 steps and 
   CHECK(idling.audit.return_sum == 0.0);
 }
 
-TEST_CASE("mountain_car_continuous pumped reaches the goal for 100 less the unclipped cost", "[mountain_car_continuous]") {
+TEST_CASE("mountain_car_continuous pumped reaches the goal for 100 less the unclipped cost",
+          "[mountain_car_continuous]") {
   const AuditedRun pumped = run_audited("mountain_car_continuous", 16, 10, 600, pump_twice_over, is_valley_start);
   check_all_reach_goal(pumped.audit, 16);
   for (std::int64_t slot = 0; slot < pumped.run.steps * pumped.run.envs; ++slot) {
@@ -51,7 +52,8 @@ TEST_CASE("mountain_car_continuous pumped reaches the goal for 100 less the uncl
   }
 }
 
-TEST_CASE("mountain_car_continuous randomises power and gravity per env within their ranges", "[mountain_car_continuous]") {
+TEST_CASE("mountain_car_continuous randomises power and gravity per env within their ranges",
+          "[mountain_car_continuous]") {
   check_randomized_params("mountain_car_continuous", {{"power", 0.001, 0.002}, {"gravity", 0.002, 0.003}}, idle, 999);
   check_rejects_bad_physics("mountain_car_continuous", "power", -0.001);
 }

@@ -23,7 +23,8 @@ namespace {
 struct ReferenceMoments {
   std::vector<double> mean, var;
   double count = kMomentsInitialCount;
-  explicit ReferenceMoments(int dim) : mean(static_cast<std::size_t>(dim), 0.0), var(static_cast<std::size_t>(dim), 1.0) {}
+  explicit ReferenceMoments(int dim)
+      : mean(static_cast<std::size_t>(dim), 0.0), var(static_cast<std::size_t>(dim), 1.0) {}
 
   void update(const std::vector<float>& samples, std::int64_t rows) {
     const std::size_t dim = mean.size();
@@ -126,7 +127,8 @@ struct ReferenceRewardScaler {
   double gamma, clip;
   std::vector<float> accumulator;
   ReferenceMoments moments{1};
-  ReferenceRewardScaler(double g, double c, std::int64_t n) : gamma(g), clip(c), accumulator(static_cast<std::size_t>(n), 0.0f) {}
+  ReferenceRewardScaler(double g, double c, std::int64_t n)
+      : gamma(g), clip(c), accumulator(static_cast<std::size_t>(n), 0.0f) {}
 
   // One step of all N envs; returns the scaled rewards.
   std::vector<float> step(const float* reward, const std::uint8_t* terminated, const std::uint8_t* truncated) {
@@ -180,7 +182,8 @@ TEST_CASE("reward scaling equals the NormalizeReward wrapper applied at every st
         CHECK(close(scaled[row + static_cast<std::size_t>(i)], want[static_cast<std::size_t>(i)], 1e-7, 1e-6));
       }
     }
-    for (std::int64_t i = 0; i < n; ++i) CHECK(accumulator.data()[i] == reference.accumulator[static_cast<std::size_t>(i)]);
+    for (std::int64_t i = 0; i < n; ++i)
+      CHECK(accumulator.data()[i] == reference.accumulator[static_cast<std::size_t>(i)]);
     const std::vector<double> got = to_host(moments.cspan(), stream), want = reference.moments.flat();
     for (std::size_t k = 0; k < 3; ++k) CHECK(close(got[k], want[k], 1e-12, 1e-9));
   }
@@ -207,8 +210,7 @@ TEST_CASE("the trainer counts every observation it returns and trains on normali
   CHECK(plan.allocated_bytes() == trainer.device_bytes());
   bool accumulator_planned = false;
   for (const PlannedBuffer& buffer : plan.buffers())
-    if (buffer.name == "normalization.reward_accumulator")
-      accumulator_planned = buffer.elements == config.num_envs;
+    if (buffer.name == "normalization.reward_accumulator") accumulator_planned = buffer.elements == config.num_envs;
   CHECK(accumulator_planned);
   // The first observation counts at once.
   std::vector<double> moments = to_host(trainer.obs_moments(), trainer.stream());
@@ -226,10 +228,11 @@ TEST_CASE("the trainer counts every observation it returns and trains on normali
   // the scaled ones. Acrobot's reward is -1 at every step of a random policy, so a step's scaled rewards
   // are all -1 / sqrt(var + eps), and the variance of the discounted returns grows over the rollout as they do.
   const RolloutStorage& rollout = trainer.rollout();
-  const std::vector<float> obs = to_host(Span<const float>{rollout.obs(0), (config.num_steps + 1) * config.num_envs * d,
-                                                           Device::cpu()}, trainer.stream());
+  const std::vector<float> obs = to_host(
+      Span<const float>{rollout.obs(0), (config.num_steps + 1) * config.num_envs * d, Device::cpu()}, trainer.stream());
   for (float x : obs) CHECK(std::abs(x) <= config.obs_clip);
-  const std::vector<float> raw = to_host(Span<const float>{rollout.reward(0), config.batch_size(), Device::cpu()}, trainer.stream());
+  const std::vector<float> raw =
+      to_host(Span<const float>{rollout.reward(0), config.batch_size(), Device::cpu()}, trainer.stream());
   for (float r : raw) CHECK(r == -1.0f);
   const std::vector<float> reward = to_host(trainer.scaled_rewards(), trainer.stream());
   REQUIRE(reward.size() == raw.size());

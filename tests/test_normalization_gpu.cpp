@@ -48,7 +48,8 @@ TEST_CASE("running moments and normalised rows on CUDA match the CPU", "[normali
     std::vector<float> last;
     for (std::int64_t count : rows) {
       std::vector<float> batch(static_cast<std::size_t>(count * dim));
-      for (std::size_t k = 0; k < batch.size(); ++k) batch[k] = static_cast<float>(k % dim) * 10.0f + rng.uniform(-3.0f, 3.0f);
+      for (std::size_t k = 0; k < batch.size(); ++k)
+        batch[k] = static_cast<float>(k % dim) * 10.0f + rng.uniform(-3.0f, 3.0f);
       const DeviceBuffer<float> on_device = uploaded(device, batch, stream);
       update_moments(stream, on_device.data(), count, dim, moments.data(), sums.data(), scratch.data());
       last = batch;
@@ -80,8 +81,10 @@ TEST_CASE("reward scaling on CUDA matches the CPU", "[normalization][gpu]") {
     Stream stream(device);
     const DeviceBuffer<float> r = uploaded(device, reward, stream);
     DeviceBuffer<float> acc(device, n), out(device, steps * n);
-    const DeviceBuffer<std::uint8_t> term = uploaded(device, terminated, stream), trunc = uploaded(device, truncated, stream);
-    DeviceBuffer<double> m(device, 3), step_sums(device, 2 * steps), scratch(device, normalization_scratch_doubles(device));
+    const DeviceBuffer<std::uint8_t> term = uploaded(device, terminated, stream),
+                                     trunc = uploaded(device, truncated, stream);
+    DeviceBuffer<double> m(device, 3), step_sums(device, 2 * steps),
+        scratch(device, normalization_scratch_doubles(device));
     reset_moments(stream, 1, m.data());
     from_host(acc.span(), std::vector<float>(static_cast<std::size_t>(n), 0.5f), stream);
     for (int rollout = 0; rollout < 2; ++rollout)

@@ -1,7 +1,7 @@
 // parallel_for and parallel_reduce on the CPU backend: every index visited once, and reductions
 // whose bits do not depend on the OpenMP thread count.
-#include <catch2/catch.hpp>
 #include <omp.h>
+#include <catch2/catch.hpp>
 
 #include <cmath>
 #include <cstdint>
@@ -41,7 +41,8 @@ std::vector<double> reduce_with_threads(int threads, std::int64_t n) {
 
 TEST_CASE("parallel_for visits every index exactly once", "[parallel]") {
   Stream stream(Device::cpu());
-  for (std::int64_t n : {std::int64_t(0), std::int64_t(1), std::int64_t(2047), std::int64_t(2048), std::int64_t(100003)}) {
+  for (std::int64_t n :
+       {std::int64_t(0), std::int64_t(1), std::int64_t(2047), std::int64_t(2048), std::int64_t(100003)}) {
     DeviceBuffer<std::int32_t> visits(Device::cpu(), n);
     std::fill(visits.data(), visits.data() + n, 0);
     std::int32_t* counts = visits.data();
@@ -66,7 +67,9 @@ TEST_CASE("parallel_reduce sums correctly, with the same bits for any thread cou
       linear += static_cast<long double>(i) * 1e-3L;
     }
     const long double reference[3] = {harmonic, alternating, linear};
-    for (int k = 0; k < 3; ++k) CHECK(std::fabs(one[k] - static_cast<double>(reference[k])) <= 1e-9 + 1e-12 * std::fabs(static_cast<double>(reference[k])));
+    for (int k = 0; k < 3; ++k)
+      CHECK(std::fabs(one[k] - static_cast<double>(reference[k])) <=
+            1e-9 + 1e-12 * std::fabs(static_cast<double>(reference[k])));
     for (int threads : {2, 3, 7}) {
       INFO(threads << " threads");
       const std::vector<double> many = reduce_with_threads(threads, n);

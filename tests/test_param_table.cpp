@@ -93,6 +93,6 @@ TEST_CASE("orthogonal initialisation draws from a standard normal", "[params]") 
     sum_sq += x * x;
     sum += x;
   }
-  CHECK(std::abs(sum_sq - n) < 1e-9 * n);        // orthogonal: each row has unit norm
+  CHECK(std::abs(sum_sq - n) < 1e-9 * n);                          // orthogonal: each row has unit norm
   CHECK(std::abs(sum) < 5.0 * std::sqrt(static_cast<double>(n)));  // entries centred on zero: sum ~ N(0, n)
 }

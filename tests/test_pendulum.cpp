@@ -63,7 +63,7 @@ TEST_CASE("pendulum never terminates and truncates at exactly 200 steps", "[pend
 }
 
 TEST_CASE("pendulum randomises its physics per env within the ranges", "[pendulum]") {
-  check_randomized_params("pendulum", {{"gravity", 8.0, 12.0}, {"mass", 0.5, 1.5}, {"length", 0.5, 1.5}, {"dt", 0.04, 0.06}},
-                          swing, 200);
+  check_randomized_params(
+      "pendulum", {{"gravity", 8.0, 12.0}, {"mass", 0.5, 1.5}, {"length", 0.5, 1.5}, {"dt", 0.04, 0.06}}, swing, 200);
   check_rejects_bad_physics("pendulum", "mass", -1.0);
 }

@@ -25,7 +25,7 @@ TEST_CASE("each interval is charged to the phase named at its end") {
   const auto seconds = clock.seconds();
   REQUIRE(seconds.size() == 3);
   CHECK(seconds[0] >= 0.010);
-  CHECK(seconds[1] == 0.0);  // never named
+  CHECK(seconds[1] == 0.0);    // never named
   CHECK(seconds[2] >= 0.050);  // two intervals, 30 + 20 ms
   CHECK_THROWS(clock.lap(3));
   CHECK_THROWS(clock.start());

@@ -17,9 +17,13 @@ TEST_CASE("philox4x32-10 matches the published known-answer vectors", "[philox]"
   };
   const Vector vectors[] = {
       {{{0, 0, 0, 0}}, 0, 0, {{0x6627e8d5u, 0xe169c58du, 0xbc57ac4cu, 0x9b00dbd8u}}},
-      {{{0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu}}, 0xffffffffu, 0xffffffffu,
+      {{{0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu}},
+       0xffffffffu,
+       0xffffffffu,
        {{0x408f276du, 0x41c83b0eu, 0xa20bc7c6u, 0x6d5451fdu}}},
-      {{{0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u}}, 0xa4093822u, 0x299f31d0u,
+      {{{0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u}},
+       0xa4093822u,
+       0x299f31d0u,
        {{0xd16cfe09u, 0x94fdccebu, 0x5001e420u, 0x24126ea1u}}},
   };
   for (const Vector& v : vectors) {
@@ -36,7 +40,8 @@ TEST_CASE("Rng walks the stream as cuRAND's curand() does", "[philox]") {
   for (std::uint64_t w = 0; w < 40; ++w) {
     const std::uint64_t block = w / 4;
     const PhiloxBlock counter = {{static_cast<std::uint32_t>(block), static_cast<std::uint32_t>(block >> 32),
-                                  static_cast<std::uint32_t>(subsequence), static_cast<std::uint32_t>(subsequence >> 32)}};
+                                  static_cast<std::uint32_t>(subsequence),
+                                  static_cast<std::uint32_t>(subsequence >> 32)}};
     const PhiloxBlock expected = surge::philox4x32_10(counter, 0x89abcdefu, 0x01234567u);
     CHECK(rng.next_u32() == expected.v[w % 4]);
   }

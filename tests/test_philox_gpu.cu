@@ -3,8 +3,8 @@
 // bits for the same (seed, subsequence, offset), including offsets inside a four-word block.
 // And the Gaussian policy's normal draws (rl/gaussian.hpp) against curand_normal: the same bits on the
 // device, and close to the host's. Built only with CUDA; runs only where a usable GPU exists.
-#include <catch2/catch.hpp>
 #include <curand_kernel.h>
+#include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -93,23 +93,27 @@ std::vector<Result> run_per_key(void (*kernel)(const StreamKey*, int, Result*), 
   DeviceBuffer<Result> device_results(cuda, count);
   surge::from_host(device_keys.span(), keys, stream);
   const int threads = 64;
-  kernel<<<static_cast<unsigned>((count + threads - 1) / threads), threads, 0, static_cast<cudaStream_t>(stream.native_handle())>>>(
-      device_keys.data(), static_cast<int>(count), device_results.data());
+  kernel<<<static_cast<unsigned>((count + threads - 1) / threads), threads, 0,
+           static_cast<cudaStream_t>(stream.native_handle())>>>(device_keys.data(), static_cast<int>(count),
+                                                                device_results.data());
   SURGE_CUDA_CHECK_LAUNCH();
   return surge::to_host(device_results.cspan(), stream);
 }
 
 std::vector<Draws> draw_on_device(const std::vector<StreamKey>& keys) { return run_per_key(draw_kernel, keys); }
 
-std::vector<NormalDraws> normals_on_device(const std::vector<StreamKey>& keys) { return run_per_key(normal_kernel, keys); }
+std::vector<NormalDraws> normals_on_device(const std::vector<StreamKey>& keys) {
+  return run_per_key(normal_kernel, keys);
+}
 
 }  // namespace
 
 TEST_CASE("device Gaussian draws are curand_normal's bit for bit, and the host's within __sincosf's error",
           "[gpu][philox][gaussian]") {
-  using surge::RngPurpose;
   using surge::rng_subsequence;
-  std::vector<StreamKey> keys = {{0, 0, 0}, {78, rng_subsequence(RngPurpose::Action, 3), 6}, {0xffffffffffffffffull, 7, 5}};
+  using surge::RngPurpose;
+  std::vector<StreamKey> keys = {
+      {0, 0, 0}, {78, rng_subsequence(RngPurpose::Action, 3), 6}, {0xffffffffffffffffull, 7, 5}};
   for (std::uint64_t i = 0; i < 4000; ++i) keys.push_back({9, rng_subsequence(RngPurpose::Action, i), 2 * i});
   const std::vector<NormalDraws> device = normals_on_device(keys);
   REQUIRE(device.size() == keys.size());
@@ -138,8 +142,8 @@ TEST_CASE("device Gaussian draws are curand_normal's bit for bit, and the host's
 }
 
 TEST_CASE("device Rng, cuRAND and host Rng draw the same bits", "[gpu][philox]") {
-  using surge::RngPurpose;
   using surge::rng_subsequence;
+  using surge::RngPurpose;
   const std::vector<StreamKey> keys = {
       {0, 0, 0},
       {1, 0, 3},

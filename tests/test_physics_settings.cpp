@@ -78,7 +78,8 @@ TEST_CASE("malformed --physics text is bad input naming the part", "[physics]") 
 TEST_CASE("resolving settings against a scenario: applied, validated, described", "[physics]") {
   const surge::ScenarioSpec& spec = surge::scenario_spec("cartpole");
   const int masspole = spec.param_index("masspole"), length = spec.param_index("length");
-  const surge::PhysicsConfig physics = surge::resolve_physics(spec, surge::parse_physics_option("masspole=0.05:0.2,length=0.6"));
+  const surge::PhysicsConfig physics =
+      surge::resolve_physics(spec, surge::parse_physics_option("masspole=0.05:0.2,length=0.6"));
   CHECK(physics.randomized[masspole] == 1);
   CHECK(physics.low[masspole] == 0.05f);
   CHECK(physics.high[masspole] == 0.2f);
@@ -109,7 +110,8 @@ TEST_CASE("resolving settings against a scenario: applied, validated, described"
     const surge::ScenarioSpec& s = surge::scenario_spec(c.scenario);
     const PhysicsSettings settings = surge::parse_physics_option(c.text);
     CHECK_THROWS_AS(surge::resolve_physics(s, settings), InputError);
-    for (const std::string& word : c.named) CHECK_THROWS_WITH(surge::resolve_physics(s, settings), Catch::Contains(word));
+    for (const std::string& word : c.named)
+      CHECK_THROWS_WITH(surge::resolve_physics(s, settings), Catch::Contains(word));
   }
 }
 
@@ -133,7 +135,8 @@ std::string mixed_physics_text(const surge::ScenarioSpec& spec) {
 
 }  // namespace
 
-TEST_CASE("every scenario: fixed values applied, ranges drawn per env and redrawn at each auto-reset", "[physics][vec_env]") {
+TEST_CASE("every scenario: fixed values applied, ranges drawn per env and redrawn at each auto-reset",
+          "[physics][vec_env]") {
   const surge::Device cpu = surge::Device::cpu();
   for (const std::string& name : surge::scenario_names()) {
     INFO("scenario " << name);

@@ -133,7 +133,8 @@ TEST_CASE("PPO loss terms match a direct evaluation", "[ppo]") {
   surge::Stream stream(cpu);
   const double logits[] = {0.5, -0.5, 0.2, 0.1}, values[] = {1.0, -0.3};
   const std::int32_t actions[] = {0, 1};
-  const double old_logprob[] = {-0.9, -0.4}, old_value[] = {0.5, -0.35}, advantage[] = {1.0, -2.0}, returns[] = {2.0, 0.0};
+  const double old_logprob[] = {-0.9, -0.4}, old_value[] = {0.5, -0.35}, advantage[] = {1.0, -2.0},
+               returns[] = {2.0, 0.0};
   MinibatchView<double> mb{2, nullptr, actions, old_logprob, old_value, advantage, returns};
   PpoLossConfig config;
   config.norm_adv = false;

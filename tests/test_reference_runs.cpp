@@ -43,10 +43,11 @@ void check_same_metrics(const std::filesystem::path& run, const std::filesystem:
 }  // namespace
 
 TEST_CASE("surge train --seed 1 gives the reference metrics for every scenario", "[reference]") {
-  const std::string scenario = GENERATE(as<std::string>{}, "cartpole", "acrobot", "mountain_car", "pendulum",
-                                        "mountain_car_continuous");
+  const std::string scenario =
+      GENERATE(as<std::string>{}, "cartpole", "acrobot", "mountain_car", "pendulum", "mountain_car_continuous");
   ScratchFolder out("reference_" + scenario);
-  const Result result = run_surge("train --scenario " + scenario + " --seed 1 --device cpu --out '" + out.path().string() + "'");
+  const Result result =
+      run_surge("train --scenario " + scenario + " --seed 1 --device cpu --out '" + out.path().string() + "'");
   INFO(result.output());
   REQUIRE(result.exit_code == 0);
   check_same_metrics(out.path() / "metrics.csv", kData / "reference_runs" / (scenario + ".csv"));
@@ -56,7 +57,8 @@ TEST_CASE("checkpoints written by the previous release resume exactly as it resu
   const std::string name = GENERATE(as<std::string>{}, "mountain_car", "mountain_car_continuous");
   ScratchFolder out("reference_resume_" + name);
   const std::filesystem::path checkpoint = out.path() / "checkpoint.h5";
-  const std::string original = name == "mountain_car" ? "mountain_car_iteration10.h5" : "mountain_car_continuous_iteration5.h5";
+  const std::string original =
+      name == "mountain_car" ? "mountain_car_iteration10.h5" : "mountain_car_continuous_iteration5.h5";
   std::filesystem::copy_file(kData / "checkpoints" / original, checkpoint);
   const Result result = run_surge("train --resume '" + checkpoint.string() + "' --device cpu");
   INFO(result.output());

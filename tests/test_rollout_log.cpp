@@ -2,9 +2,9 @@
 // C API directly (not through our reader) and with our reader; whole iterations dropped and counted
 // when the writer falls behind; a failing file stops the log with a message and nothing thrown;
 // a resumed log is cut back to the resumed iteration; episodes rebuilt from the flags.
-#include <catch2/catch.hpp>
 #include <hdf5.h>
 #include <sys/wait.h>
+#include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -134,8 +134,10 @@ void check_synthetic_rows(hid_t file, const std::vector<std::int64_t>& iteration
   using S = SyntheticRollout;
   const std::size_t rows = iterations.size();
   const Raw obs = read_raw(file, "obs"), actions = read_raw(file, "actions"), reward = read_raw(file, "reward");
-  const Raw terminated = read_raw(file, "terminated"), truncated = read_raw(file, "truncated"), value = read_raw(file, "value");
-  const Raw start_return = read_raw(file, "start_episode_return"), start_length = read_raw(file, "start_episode_length");
+  const Raw terminated = read_raw(file, "terminated"), truncated = read_raw(file, "truncated"),
+            value = read_raw(file, "value");
+  const Raw start_return = read_raw(file, "start_episode_return"),
+            start_length = read_raw(file, "start_episode_length");
   REQUIRE(obs.dims == std::vector<hsize_t>{rows, S::steps, S::log_envs, S::obs_dim});
   REQUIRE(reward.dims == std::vector<hsize_t>{rows, S::steps, S::log_envs});
   REQUIRE(start_return.dims == std::vector<hsize_t>{rows, S::log_envs});
@@ -153,7 +155,8 @@ void check_synthetic_rows(hid_t file, const std::vector<std::int64_t>& iteration
         mismatches += terminated.values[cell] != S::terminated(i, t, e);
         mismatches += truncated.values[cell] != S::truncated(i, t, e);
         mismatches += value.values[cell] != S::value(i, t, e);
-        for (std::int64_t c = 0; c < S::obs_dim; ++c) mismatches += obs.values[cell * S::obs_dim + c] != S::obs(i, t, e, c);
+        for (std::int64_t c = 0; c < S::obs_dim; ++c)
+          mismatches += obs.values[cell * S::obs_dim + c] != S::obs(i, t, e, c);
       }
     }
   }
@@ -182,7 +185,8 @@ TEST_CASE("Logged rollouts read back through the HDF5 C API", "[rollout_log]") {
   CHECK(read_int_attribute(file, "seed") == 42);
   CHECK(read_string_attribute(file, "config") == "[ppo]\nlearning_rate = 0.00025\n");
 
-  const Raw iteration = read_raw(file, "iteration"), global_step = read_raw(file, "global_step"), env_id = read_raw(file, "env_id");
+  const Raw iteration = read_raw(file, "iteration"), global_step = read_raw(file, "global_step"),
+            env_id = read_raw(file, "env_id");
   CHECK(iteration.values == std::vector<double>{0, 2, 4, 6, 8});
   CHECK(iteration.max_dims[0] == H5S_UNLIMITED);
   CHECK(global_step.values == std::vector<double>{60, 180, 300, 420, 540});
@@ -217,8 +221,9 @@ TEST_CASE("Our reader agrees with the file and describes it", "[rollout_log]") {
   CHECK(file.attribute("physics_value") == std::optional<std::string>("9.80000019, 0.5"));
   CHECK(file.attribute("physics_names") == std::optional<std::string>("gravity, length"));
   const std::vector<std::string> names = file.dataset_names();
-  CHECK(names == std::vector<std::string>{"env_id", "iteration", "global_step", "obs", "actions", "reward", "terminated",
-                                          "truncated", "value", "start_episode_return", "start_episode_length"});
+  CHECK(names == std::vector<std::string>{"env_id", "iteration", "global_step", "obs", "actions", "reward",
+                                          "terminated", "truncated", "value", "start_episode_return",
+                                          "start_episode_length"});
   for (const DatasetInfo& info : file.datasets()) {
     if (info.name != "obs") continue;
     CHECK(info.dtype == "float32");
@@ -231,7 +236,8 @@ TEST_CASE("Our reader agrees with the file and describes it", "[rollout_log]") {
   CHECK(row.shape == std::vector<std::int64_t>{6, 4});
   CHECK(row.values[1 * 4 + 2] == SyntheticRollout::reward(3, 1, 5));
   CHECK_THROWS_WITH(file.row_of_iteration(9), Catch::Contains("iteration 9 is not in") && Catch::Contains("0-4"));
-  CHECK_THROWS_WITH(file.read("rewards"), Catch::Contains("no dataset 'rewards'") && Catch::Contains("reward, terminated"));
+  CHECK_THROWS_WITH(file.read("rewards"),
+                    Catch::Contains("no dataset 'rewards'") && Catch::Contains("reward, terminated"));
   CHECK(describe_ranges({0, 1, 2, 5, 7, 8}) == "0-2, 5, 7-8");
 }
 
@@ -339,8 +345,8 @@ namespace {
 // Runs rollout_log_sample in a shell whose file-size limit is `limit_kib`, as a stand-in for a
 // disk that fills up: past the limit, writes fail with EFBIG.
 Result run_sample_with_file_limit(const std::string& log_path, int limit_kib, std::int64_t reserve_bytes) {
-  return run_program("bash", "-c 'ulimit -f " + std::to_string(limit_kib) + "; exec \"" + SURGE_ROLLOUT_LOG_SAMPLE + "\" \"" +
-                                 log_path + "\" 100000 1 paced " + std::to_string(reserve_bytes) + "'");
+  return run_program("bash", "-c 'ulimit -f " + std::to_string(limit_kib) + "; exec \"" + SURGE_ROLLOUT_LOG_SAMPLE +
+                                 "\" \"" + log_path + "\" 100000 1 paced " + std::to_string(reserve_bytes) + "'");
 }
 
 std::int64_t written_count(const std::string& out) {
@@ -400,8 +406,8 @@ TEST_CASE("A resumed log is cut back to the resumed iteration and continues", "[
 
   RolloutLogOptions other = rollout.options(path, 2);  // another --log-every
   other.resume_iteration = 9;
-  CHECK_THROWS_WITH(RolloutLog(other, rollout.fields()), Catch::Contains("cannot resume the rollout log") &&
-                                                             Catch::Contains("another --log-every"));
+  CHECK_THROWS_WITH(RolloutLog(other, rollout.fields()),
+                    Catch::Contains("cannot resume the rollout log") && Catch::Contains("another --log-every"));
 }
 
 TEST_CASE("Bad options are refused in one line", "[rollout_log]") {
@@ -443,11 +449,11 @@ TEST_CASE("Episodes are rebuilt across consecutive logged iterations", "[rollout
   REQUIRE(got.episodes.size() == 3);
   CHECK(got.partial == 0);
   const LoggedEpisode& a = got.episodes[0];  // env 5: steps (0,0) and (0,1)
-  CHECK((a.env_id == 5 && a.end_iteration == 0 && a.end_step == 1 && a.length == 2 && a.episode_return == 2.0f && a.terminated &&
-         !a.truncated));
+  CHECK((a.env_id == 5 && a.end_iteration == 0 && a.end_step == 1 && a.length == 2 && a.episode_return == 2.0f &&
+         a.terminated && !a.truncated));
   const LoggedEpisode& b = got.episodes[1];  // env 6: (0,0) .. (1,0), truncated
-  CHECK((b.env_id == 6 && b.end_iteration == 1 && b.end_step == 0 && b.length == 5 && b.episode_return == 2.5f && b.truncated &&
-         !b.terminated));
+  CHECK((b.env_id == 6 && b.end_iteration == 1 && b.end_step == 0 && b.length == 5 && b.episode_return == 2.5f &&
+         b.truncated && !b.terminated));
   const LoggedEpisode& c = got.episodes[2];  // env 5: (0,2) .. (1,3)
   CHECK((c.env_id == 5 && c.end_iteration == 1 && c.end_step == 3 && c.length == 6 && c.episode_return == 6.0f));
 }

@@ -2,8 +2,8 @@
 // against its CPU twin: the same synthetic rollout logged from the device and from host memory must
 // give the same values. Also checks that fields captured at begin_iteration are copied before later
 // work on the compute stream overwrites them. Skipped (exit 77) without a usable GPU.
-#include <catch2/catch.hpp>
 #include <unistd.h>
+#include <catch2/catch.hpp>
 
 #include <filesystem>
 #include <string>
@@ -43,8 +43,8 @@ struct DeviceRollout {
 
   std::vector<LogField> fields() const {
     std::vector<LogField> f = host.fields();  // same names, types and shapes; device pointers instead
-    const void* pointers[] = {obs.data(), actions.data(), rewards.data(), terminated.data(),
-                              truncated.data(), values.data(), start_returns.data(), start_lengths.data()};
+    const void* pointers[] = {obs.data(),       actions.data(), rewards.data(),       terminated.data(),
+                              truncated.data(), values.data(),  start_returns.data(), start_lengths.data()};
     REQUIRE(f.size() == std::size(pointers));
     for (std::size_t k = 0; k < f.size(); ++k) f[k].data = pointers[k];
     return f;

@@ -40,7 +40,8 @@ TEST_CASE("CUDA engines and surge step on CUDA reproduce Gymnasium's transitions
       allow_for_input_rounding<Acrobot>(golden, comparison);
     }
     compare_with_golden(name + " CUDA engine", spec, golden, step_golden_engine(name, golden, kCuda), comparison);
-    compare_with_golden(name + " surge step --device cuda", spec, golden, step_golden_cli(spec, golden, "cuda"), comparison);
+    compare_with_golden(name + " surge step --device cuda", spec, golden, step_golden_cli(spec, golden, "cuda"),
+                        comparison);
   }
 }
 
@@ -84,7 +85,9 @@ TEST_CASE("CUDA engines truncate at the time limit and reset", "[gpu][time_limit
       {"mountain_car", [](const float*, float* a) { a[0] = 1.0f; },
        [](const float* o) { return o[0] >= -0.6f && o[0] <= -0.4f && o[1] == 0.0f; }},
       {"acrobot", [](const float*, float* a) { a[0] = 1.0f; },
-       [](const float* o) { return std::abs(o[1]) <= 0.1f && std::abs(o[3]) <= 0.1f && std::abs(o[4]) <= 0.1f && std::abs(o[5]) <= 0.1f; }},
+       [](const float* o) {
+         return std::abs(o[1]) <= 0.1f && std::abs(o[3]) <= 0.1f && std::abs(o[4]) <= 0.1f && std::abs(o[5]) <= 0.1f;
+       }},
       {"pendulum", [](const float* o, float* a) { a[0] = o[2] >= 0.0f ? 3.0f : -3.0f; },
        [](const float* o) { return std::abs(o[2]) <= 1.0f; }},
       {"mountain_car_continuous", [](const float*, float* a) { a[0] = 0.0f; },

@@ -36,7 +36,11 @@ SweepResult synthetic_sweep() {
   for (int p = 10; p <= 17; ++p) {
     const double n = std::ldexp(1.0, p);
     const double rate = n / (1e-5 + n / 1e9);
-    r.points.push_back({static_cast<std::int64_t>(n), 128, 4, {0.99 * rate, rate, 1.01 * rate}, rate,
+    r.points.push_back({static_cast<std::int64_t>(n),
+                        128,
+                        4,
+                        {0.99 * rate, rate, 1.01 * rate},
+                        rate,
                         static_cast<std::size_t>(n) * 3000});
   }
   r.stop = SweepStop::Saturated;
@@ -106,7 +110,8 @@ TEST_CASE("the sweep figure places points, ticks and the knee on log-log axes") 
   CHECK(svg.find("</svg>") != std::string::npos);
   CHECK(count(svg, "r=\"3\"") == r.points.size());  // one dot per measured point
   // x spans 2^10 .. 2^17 over 640 px from x = 90.
-  for (int p = 10; p <= 17; ++p) CHECK(svg.find(">2<tspan dy=\"-7\" font-size=\"10\">" + std::to_string(p) + "</tspan>") != std::string::npos);
+  for (int p = 10; p <= 17; ++p)
+    CHECK(svg.find(">2<tspan dy=\"-7\" font-size=\"10\">" + std::to_string(p) + "</tspan>") != std::string::npos);
   // The knee is also the recommendation: one marker, at 2^16, x = 90 + 640 * 6 / 7 = 638.57.
   CHECK(svg.find("knee and recommended --num-envs: 65536 (2^16)") != std::string::npos);
   CHECK(svg.find("<circle cx=\"638.57\"") != std::string::npos);

@@ -89,18 +89,25 @@ TEST_CASE("require_matches names what was expected and what differs", "[tensor_v
   CHECK_NOTHROW(require_matches(view, TensorSpec::like(view), "actions"));
   CHECK(TensorSpec{DType::Int32, Device::cuda(1), {kAnyExtent, 4}}.describe() == "contiguous int32[*][4] on cuda:1");
 
-  CHECK(input_error([&] { require_matches(view, {DType::Float32, Device::cpu(), {3, 4}}, "actions"); }) ==
-        "actions: expected contiguous float32[3][4] on cpu, got int32[3][4] on cpu (dtype differs)");
-  CHECK(input_error([&] { require_matches(view, {DType::Int32, Device::cuda(0), {3, 4}}, "actions"); }) ==
-        "actions: expected contiguous int32[3][4] on cuda:0, got int32[3][4] on cpu (device differs)");
-  CHECK(input_error([&] { require_matches(view, {DType::Int32, Device::cpu(), {12}}, "actions"); }) ==
-        "actions: expected contiguous int32[12] on cpu, got int32[3][4] on cpu (rank differs)");
-  CHECK(input_error([&] { require_matches(view, {DType::Int32, Device::cpu(), {3, 5}}, "actions"); }) ==
+  CHECK(input_error([&] {
+          require_matches(view, {DType::Float32, Device::cpu(), {3, 4}}, "actions");
+        }) == "actions: expected contiguous float32[3][4] on cpu, got int32[3][4] on cpu (dtype differs)");
+  CHECK(input_error([&] {
+          require_matches(view, {DType::Int32, Device::cuda(0), {3, 4}}, "actions");
+        }) == "actions: expected contiguous int32[3][4] on cuda:0, got int32[3][4] on cpu (device differs)");
+  CHECK(input_error([&] {
+          require_matches(view, {DType::Int32, Device::cpu(), {12}}, "actions");
+        }) == "actions: expected contiguous int32[12] on cpu, got int32[3][4] on cpu (rank differs)");
+  CHECK(input_error([&] {
+          require_matches(view, {DType::Int32, Device::cpu(), {3, 5}}, "actions");
+        }) ==
         "actions: expected contiguous int32[3][5] on cpu, got int32[3][4] on cpu (extent of dimension 1 differs)");
   TensorView strided = view;
   strided.shape = {4, 3};
   strided.strides = {1, 4};
-  CHECK(input_error([&] { require_matches(strided, {DType::Int32, Device::cpu(), {4, 3}}, "actions"); }) ==
+  CHECK(input_error([&] {
+          require_matches(strided, {DType::Int32, Device::cpu(), {4, 3}}, "actions");
+        }) ==
         "actions: expected contiguous int32[4][3] on cpu, got int32[4][3] on cpu with strides (1, 4) "
         "(not contiguous (make a contiguous copy first))");
   TensorView null_data = view;
@@ -141,7 +148,8 @@ TEST_CASE("the engine's step outputs, actions and state have the documented shap
     CHECK(find_view(step, "truncated").data == truncated.data());
     CHECK(find_view(step, "final_obs").data == final_obs.data());
     CHECK(step_tensor_views(spec, {obs.span(), reward.span(), terminated.span(), truncated.span(), {}}).size() == 4);
-    CHECK_THROWS(step_tensor_views(spec, {obs.span().slice(0, 1), reward.span(), terminated.span(), truncated.span(), {}}));
+    CHECK_THROWS(
+        step_tensor_views(spec, {obs.span().slice(0, 1), reward.span(), terminated.span(), truncated.span(), {}}));
 
     DeviceBuffer<std::int32_t> discrete(Device::cpu(), n);
     DeviceBuffer<float> continuous(Device::cpu(), n * std::max(spec.action_dim, 1));
@@ -177,18 +185,17 @@ TEST_CASE("every rollout field is a view of its buffer with the documented shape
     DType dtype;
     std::vector<std::int64_t> shape, strides;
   };
-  const std::vector<Expected> expected = {
-      {"obs", rollout.obs(0), DType::Float32, {t + 1, n, d}, {n * d, d, 1}},
-      {"actions", rollout.actions(0), DType::Int32, {t, n}, {n, 1}},
-      {"logprob", rollout.logprob(0), DType::Float32, {t, n}, {n, 1}},
-      {"value", rollout.value(0), DType::Float32, {t + 1, n}, {n, 1}},
-      {"reward", rollout.reward(0), DType::Float32, {t, n}, {n, 1}},
-      {"terminated", rollout.terminated(0), DType::UInt8, {t, n}, {n, 1}},
-      {"truncated", rollout.truncated(0), DType::UInt8, {t, n}, {n, 1}},
-      {"adv", rollout.advantage(0), DType::Float32, {t, n}, {n, 1}},
-      {"ret", rollout.returns(0), DType::Float32, {t, n}, {n, 1}},
-      {"final_obs", rollout.final_obs(), DType::Float32, {n, d}, {d, 1}},
-      {"final_value", rollout.final_value(0), DType::Float32, {t, n}, {n, 1}}};
+  const std::vector<Expected> expected = {{"obs", rollout.obs(0), DType::Float32, {t + 1, n, d}, {n * d, d, 1}},
+                                          {"actions", rollout.actions(0), DType::Int32, {t, n}, {n, 1}},
+                                          {"logprob", rollout.logprob(0), DType::Float32, {t, n}, {n, 1}},
+                                          {"value", rollout.value(0), DType::Float32, {t + 1, n}, {n, 1}},
+                                          {"reward", rollout.reward(0), DType::Float32, {t, n}, {n, 1}},
+                                          {"terminated", rollout.terminated(0), DType::UInt8, {t, n}, {n, 1}},
+                                          {"truncated", rollout.truncated(0), DType::UInt8, {t, n}, {n, 1}},
+                                          {"adv", rollout.advantage(0), DType::Float32, {t, n}, {n, 1}},
+                                          {"ret", rollout.returns(0), DType::Float32, {t, n}, {n, 1}},
+                                          {"final_obs", rollout.final_obs(), DType::Float32, {n, d}, {d, 1}},
+                                          {"final_value", rollout.final_value(0), DType::Float32, {t, n}, {n, 1}}};
   REQUIRE(views.size() == expected.size());
   std::size_t bytes = 0;
   for (std::size_t k = 0; k < expected.size(); ++k) {

@@ -1,8 +1,8 @@
 // TensorBoard event files: CRC-32C against published check values, the protobuf encoding against
 // bytes assembled by hand from the wire-format specification, and the writer read back by our
 // decoder (TensorBoard's own reader checks the same files in check_tensorboard.py).
-#include <catch2/catch.hpp>
 #include <unistd.h>
+#include <catch2/catch.hpp>
 
 #include <cstring>
 #include <filesystem>
@@ -81,8 +81,8 @@ TEST_CASE("Events encode to the protobuf wire format", "[tensorboard]") {
   // step 300 is the varint AC 02; Value = 0a 01 'a' 15 + float 1.0 (00 00 80 3f).
   const std::string value = bytes_of({0x0A, 1, 'a', 0x15, 0x00, 0x00, 0x80, 0x3F});
   const std::string summary = bytes_of({0x0A, static_cast<int>(value.size())}) + value;
-  const std::string event = bytes_of({0x09, 0, 0, 0, 0, 0, 0, 0, 0x40, 0x10, 0xAC, 0x02, 0x2A,
-                                      static_cast<int>(summary.size())}) + summary;
+  const std::string event =
+      bytes_of({0x09, 0, 0, 0, 0, 0, 0, 0, 0x40, 0x10, 0xAC, 0x02, 0x2A, static_cast<int>(summary.size())}) + summary;
   CHECK(encode_scalar_event(2.0, 300, {{"a", 1.0f}}) == event);
 }
 
@@ -117,10 +117,11 @@ TEST_CASE("The writer's files decode back to what was written", "[tensorboard]")
       writer.add_scalars(step, scalars, 1.0e9 + static_cast<double>(step));
     }
     // Values that must survive bit for bit, and a negative step.
-    writer.add_scalars(-5, {{"edge/min", std::numeric_limits<float>::denorm_min()},
-                            {"edge/neg_zero", -0.0f},
-                            {"edge/inf", std::numeric_limits<float>::infinity()},
-                            {"edge/max", std::numeric_limits<float>::max()}},
+    writer.add_scalars(-5,
+                       {{"edge/min", std::numeric_limits<float>::denorm_min()},
+                        {"edge/neg_zero", -0.0f},
+                        {"edge/inf", std::numeric_limits<float>::infinity()},
+                        {"edge/max", std::numeric_limits<float>::max()}},
                        0.0);
   }
   CHECK(file.parent_path() == folder);

@@ -10,11 +10,15 @@ TEST_CASE("writes through torch tensors are seen by Surge and the other way roun
 TEST_CASE("every exported field has its shape, strides, dtype and address in torch (CPU)", "[torch]") {
   torch_every_field(Device::cpu());
 }
-TEST_CASE("a torch policy drives an engine through the rollout tensors (CPU)", "[torch]") { torch_drives_engine(Device::cpu()); }
+TEST_CASE("a torch policy drives an engine through the rollout tensors (CPU)", "[torch]") {
+  torch_drives_engine(Device::cpu());
+}
 TEST_CASE("parameter views in torch compute Surge's logits; torch's gradients land in Surge's (CPU)", "[torch]") {
   torch_parameter_views(Device::cpu());
 }
-TEST_CASE("tensors keep their owner alive exactly as long as they live (CPU)", "[torch]") { torch_lifetime(Device::cpu()); }
+TEST_CASE("tensors keep their owner alive exactly as long as they live (CPU)", "[torch]") {
+  torch_lifetime(Device::cpu());
+}
 TEST_CASE("from_torch and to_torch refuse what does not fit, naming what was expected (CPU)", "[torch]") {
   torch_error_paths(Device::cpu());
 }

@@ -20,7 +20,8 @@ using surge::testing::Result;
 using surge::testing::run_surge;
 
 std::filesystem::path fresh_dir(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() / ("surge_test_train_cli_" + std::to_string(::getpid()) + "_" + name);
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("surge_test_train_cli_" + std::to_string(::getpid()) + "_" + name);
   std::filesystem::remove_all(dir);
   return dir;
 }
@@ -29,8 +30,8 @@ std::filesystem::path fresh_dir(const std::string& name) {
 
 TEST_CASE("surge train writes metrics.csv, config.toml and a summary", "[train][cli]") {
   const auto dir = fresh_dir("run");
-  const Result r = run_surge("train --scenario cartpole --device cpu --total-steps 768 --seed 2 --set hidden=[16,16] --out " +
-                         dir.string());
+  const Result r = run_surge(
+      "train --scenario cartpole --device cpu --total-steps 768 --seed 2 --set hidden=[16,16] --out " + dir.string());
   INFO(r.output());
   REQUIRE(r.exit_code == 0);
   CHECK(r.output().find("surge train: cartpole on cpu: 768 steps in") != std::string::npos);
@@ -43,7 +44,8 @@ TEST_CASE("surge train writes metrics.csv, config.toml and a summary", "[train][
     CHECK(surge::cli::parse_cell(table, row, table.column("sps")) > 0.0);
   }
   // config.toml is the config that ran, and reads back.
-  const surge::rl::TrainConfig config = surge::rl::load_train_config(read_text(dir / "config.toml"), "config.toml", false, "");
+  const surge::rl::TrainConfig config =
+      surge::rl::load_train_config(read_text(dir / "config.toml"), "config.toml", false, "");
   CHECK(config.total_steps == 768);
   CHECK(config.seed == 2);
   CHECK(config.hidden == std::vector<int>{16, 16});
@@ -52,8 +54,10 @@ TEST_CASE("surge train writes metrics.csv, config.toml and a summary", "[train][
 
 TEST_CASE("surge train, eval and bench train run a Gaussian policy on pendulum", "[train][cli][gaussian]") {
   const auto dir = fresh_dir("pendulum");
-  const Result r = run_surge("train --scenario pendulum --device cpu --num-envs 8 --num-steps 64 --total-steps 2048 "
-                             "--seed 3 --set hidden=[16,16] --out " + dir.string());
+  const Result r = run_surge(
+      "train --scenario pendulum --device cpu --num-envs 8 --num-steps 64 --total-steps 2048 "
+      "--seed 3 --set hidden=[16,16] --out " +
+      dir.string());
   INFO(r.output());
   REQUIRE(r.exit_code == 0);
   CHECK(r.output().find("surge train: pendulum on cpu: 2,048 steps in") != std::string::npos);
@@ -72,8 +76,8 @@ TEST_CASE("surge train, eval and bench train run a Gaussian policy on pendulum",
                                  (std::string(mode) == "sampled" ? " --sample" : ""));
       INFO(e.output());
       REQUIRE(e.exit_code == 0);
-      CHECK(e.output().find(std::string("pendulum, 12 episodes (") + mode + ") on cpu after 2048 training steps: return -") !=
-            std::string::npos);
+      CHECK(e.output().find(std::string("pendulum, 12 episodes (") + mode +
+                            ") on cpu after 2048 training steps: return -") != std::string::npos);
     }
     const Result resumed = run_surge("train --resume " + checkpoint + " --device cpu --stop-after 1");
     INFO(resumed.output());
@@ -85,13 +89,15 @@ TEST_CASE("surge train, eval and bench train run a Gaussian policy on pendulum",
     CHECK(line_count(e.output()) == 1);
   }
 
-  const Result bench = run_surge("bench train --scenario mountain_car_continuous --device cpu --num-envs 16 --num-steps 8 "
-                                 "--repeats 1 --iterations 2");
+  const Result bench = run_surge(
+      "bench train --scenario mountain_car_continuous --device cpu --num-envs 16 --num-steps 8 "
+      "--repeats 1 --iterations 2");
   INFO(bench.output());
   CHECK(bench.exit_code == 0);
   CHECK(bench.output().find("env-steps/s, cpu") != std::string::npos);
-  const Result sweep = run_surge("bench sweep --what train --scenario pendulum --device cpu --from 64 --to 64 --repeats 1 "
-                                 "--min-env-steps 2048");
+  const Result sweep = run_surge(
+      "bench sweep --what train --scenario pendulum --device cpu --from 64 --to 64 --repeats 1 "
+      "--min-env-steps 2048");
   INFO(sweep.output());
   CHECK(sweep.exit_code == 0);
   CHECK(sweep.output().find("recommended: --num-envs 64") != std::string::npos);
@@ -150,8 +156,10 @@ TEST_CASE("surge bench train reports end-to-end env-steps per second", "[train][
   CHECK(text.find("\"env_steps_per_s\": ") != std::string::npos);
   CHECK(run_surge("bench train --device cpu --num-envs 30 --num-steps 1 --set num_minibatches=7").exit_code == 2);
   // Physics, as surge train takes it, is named on the start line and in the JSON.
-  const Result randomised = run_surge("bench train --device cpu --num-envs 32 --num-steps 8 --repeats 1 --iterations 1 "
-                                      "--physics masspole=0.05:0.2 --set physics.length=0.6 --json " + json.string());
+  const Result randomised = run_surge(
+      "bench train --device cpu --num-envs 32 --num-steps 8 --repeats 1 --iterations 1 "
+      "--physics masspole=0.05:0.2 --set physics.length=0.6 --json " +
+      json.string());
   INFO(randomised.output());
   REQUIRE(randomised.exit_code == 0);
   CHECK(randomised.output().find("physics: masspole ~ U(0.05, 0.2), length = 0.6") != std::string::npos);
@@ -175,8 +183,10 @@ TEST_CASE("surge train --dry-run prints the memory plan and writes nothing", "[t
 TEST_CASE("surge train with domain randomisation: reported, kept in config.toml and the checkpoint, used by eval",
           "[train][cli][physics]") {
   const auto dir = fresh_dir("physics");
-  const Result r = run_surge("train --scenario cartpole --device cpu --total-steps 512 --set hidden=[8] "
-                             "--physics masspole=0.05:0.2 --set physics.length=0.6 --out " + dir.string());
+  const Result r = run_surge(
+      "train --scenario cartpole --device cpu --total-steps 512 --set hidden=[8] "
+      "--physics masspole=0.05:0.2 --set physics.length=0.6 --out " +
+      dir.string());
   INFO(r.output());
   REQUIRE(r.exit_code == 0);
   CHECK(r.output().find("physics: masspole ~ U(0.05, 0.2), length = 0.6") != std::string::npos);
@@ -190,10 +200,12 @@ TEST_CASE("surge train with domain randomisation: reported, kept in config.toml 
   CHECK(config.physics[1].low == 0.6);
   // config.toml runs again as a config file, and gives the same physics.
   const auto again = fresh_dir("physics_again");
-  const Result rerun = run_surge("train --device cpu --config " + (dir / "config.toml").string() + " --out " + again.string());
+  const Result rerun =
+      run_surge("train --device cpu --config " + (dir / "config.toml").string() + " --out " + again.string());
   INFO(rerun.output());
   CHECK(rerun.exit_code == 0);
-  CHECK(read_text(again / "config.toml").find("\n[physics]\nmasspole = [0.05, 0.2]\nlength = 0.6\n") != std::string::npos);
+  CHECK(read_text(again / "config.toml").find("\n[physics]\nmasspole = [0.05, 0.2]\nlength = 0.6\n") !=
+        std::string::npos);
   std::filesystem::remove_all(again);
   // eval runs under the physics the policy was trained with, and --physics changes it by name (in
   // builds with HDF5, which writes checkpoints).
@@ -203,11 +215,13 @@ TEST_CASE("surge train with domain randomisation: reported, kept in config.toml 
     INFO(trained.output());
     CHECK(trained.exit_code == 0);
     CHECK(trained.output().find("physics: masspole ~ U(0.05, 0.2), length = 0.6\n") != std::string::npos);
-    const Result heavier = run_surge("eval --checkpoint " + checkpoint + " --episodes 8 --device cpu --physics masspole=0.5");
+    const Result heavier =
+        run_surge("eval --checkpoint " + checkpoint + " --episodes 8 --device cpu --physics masspole=0.5");
     INFO(heavier.output());
     CHECK(heavier.exit_code == 0);
     CHECK(heavier.output().find("physics: masspole = 0.5, length = 0.6\n") != std::string::npos);
-    const Result bad = run_surge("eval --checkpoint " + checkpoint + " --episodes 8 --device cpu --physics masspole=-1");
+    const Result bad =
+        run_surge("eval --checkpoint " + checkpoint + " --episodes 8 --device cpu --physics masspole=-1");
     CHECK(bad.exit_code == 2);
     CHECK(bad.output().find("masspole") != std::string::npos);
     CHECK(line_count(bad.output()) == 1);

@@ -198,10 +198,13 @@ TEST_CASE("malformed [physics] entries are InputErrors naming the entry", "[conf
   for (const auto& [text, named] : cases) {
     INFO(text);
     CHECK_THROWS_AS(surge::rl::load_train_config(text, "f.toml", false, ""), InputError);
-    CHECK_THROWS_WITH(surge::rl::load_train_config(text, "f.toml", false, ""), Catch::Contains(named) && Catch::Contains("f.toml"));
+    CHECK_THROWS_WITH(surge::rl::load_train_config(text, "f.toml", false, ""),
+                      Catch::Contains(named) && Catch::Contains("f.toml"));
   }
   TrainConfig config;
-  CHECK_THROWS_WITH(surge::rl::apply_config_setting(config, "physics.masspole=heavy"), Catch::Contains("physics.masspole=heavy"));
-  CHECK_THROWS_WITH(surge::rl::apply_config_setting(config, "physics.masspole=[1,2,3]"), Catch::Contains("physics.masspole"));
+  CHECK_THROWS_WITH(surge::rl::apply_config_setting(config, "physics.masspole=heavy"),
+                    Catch::Contains("physics.masspole=heavy"));
+  CHECK_THROWS_WITH(surge::rl::apply_config_setting(config, "physics.masspole=[1,2,3]"),
+                    Catch::Contains("physics.masspole"));
   CHECK(config.physics.empty());
 }

@@ -3,10 +3,10 @@
 // reported, a clean stop on SIGINT, and a resume that is bit-exact: N iterations, stop, resume, N more
 // equal 2N in one go (metrics.csv less its clock columns, the final parameters and optimizer state,
 // the environments' state, and the rollout log).
-#include <catch2/catch.hpp>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <catch2/catch.hpp>
 
 #include <chrono>
 #include <cmath>
@@ -65,7 +65,8 @@ std::vector<std::vector<std::string>> deterministic_metrics(const fs::path& dir)
 
 TEST_CASE("Every metrics.csv column also goes to TensorBoard scalars in DIR/tb", "[train][logs]") {
   const fs::path dir = fresh_dir("tb");
-  const Result r = run_surge(kSmallRun + "--total-steps " + std::to_string(5 * kBatch) + " --out '" + dir.string() + "'");
+  const Result r =
+      run_surge(kSmallRun + "--total-steps " + std::to_string(5 * kBatch) + " --out '" + dir.string() + "'");
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   std::vector<fs::path> files;
@@ -112,7 +113,8 @@ TEST_CASE("Episodes rebuilt from the rollout log agree with the returns the trai
   const cli::CsvTable rebuilt = cli::CsvTable::read((dir / "episodes.csv").string());
   std::map<long, std::pair<double, double>> per_iteration;  // iteration -> (episodes, return sum)
   for (std::size_t row = 0; row < rebuilt.rows.size(); ++row) {
-    auto& [count, sum] = per_iteration[std::stol(rebuilt.rows[row][static_cast<std::size_t>(rebuilt.column("end_iteration"))])];
+    auto& [count, sum] =
+        per_iteration[std::stol(rebuilt.rows[row][static_cast<std::size_t>(rebuilt.column("end_iteration"))])];
     count += 1;
     sum += std::stod(rebuilt.rows[row][static_cast<std::size_t>(rebuilt.column("return"))]);
   }
@@ -127,7 +129,8 @@ TEST_CASE("Episodes rebuilt from the rollout log agree with the returns the trai
     INFO("iteration " << iteration);
     CHECK(count == reported_count);
     if (count == 0) continue;
-    const double reported = std::stod(metrics.rows[row][static_cast<std::size_t>(metrics.column("episodic_return_mean"))]);
+    const double reported =
+        std::stod(metrics.rows[row][static_cast<std::size_t>(metrics.column("episodic_return_mean"))]);
     const double mean = found->second.second / count;
     CHECK(std::abs(mean - reported) <= 1e-6 * std::abs(reported));
     ++compared;
@@ -142,8 +145,10 @@ TEST_CASE("A resumed run is bit-identical to one run straight through", "[train]
   const int variant = GENERATE(0, 1, 2, 3);
   const bool normalized = variant == 1 || variant == 2, gaussian = variant == 2, acrobot = variant == 3;
   const int obs_dim = gaussian ? 3 : acrobot ? 6 : 4;
-  const fs::path dir =
-      fresh_dir(acrobot ? "resume_acrobot" : gaussian ? "resume_gaussian" : normalized ? "resume_normalized" : "resume");
+  const fs::path dir = fresh_dir(acrobot      ? "resume_acrobot"
+                                 : gaussian   ? "resume_gaussian"
+                                 : normalized ? "resume_normalized"
+                                              : "resume");
   const std::string run_start =
       gaussian  ? "train --scenario pendulum --device cpu --set hidden=[16,16] --num-envs 16 --num-steps 16 "
       : acrobot ? "train --scenario acrobot --device cpu --set hidden=[16,16] --num-envs 16 --num-steps 16 "
@@ -172,13 +177,15 @@ TEST_CASE("A resumed run is bit-identical to one run straight through", "[train]
   REQUIRE(straight_metrics.size() == 8);
   CHECK(resumed_metrics == straight_metrics);
 
-  const rl::Checkpoint a = rl::read_checkpoint(first + "/checkpoint.h5"), b = rl::read_checkpoint(straight + "/checkpoint.h5");
+  const rl::Checkpoint a = rl::read_checkpoint(first + "/checkpoint.h5"),
+                       b = rl::read_checkpoint(straight + "/checkpoint.h5");
   CHECK(a.iteration == 8);
   CHECK(a.params == b.params);
   CHECK(a.adam_m == b.adam_m);
   CHECK(a.adam_v == b.adam_v);
   CHECK(a.adam_step == b.adam_step);
-  const rl::ResumeState sa = rl::read_resume_state(first + "/checkpoint.h5"), sb = rl::read_resume_state(straight + "/checkpoint.h5");
+  const rl::ResumeState sa = rl::read_resume_state(first + "/checkpoint.h5"),
+                        sb = rl::read_resume_state(straight + "/checkpoint.h5");
   // Every saved engine entry (state, parameters, step counters, episode returns, RNG offsets), byte for
   // byte; the parameters in the scenario's own type.
   REQUIRE(sa.engine.size() == 5);
@@ -224,7 +231,8 @@ TEST_CASE("SIGINT stops training at an iteration boundary with everything writte
   const pid_t child = ::fork();
   REQUIRE(child >= 0);
   if (child == 0) {
-    const std::string redirected = "exec " + command + " >'" + (dir / "stdout.txt").string() + "' 2>'" + (dir / "stderr.txt").string() + "'";
+    const std::string redirected =
+        "exec " + command + " >'" + (dir / "stdout.txt").string() + "' 2>'" + (dir / "stderr.txt").string() + "'";
     ::execl("/bin/sh", "sh", "-c", redirected.c_str(), static_cast<char*>(nullptr));
     ::_exit(127);
   }
@@ -249,7 +257,8 @@ TEST_CASE("SIGINT stops training at an iteration boundary with everything writte
   // Every iteration up to the stop is in metrics.csv, the rollout log and the checkpoint.
   CHECK(cli::CsvTable::read(out + "/metrics.csv").rows.size() == static_cast<std::size_t>(stopped_at));
   const rl::RolloutFile file(log);
-  REQUIRE(file.iterations().size() + static_cast<std::size_t>(std::stol(file.attribute("dropped_iterations").value())) ==
+  REQUIRE(file.iterations().size() +
+              static_cast<std::size_t>(std::stol(file.attribute("dropped_iterations").value())) ==
           static_cast<std::size_t>(stopped_at));
   CHECK(file.iterations().back() <= stopped_at);
   CHECK(file.read("obs").shape[0] == static_cast<std::int64_t>(file.iterations().size()));

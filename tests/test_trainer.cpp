@@ -24,7 +24,8 @@ TEST_CASE("the ring of recent returns holds the last 100 finished episodes", "[t
     std::int64_t steps, envs;
     float end_probability;
   };
-  const Shape shapes[] = {{7, 5, 0.2f}, {3, 4, 0.05f}, {50, 40, 0.1f}, {40, 2000, 0.00004f}, {9, 3, 0.3f}, {11, 13, 0.5f}};
+  const Shape shapes[] = {{7, 5, 0.2f},         {3, 4, 0.05f}, {50, 40, 0.1f},
+                          {40, 2000, 0.00004f}, {9, 3, 0.3f},  {11, 13, 0.5f}};
   const std::int64_t max_envs = 2000;
   std::vector<float> running(max_envs, 0.0f);
   std::vector<double> ring(kRecentEpisodes, 0.0);
@@ -52,11 +53,11 @@ TEST_CASE("the ring of recent returns holds the last 100 finished episodes", "[t
       terminated[79999] = 1;
     }
     std::vector<std::int32_t> chunks(finished_chunk_count(slots)), groups(finished_group_count(slots));
-    track_episode_returns(stream, shape.steps, shape.envs, reward.data(), terminated.data(), truncated.data(), running.data(),
-                          ended.data());
+    track_episode_returns(stream, shape.steps, shape.envs, reward.data(), terminated.data(), truncated.data(),
+                          running.data(), ended.data());
     count_finished(stream, slots, terminated.data(), truncated.data(), chunks.data(), groups.data());
-    update_recent_returns(stream, slots, terminated.data(), truncated.data(), ended.data(), chunks.data(), groups.data(),
-                          ring.data(), &state);
+    update_recent_returns(stream, slots, terminated.data(), truncated.data(), ended.data(), chunks.data(),
+                          groups.data(), ring.data(), &state);
     // Naive: walk the rollout in time order, env order within a step.
     for (std::int64_t t = 0; t < shape.steps; ++t)
       for (std::int64_t i = 0; i < shape.envs; ++i) {
@@ -87,7 +88,8 @@ TrainConfig small_config() {
   return config;
 }
 
-std::vector<IterationMetrics> run(const TrainConfig& config, std::int64_t iterations, const std::string& scenario = "cartpole") {
+std::vector<IterationMetrics> run(const TrainConfig& config, std::int64_t iterations,
+                                  const std::string& scenario = "cartpole") {
   auto engine = surge::make_engine(scenario, surge::Device::cpu(), config.num_envs, config.seed);
   Trainer trainer(*engine, config);
   std::vector<IterationMetrics> all;
@@ -103,16 +105,16 @@ std::vector<IterationMetrics> run(const TrainConfig& config, std::int64_t iterat
 
 TEST_CASE("the memory plan lists exactly what the trainer allocates", "[trainer]") {
   for (const char* scenario : {"cartpole", "pendulum"})
-  for (std::int64_t envs : {8, 100}) {
-    INFO(scenario << ", " << envs << " envs");
-    TrainConfig config = small_config();
-    config.num_envs = envs;
-    config.total_steps = envs * config.num_steps;
-    auto engine = surge::make_engine(scenario, surge::Device::cpu(), envs, 1);
-    const Trainer trainer(*engine, config);
-    const surge::MemoryPlan plan = Trainer::memory_plan(config, engine->spec(), surge::Device::cpu());
-    CHECK(plan.allocated_bytes() == trainer.device_bytes());
-  }
+    for (std::int64_t envs : {8, 100}) {
+      INFO(scenario << ", " << envs << " envs");
+      TrainConfig config = small_config();
+      config.num_envs = envs;
+      config.total_steps = envs * config.num_steps;
+      auto engine = surge::make_engine(scenario, surge::Device::cpu(), envs, 1);
+      const Trainer trainer(*engine, config);
+      const surge::MemoryPlan plan = Trainer::memory_plan(config, engine->spec(), surge::Device::cpu());
+      CHECK(plan.allocated_bytes() == trainer.device_bytes());
+    }
 }
 
 TEST_CASE("training is deterministic for a seed and changes with it", "[trainer]") {
@@ -135,7 +137,8 @@ TEST_CASE("training is deterministic for a seed and changes with it", "[trainer]
   CHECK(run(other, 1)[0].value_loss != a[0].value_loss);
 }
 
-TEST_CASE("a Gaussian policy trains deterministically; its rollout keeps the unclipped samples", "[trainer][gaussian]") {
+TEST_CASE("a Gaussian policy trains deterministically; its rollout keeps the unclipped samples",
+          "[trainer][gaussian]") {
   const TrainConfig config = small_config();
   for (const char* scenario : {"pendulum", "mountain_car_continuous"}) {
     INFO(scenario);
@@ -158,10 +161,10 @@ TEST_CASE("a Gaussian policy trains deterministically; its rollout keeps the unc
   const RolloutStorage& rollout = trainer.rollout();
   REQUIRE(rollout.continuous());
   const std::int64_t slots = config.num_steps * config.num_envs;
-  const auto actions = surge::to_host(surge::Span<const float>{rollout.continuous_actions(0), slots, surge::Device::cpu()},
-                                      trainer.stream());
-  const auto logprob = surge::to_host(surge::Span<const float>{rollout.logprob(0), slots, surge::Device::cpu()},
-                                      trainer.stream());
+  const auto actions = surge::to_host(
+      surge::Span<const float>{rollout.continuous_actions(0), slots, surge::Device::cpu()}, trainer.stream());
+  const auto logprob =
+      surge::to_host(surge::Span<const float>{rollout.logprob(0), slots, surge::Device::cpu()}, trainer.stream());
   int beyond = 0;
   for (std::int64_t s = 0; s < slots; ++s) {
     beyond += std::abs(actions[s]) > 2.0f;

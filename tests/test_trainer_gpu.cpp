@@ -64,7 +64,8 @@ TEST_CASE("cuBLASLt GEMMs match CBLAS for every transpose, with and without the 
     for (Transpose tb : {Transpose::No, Transpose::Yes})
       for (bool with_bias : {false, true}) {
         const std::int64_t lda = ta == Transpose::No ? k : m, ldb = tb == Transpose::No ? n : k;
-        const auto a = random_vector<float>(m * k, 1), b = random_vector<float>(k * n, 2), bias = random_vector<float>(n, 3);
+        const auto a = random_vector<float>(m * k, 1), b = random_vector<float>(k * n, 2),
+                   bias = random_vector<float>(n, 3);
         auto c = random_vector<float>(m * n, 4);
         auto c_cpu = c;
         auto da = upload(a, gpu), db = upload(b, gpu), dbias = upload(bias, gpu), dc = upload(c, gpu);
@@ -83,7 +84,8 @@ TEST_CASE("one PPO gradient on CUDA matches the CPU's", "[gpu][ppo]") {
   const std::vector<double> initial = net.initial_parameters(3);
   std::vector<float> params(initial.begin(), initial.end());
   for (const auto& slice : net.table().slices())  // away from the tiny actor head, so gradients are not all small
-    for (std::int64_t j = 0; j < slice.size(); ++j) params[slice.offset + j] += 0.05f * std::sin(float(j + slice.offset));
+    for (std::int64_t j = 0; j < slice.size(); ++j)
+      params[slice.offset + j] += 0.05f * std::sin(float(j + slice.offset));
   const std::int64_t batch = 1000;
   const auto obs = random_vector<float>(batch * 4, 5, -2.0f, 2.0f);
   std::vector<std::int32_t> actions(batch);
@@ -93,10 +95,11 @@ TEST_CASE("one PPO gradient on CUDA matches the CPU's", "[gpu][ppo]") {
   auto d_params = upload(params, gpu), d_obs = upload(obs, gpu), d_old_logprob = upload(old_logprob, gpu),
        d_old_value = upload(old_value, gpu), d_advantage = upload(advantage, gpu), d_returns = upload(returns, gpu);
   auto d_actions = upload(actions, gpu);
-  MinibatchView<float> host_mb{batch, obs.data(), actions.data(), old_logprob.data(), old_value.data(), advantage.data(),
-                               returns.data()};
-  MinibatchView<float> gpu_mb{batch, d_obs.data(), d_actions.data(), d_old_logprob.data(), d_old_value.data(),
-                              d_advantage.data(), d_returns.data()};
+  MinibatchView<float> host_mb{
+      batch, obs.data(), actions.data(), old_logprob.data(), old_value.data(), advantage.data(), returns.data()};
+  MinibatchView<float> gpu_mb{
+      batch,           d_obs.data(), d_actions.data(), d_old_logprob.data(), d_old_value.data(), d_advantage.data(),
+      d_returns.data()};
   PpoGradient<float> cpu_work(Device::cpu(), net, batch), gpu_work(kGpu, net, batch);
   std::vector<float> grads(net.table().total(), 0.0f);
   std::vector<double> terms(kLossTermCount);
@@ -162,11 +165,12 @@ TEST_CASE("Gaussian sampling on CUDA matches the CPU", "[gpu][kernels][gaussian]
   const auto mean = random_vector<float>(n * dims, 20, -2.0f, 2.0f);
   const std::vector<float> log_std = {-0.5f, 0.0f, 0.4f}, low = {-1.0f, -2.0f, -1.5f}, high = {1.0f, 2.0f, 0.5f};
   std::vector<float> actions(n * dims), env_actions(n * dims), logprob(n);
-  auto d_mean = upload(mean, gpu), d_log_std = upload(log_std, gpu), d_low = upload(low, gpu), d_high = upload(high, gpu);
+  auto d_mean = upload(mean, gpu), d_log_std = upload(log_std, gpu), d_low = upload(low, gpu),
+       d_high = upload(high, gpu);
   DeviceBuffer<float> d_actions(kGpu, n * dims), d_env_actions(kGpu, n * dims), d_logprob(kGpu, n);
   const ActionDraw draw{78, nullptr, 0, 6};
-  sample_gaussian_actions(cpu, mean.data(), log_std.data(), n, dims, low.data(), high.data(), draw, false, actions.data(),
-                          logprob.data(), env_actions.data());
+  sample_gaussian_actions(cpu, mean.data(), log_std.data(), n, dims, low.data(), high.data(), draw, false,
+                          actions.data(), logprob.data(), env_actions.data());
   sample_gaussian_actions(gpu, d_mean.data(), d_log_std.data(), n, dims, d_low.data(), d_high.data(), draw, false,
                           d_actions.data(), d_logprob.data(), d_env_actions.data());
   // The same Philox words; the device's __sincosf (as cuRAND's curand_normal) differs from the host's
@@ -241,7 +245,8 @@ TEST_CASE("one full training iteration on CUDA matches the CPU on the same seed"
   // amplifies it by about 8% a step (test_vec_env_gpu.cpp), so after at most 32 steps of an episode
   // it is below 6e-8 * (1.083^32 - 1) / 0.083 = 8.6e-6 relative even when every step adds it with the
   // same sign.
-  check_close(run.gpu(b.obs(0), (slots + num_envs) * 4), run.cpu(a.obs(0), (slots + num_envs) * 4), 1e-5, 1e-5, "observations");
+  check_close(run.gpu(b.obs(0), (slots + num_envs) * 4), run.cpu(a.obs(0), (slots + num_envs) * 4), 1e-5, 1e-5,
+              "observations");
   check_close(run.gpu(b.logprob(0), slots), run.cpu(a.logprob(0), slots), 1e-5, 1e-5, "log-probabilities");
   check_close(run.gpu(b.value(0), slots + num_envs), run.cpu(a.value(0), slots + num_envs), 1e-5, 1e-4, "values");
   check_close(run.gpu(b.advantage(0), slots), run.cpu(a.advantage(0), slots), 1e-4, 1e-4, "advantages");

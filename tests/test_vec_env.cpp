@@ -1,8 +1,8 @@
 // VecEnv on the CPU backend: same-step auto-reset (truncation at 500 against termination),
 // final_obs, the per-env accumulators and episode statistics, determinism, and the fused
 // rollout_random() path against random_actions() + step().
-#include <catch2/catch.hpp>
 #include <omp.h>
+#include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -43,11 +43,11 @@ surge::PhysicsConfig frozen_physics() {
 // The buffers one step() writes, on the CPU, plus the action buffer.
 struct StepBuffers {
   std::int64_t n;
-  DeviceBuffer<std::int32_t> actions;  // [N]
-  DeviceBuffer<float> obs;             // [N][obs_dim]
-  DeviceBuffer<float> reward;          // [N]
+  DeviceBuffer<std::int32_t> actions;                // [N]
+  DeviceBuffer<float> obs;                           // [N][obs_dim]
+  DeviceBuffer<float> reward;                        // [N]
   DeviceBuffer<std::uint8_t> terminated, truncated;  // [N]
-  DeviceBuffer<float> final_obs;       // [N][obs_dim]
+  DeviceBuffer<float> final_obs;                     // [N][obs_dim]
 
   explicit StepBuffers(std::int64_t num_envs)
       : n(num_envs),
@@ -59,7 +59,9 @@ struct StepBuffers {
         final_obs(Device::cpu(), n * kObsDim) {
     std::fill(final_obs.data(), final_obs.data() + n * kObsDim, kFinalObsSentinel);
   }
-  surge::StepViews views() { return {obs.span(), reward.span(), terminated.span(), truncated.span(), final_obs.span()}; }
+  surge::StepViews views() {
+    return {obs.span(), reward.span(), terminated.span(), truncated.span(), final_obs.span()};
+  }
   void step_random(Engine& engine, const Stream& stream) {
     engine.random_actions(actions.span(), {}, stream);
     engine.step(ActionView{actions.cspan(), {}}, views(), stream);
@@ -73,7 +75,8 @@ struct StepBuffers {
 // The state a fresh reset number `reset_count` (0 = the one at construction) gives env i under
 // default (not randomised) physics: four uniform draws from the env's reset stream.
 CartPole::State expected_reset_state(std::uint64_t seed, std::int64_t i, std::uint64_t reset_count) {
-  surge::Rng rng(seed, surge::rng_subsequence(surge::RngPurpose::EnvReset, static_cast<std::uint64_t>(i)), 4 * reset_count);
+  surge::Rng rng(seed, surge::rng_subsequence(surge::RngPurpose::EnvReset, static_cast<std::uint64_t>(i)),
+                 4 * reset_count);
   CartPole::State state;
   CartPole::Params unused{};
   CartPole::reset(state, unused, rng);
@@ -102,12 +105,17 @@ struct RolloutBuffers {
   DeviceBuffer<float> obs, reward;                   // [T][N][obs_dim], [T][N]
   DeviceBuffer<std::uint8_t> terminated, truncated;  // [T][N]
   RolloutBuffers(std::int64_t steps, std::int64_t num_envs, std::int64_t obs_size)
-      : n(num_envs), obs_dim(obs_size), obs(Device::cpu(), steps * n * obs_dim), reward(Device::cpu(), steps * n),
-        terminated(Device::cpu(), steps * n), truncated(Device::cpu(), steps * n) {}
+      : n(num_envs),
+        obs_dim(obs_size),
+        obs(Device::cpu(), steps * n * obs_dim),
+        reward(Device::cpu(), steps * n),
+        terminated(Device::cpu(), steps * n),
+        truncated(Device::cpu(), steps * n) {}
   // Steps t0 .. t0 + count - 1.
   surge::RolloutViews slice(std::int64_t t0, std::int64_t count) {
-    return surge::RolloutViews{obs.span().slice(t0 * n * obs_dim, count * n * obs_dim), reward.span().slice(t0 * n, count * n),
-                               terminated.span().slice(t0 * n, count * n), truncated.span().slice(t0 * n, count * n)};
+    return surge::RolloutViews{obs.span().slice(t0 * n * obs_dim, count * n * obs_dim),
+                               reward.span().slice(t0 * n, count * n), terminated.span().slice(t0 * n, count * n),
+                               truncated.span().slice(t0 * n, count * n)};
   }
 };
 
@@ -197,7 +205,8 @@ TEST_CASE("episodes that nothing ends are truncated at exactly step 500", "[vec_
     CHECK(obs[3] == reset_state.theta_dot);
     CHECK(std::memcmp(obs, final_obs, sizeof expected_final) != 0);
   }
-  CHECK(same_bits(host(engine->states(), stream), std::vector<float>(buffers.obs.data(), buffers.obs.data() + n * kObsDim)));
+  CHECK(same_bits(host(engine->states(), stream),
+                  std::vector<float>(buffers.obs.data(), buffers.obs.data() + n * kObsDim)));
   for (std::int32_t steps : host(engine->episode_steps(), stream)) CHECK(steps == 0);
   for (float episode_return : host(engine->episode_returns(), stream)) CHECK(episode_return == 0.0f);
   for (std::uint64_t offset : host(engine->rng_offsets(), stream)) CHECK(offset == 8);
@@ -347,7 +356,8 @@ TEST_CASE("rollout_random() equals random_actions() + step() bit for bit", "[vec
     StepHistory history;
     for (std::int64_t t = 0; t < steps; ++t) {
       buffers.step_random(*stepped, stream);
-      history.append(buffers.obs.data(), buffers.reward.data(), buffers.terminated.data(), buffers.truncated.data(), n, kObsDim);
+      history.append(buffers.obs.data(), buffers.reward.data(), buffers.terminated.data(), buffers.truncated.data(), n,
+                     kObsDim);
     }
     history.check_same_bits_as(rollout, stream);
     // Both leave the engines in the same state.
@@ -393,16 +403,17 @@ TEST_CASE("rollout_random() equals random_actions() + step() bit for bit in ever
     fused->rollout_random(first_steps, rollout.slice(0, first_steps), stream);
     fused->rollout_random(second_steps, rollout.slice(first_steps, second_steps), stream);
 
-    DeviceBuffer<std::int32_t> discrete_actions(cpu, discrete ? n : 0);  // [N]
-    DeviceBuffer<float> continuous_actions(cpu, n * action_dim);         // [N][action_dim]
-    DeviceBuffer<float> step_obs(cpu, n * obs_dim), step_reward(cpu, n);  // [N][obs_dim], [N]
+    DeviceBuffer<std::int32_t> discrete_actions(cpu, discrete ? n : 0);          // [N]
+    DeviceBuffer<float> continuous_actions(cpu, n * action_dim);                 // [N][action_dim]
+    DeviceBuffer<float> step_obs(cpu, n * obs_dim), step_reward(cpu, n);         // [N][obs_dim], [N]
     DeviceBuffer<std::uint8_t> step_terminated(cpu, n), step_truncated(cpu, n);  // [N]
     StepHistory history;
     for (std::int64_t t = 0; t < steps; ++t) {
       stepped->random_actions(discrete_actions.span(), continuous_actions.span(), stream);
-      stepped->step(ActionView{discrete_actions.cspan(), continuous_actions.cspan()},
-                    surge::StepViews{step_obs.span(), step_reward.span(), step_terminated.span(), step_truncated.span(), {}},
-                    stream);
+      stepped->step(
+          ActionView{discrete_actions.cspan(), continuous_actions.cspan()},
+          surge::StepViews{step_obs.span(), step_reward.span(), step_terminated.span(), step_truncated.span(), {}},
+          stream);
       history.append(step_obs.data(), step_reward.data(), step_terminated.data(), step_truncated.data(), n, obs_dim);
     }
     history.check_same_bits_as(rollout, stream);

@@ -45,7 +45,7 @@ bool close(float value, float ref) { return std::fabs(value - ref) <= 1e-4f + 1e
 
 // What one step wrote, copied to the host.
 struct StepRecord {
-  std::vector<float> obs, reward, final_obs;    // [N][obs_dim], [N], [N][obs_dim] (empty if not written)
+  std::vector<float> obs, reward, final_obs;        // [N][obs_dim], [N], [N][obs_dim] (empty if not written)
   std::vector<std::uint8_t> terminated, truncated;  // [N]
 };
 
@@ -75,16 +75,17 @@ class TrajectoryComparison {
         ++obs_compared_;
       }
       if (ended && !cpu.final_obs.empty() && episode_step_[i] <= kComparedEpisodeSteps)
-        for (int k = 0; k < kObsDim; ++k) same &= close(cuda.final_obs[i * kObsDim + k], cpu.final_obs[i * kObsDim + k]);
+        for (int k = 0; k < kObsDim; ++k)
+          same &= close(cuda.final_obs[i * kObsDim + k], cpu.final_obs[i * kObsDim + k]);
       if (ended) {
         ++endings_;
         episode_step_[i] = 0;
       }
       if (!same && failures_++ < 5)
-        UNSCOPED_INFO("step " << t << ", env " << i << ": CUDA obs (" << cuda.obs[i * 4] << ", " << cuda.obs[i * 4 + 1] << ", "
-                              << cuda.obs[i * 4 + 2] << ", " << cuda.obs[i * 4 + 3] << ") against the CPU's (" << cpu.obs[i * 4]
-                              << ", " << cpu.obs[i * 4 + 1] << ", " << cpu.obs[i * 4 + 2] << ", " << cpu.obs[i * 4 + 3]
-                              << "), reward " << cuda.reward[i] << " against " << cpu.reward[i]);
+        UNSCOPED_INFO("step " << t << ", env " << i << ": CUDA obs (" << cuda.obs[i * 4] << ", " << cuda.obs[i * 4 + 1]
+                              << ", " << cuda.obs[i * 4 + 2] << ", " << cuda.obs[i * 4 + 3] << ") against the CPU's ("
+                              << cpu.obs[i * 4] << ", " << cpu.obs[i * 4 + 1] << ", " << cpu.obs[i * 4 + 2] << ", "
+                              << cpu.obs[i * 4 + 3] << "), reward " << cuda.reward[i] << " against " << cpu.reward[i]);
     }
   }
 
@@ -134,8 +135,9 @@ struct Side {
     surge::from_host(actions.span(), host_actions, stream);
     engine->step(ActionView{actions.cspan(), {}},
                  {obs.span(), reward.span(), terminated.span(), truncated.span(), final_obs.span()}, stream);
-    return {surge::to_host(obs.cspan(), stream), surge::to_host(reward.cspan(), stream), surge::to_host(final_obs.cspan(), stream),
-            surge::to_host(terminated.cspan(), stream), surge::to_host(truncated.cspan(), stream)};
+    return {surge::to_host(obs.cspan(), stream), surge::to_host(reward.cspan(), stream),
+            surge::to_host(final_obs.cspan(), stream), surge::to_host(terminated.cspan(), stream),
+            surge::to_host(truncated.cspan(), stream)};
   }
 };
 
@@ -150,7 +152,8 @@ void compare_counters(Side& cpu, Side& cuda, const TrajectoryComparison& compari
   std::int64_t differing = 0;
   for (std::size_t i = 0; i < steps_cpu.size(); ++i) {
     if (comparison.diverged(static_cast<std::int64_t>(i))) continue;
-    differing += steps_cpu[i] != steps_cuda[i] || returns_cpu[i] != returns_cuda[i] || offsets_cpu[i] != offsets_cuda[i];
+    differing +=
+        steps_cpu[i] != steps_cuda[i] || returns_cpu[i] != returns_cuda[i] || offsets_cpu[i] != offsets_cuda[i];
   }
   CHECK(differing == 0);
 
@@ -218,7 +221,8 @@ TEST_CASE("CUDA resets, parameters and random actions equal the CPU's bit for bi
 TEST_CASE("CUDA and CPU step the same trajectories from the same seed", "[gpu][trajectory]") {
   const std::int64_t n = 4096;
   const std::int64_t steps = 200;
-  Side cpu(kCpu, n, 2024, surge::testing::randomized_physics()), cuda(kCuda, n, 2024, surge::testing::randomized_physics());
+  Side cpu(kCpu, n, 2024, surge::testing::randomized_physics()),
+      cuda(kCuda, n, 2024, surge::testing::randomized_physics());
   std::mt19937 action_source(7);
   std::vector<std::int32_t> actions(static_cast<std::size_t>(n));
   TrajectoryComparison comparison(n);
@@ -238,11 +242,14 @@ TEST_CASE("CUDA rollout_random() follows the CPU's", "[gpu][rollout]") {
   Side cpu(kCpu, n, 99, surge::testing::randomized_physics()), cuda(kCuda, n, 99, surge::testing::randomized_physics());
   auto run = [&](Side& side) {
     const Device device = side.engine->device();
-    DeviceBuffer<float> obs(device, steps * n * kObsDim), reward(device, steps * n);  // [T][N][obs_dim], [T][N]
+    DeviceBuffer<float> obs(device, steps * n * kObsDim), reward(device, steps * n);         // [T][N][obs_dim], [T][N]
     DeviceBuffer<std::uint8_t> terminated(device, steps * n), truncated(device, steps * n);  // [T][N]
     side.engine->rollout_random(steps, {obs.span(), reward.span(), terminated.span(), truncated.span()}, side.stream);
-    return StepRecord{surge::to_host(obs.cspan(), side.stream), surge::to_host(reward.cspan(), side.stream), {},
-                      surge::to_host(terminated.cspan(), side.stream), surge::to_host(truncated.cspan(), side.stream)};
+    return StepRecord{surge::to_host(obs.cspan(), side.stream),
+                      surge::to_host(reward.cspan(), side.stream),
+                      {},
+                      surge::to_host(terminated.cspan(), side.stream),
+                      surge::to_host(truncated.cspan(), side.stream)};
   };
   const StepRecord all_cpu = run(cpu), all_cuda = run(cuda);
   TrajectoryComparison comparison(n);

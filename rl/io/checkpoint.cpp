@@ -31,7 +31,8 @@ std::vector<float> read_slices(hid_t file, const std::string& group, const Param
   std::vector<float> flat(static_cast<std::size_t>(table.total()), 0.0f);
   for (const ParamSlice& slice : table.slices())
     hdf5::read_dataset_into(file, group + "/" + slice.name, path,
-                            {static_cast<hsize_t>(slice.rows), static_cast<hsize_t>(slice.cols)}, flat.data() + slice.offset);
+                            {static_cast<hsize_t>(slice.rows), static_cast<hsize_t>(slice.cols)},
+                            flat.data() + slice.offset);
   return flat;
 }
 
@@ -169,10 +170,12 @@ Checkpoint read_checkpoint(const std::string& path) {
   c.obs_dim = static_cast<int>(hdf5::read_int_attribute(root, "obs_dim"));
   c.num_actions = static_cast<int>(hdf5::read_int_attribute(root, "num_actions"));
   // Checkpoints from before continuous actions lack it: they are discrete.
-  c.action_dim = hdf5::has_attribute(root, "action_dim") ? static_cast<int>(hdf5::read_int_attribute(root, "action_dim")) : 0;
+  c.action_dim =
+      hdf5::has_attribute(root, "action_dim") ? static_cast<int>(hdf5::read_int_attribute(root, "action_dim")) : 0;
   if (c.action_dim < 0 || c.action_dim > 64 || (c.action_dim == 0) == (c.num_actions == 0))
-    throw InputError("checkpoint '" + path + "' has num_actions = " + std::to_string(c.num_actions) + " and action_dim = " +
-                     std::to_string(c.action_dim) + "; exactly one of them must be positive");  c.global_step = hdf5::read_int_attribute(root, "global_step");
+    throw InputError("checkpoint '" + path + "' has num_actions = " + std::to_string(c.num_actions) +
+                     " and action_dim = " + std::to_string(c.action_dim) + "; exactly one of them must be positive");
+  c.global_step = hdf5::read_int_attribute(root, "global_step");
   c.iteration = hdf5::read_int_attribute(root, "iteration");
   c.config = load_train_config(hdf5::read_string_attribute(root, "config"), path + " (config)", false, "");
   const ActorCritic network = checkpoint_network(c);

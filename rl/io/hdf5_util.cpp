@@ -90,7 +90,8 @@ Handle utf8_string_type() {
 // Replaces any attribute of that name, so that values such as counts can be updated.
 Handle create_attribute(hid_t object, const std::string& name, hid_t type, hid_t space) {
   if (H5Aexists(object, name.c_str()) > 0) check(H5Adelete(object, name.c_str()), "replace attribute '" + name + "'");
-  return Handle(H5Acreate2(object, name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT), "create attribute '" + name + "'");
+  return Handle(H5Acreate2(object, name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT),
+                "create attribute '" + name + "'");
 }
 
 template <class T>
@@ -201,7 +202,8 @@ std::string read_string_attribute(hid_t object, const std::string& name) {
   Handle type(H5Aget_type(attribute.get()), "type of attribute '" + name + "'");
   if (H5Tget_class(type.get()) != H5T_STRING) throw Error("attribute '" + name + "' is not text");
   const std::vector<std::string> values = read_strings(attribute.get(), name);
-  if (values.size() != 1) throw Error("attribute '" + name + "' holds " + std::to_string(values.size()) + " strings, not one");
+  if (values.size() != 1)
+    throw Error("attribute '" + name + "' holds " + std::to_string(values.size()) + " strings, not one");
   return values.front();
 }
 
@@ -246,7 +248,8 @@ std::vector<std::int64_t> read_ints_attribute(hid_t object, const std::string& n
   if (!integers || static_cast<std::size_t>(found) != count)
     throw InputError("'" + path + "': attribute '" + name + "' of " + object_path(object) + " holds " +
                      std::to_string(found) + (integers ? " integers" : " values that are not integers") + " where " +
-                     std::to_string(count) + " integers are expected; the file is damaged or was not written by this "
+                     std::to_string(count) +
+                     " integers are expected; the file is damaged or was not written by this "
                      "version of surge");
   std::vector<std::int64_t> values(count);
   check(H5Aread(attribute.get(), H5T_NATIVE_INT64, values.data()), "read attribute '" + name + "'");
@@ -284,8 +287,9 @@ Handle write_dataset(hid_t parent, const std::string& name, ElementType type, co
   return dataset;
 }
 
-Handle create_extendable_dataset(hid_t parent, const std::string& name, hid_t file_type, const std::vector<hsize_t>& row,
-                                 const std::vector<hsize_t>& chunk, int deflate_level) {
+Handle create_extendable_dataset(hid_t parent, const std::string& name, hid_t file_type,
+                                 const std::vector<hsize_t>& row, const std::vector<hsize_t>& chunk,
+                                 int deflate_level) {
   std::vector<hsize_t> dims{0}, max_dims{H5S_UNLIMITED};
   dims.insert(dims.end(), row.begin(), row.end());
   max_dims.insert(max_dims.end(), row.begin(), row.end());
@@ -310,10 +314,12 @@ void write_row(hid_t dataset, std::int64_t row_index, hid_t memory_type, const v
   check(H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr),
         "select a row of '" + name + "'");
   Handle memory_space(H5Screate_simple(static_cast<int>(count.size()), count.data(), nullptr), "memory space");
-  check(H5Dwrite(dataset, memory_type, memory_space.get(), file_space.get(), H5P_DEFAULT, values), "write '" + name + "'");
+  check(H5Dwrite(dataset, memory_type, memory_space.get(), file_space.get(), H5P_DEFAULT, values),
+        "write '" + name + "'");
 }
 
-Handle open_dataset(hid_t parent, const std::string& name, const std::string& path, const std::vector<hsize_t>& expected) {
+Handle open_dataset(hid_t parent, const std::string& name, const std::string& path,
+                    const std::vector<hsize_t>& expected) {
   const std::string where = "'" + path + "': dataset " + child_path(parent, name);
   const std::string way_out = "; the file is damaged or was not written by this version of surge";
   if (H5Lexists(parent, name.c_str(), H5P_DEFAULT) <= 0) {
@@ -323,14 +329,16 @@ Handle open_dataset(hid_t parent, const std::string& name, const std::string& pa
   Handle dataset(H5Dopen2(parent, name.c_str(), H5P_DEFAULT), "open dataset '" + name + "'");
   const std::vector<hsize_t> dims = dataset_dims(dataset.get());
   bool matches = dims.size() == expected.size();
-  for (std::size_t k = 0; matches && k < dims.size(); ++k) matches = expected[k] == kAnyExtent || expected[k] == dims[k];
+  for (std::size_t k = 0; matches && k < dims.size(); ++k)
+    matches = expected[k] == kAnyExtent || expected[k] == dims[k];
   if (!matches)
-    throw InputError(where + " is shaped " + shape_text(dims) + " where " + shape_text(expected) + " is expected" + way_out);
+    throw InputError(where + " is shaped " + shape_text(dims) + " where " + shape_text(expected) + " is expected" +
+                     way_out);
   return dataset;
 }
 
-void read_dataset_into(hid_t parent, const std::string& name, const std::string& path, const std::vector<hsize_t>& expected,
-                       hid_t memory_type, void* values) {
+void read_dataset_into(hid_t parent, const std::string& name, const std::string& path,
+                       const std::vector<hsize_t>& expected, hid_t memory_type, void* values) {
   SURGE_CHECK(std::find(expected.begin(), expected.end(), kAnyExtent) == expected.end(),
               "reading '" + name + "' into a buffer needs its exact shape");
   const Handle dataset = open_dataset(parent, name, path, expected);
@@ -340,7 +348,8 @@ void read_dataset_into(hid_t parent, const std::string& name, const std::string&
 void read_whole(hid_t dataset, hid_t memory_type, void* values, const std::string& name) {
   std::size_t count = 1;
   for (hsize_t d : dataset_dims(dataset)) count *= d;
-  if (count > 0) check(H5Dread(dataset, memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, values), "read dataset '" + name + "'");
+  if (count > 0)
+    check(H5Dread(dataset, memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, values), "read dataset '" + name + "'");
 }
 
 namespace {
@@ -412,11 +421,13 @@ void write_values(hid_t group, const std::string& name, const Values& values) {
   std::vector<hsize_t> dims(values.dims.begin(), values.dims.end());
   if (dims.empty()) dims.push_back(0);
   Handle space(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), "dataspace of " + name);
-  Handle dataset(H5Dcreate2(group, name.c_str(), element_type(values.dtype).file, space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+  Handle dataset(H5Dcreate2(group, name.c_str(), element_type(values.dtype).file, space.get(), H5P_DEFAULT, H5P_DEFAULT,
+                            H5P_DEFAULT),
                  "create " + name);
   if (!values.bytes.empty())
-    check(H5Dwrite(dataset.get(), element_type(values.dtype).memory, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.bytes.data()),
-          "write " + name);
+    check(
+        H5Dwrite(dataset.get(), element_type(values.dtype).memory, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.bytes.data()),
+        "write " + name);
 }
 
 Values read_values(hid_t group, const std::string& name, const std::string& file) {
@@ -425,13 +436,21 @@ Values read_values(hid_t group, const std::string& name, const std::string& file
   const H5T_class_t kind = H5Tget_class(type.get());
   const std::size_t size = H5Tget_size(type.get());
   Values values;
-  if (kind == H5T_FLOAT && size == 4) values.dtype = DType::Float32;
-  else if (kind == H5T_FLOAT && size == 8) values.dtype = DType::Float64;
-  else if (kind == H5T_INTEGER && size == 1 && H5Tget_sign(type.get()) == H5T_SGN_NONE) values.dtype = DType::UInt8;
-  else if (kind == H5T_INTEGER && size == 4 && H5Tget_sign(type.get()) == H5T_SGN_2) values.dtype = DType::Int32;
-  else if (kind == H5T_INTEGER && size == 8 && H5Tget_sign(type.get()) == H5T_SGN_2) values.dtype = DType::Int64;
-  else if (kind == H5T_INTEGER && size == 8 && H5Tget_sign(type.get()) == H5T_SGN_NONE) values.dtype = DType::UInt64;
-  else throw InputError("'" + file + "': dataset " + name + " holds a type Surge does not write; the file is damaged or not Surge's");
+  if (kind == H5T_FLOAT && size == 4)
+    values.dtype = DType::Float32;
+  else if (kind == H5T_FLOAT && size == 8)
+    values.dtype = DType::Float64;
+  else if (kind == H5T_INTEGER && size == 1 && H5Tget_sign(type.get()) == H5T_SGN_NONE)
+    values.dtype = DType::UInt8;
+  else if (kind == H5T_INTEGER && size == 4 && H5Tget_sign(type.get()) == H5T_SGN_2)
+    values.dtype = DType::Int32;
+  else if (kind == H5T_INTEGER && size == 8 && H5Tget_sign(type.get()) == H5T_SGN_2)
+    values.dtype = DType::Int64;
+  else if (kind == H5T_INTEGER && size == 8 && H5Tget_sign(type.get()) == H5T_SGN_NONE)
+    values.dtype = DType::UInt64;
+  else
+    throw InputError("'" + file + "': dataset " + name +
+                     " holds a type Surge does not write; the file is damaged or not Surge's");
   for (hsize_t extent : dataset_dims(dataset.get())) values.dims.push_back(static_cast<std::int64_t>(extent));
   std::int64_t count = 1;
   for (std::int64_t extent : values.dims) count *= extent;

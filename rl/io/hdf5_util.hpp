@@ -111,21 +111,23 @@ Handle write_dataset(hid_t parent, const std::string& name, const std::vector<T>
 // An extendable dataset [0](row) whose first axis grows as rows are appended: chunked as `chunk`
 // (its rank is one more than row's), with the shuffle filter, deflate at `deflate_level` (0: none)
 // and the creation order of its attributes tracked.
-Handle create_extendable_dataset(hid_t parent, const std::string& name, hid_t file_type, const std::vector<hsize_t>& row,
-                                 const std::vector<hsize_t>& chunk, int deflate_level);
+Handle create_extendable_dataset(hid_t parent, const std::string& name, hid_t file_type,
+                                 const std::vector<hsize_t>& row, const std::vector<hsize_t>& chunk, int deflate_level);
 // Writes `values` (one row) at `row_index` of an extendable dataset, growing it to row_index + 1 rows.
 void write_row(hid_t dataset, std::int64_t row_index, hid_t memory_type, const void* values, const std::string& name);
 
 // Opens dataset `name` under `parent` of the file at `path`, checking its shape against `expected`
 // (an extent of kAnyExtent matches any). Throws InputError, naming the file and the dataset, when it
 // is missing, and also the shape found and the shape expected when that differs.
-Handle open_dataset(hid_t parent, const std::string& name, const std::string& path, const std::vector<hsize_t>& expected);
+Handle open_dataset(hid_t parent, const std::string& name, const std::string& path,
+                    const std::vector<hsize_t>& expected);
 // Reads an open dataset whole into `values`, which has room for all of it.
 void read_whole(hid_t dataset, hid_t memory_type, void* values, const std::string& name);
 
 // A whole dataset of the shape expected, row-major.
 template <class T>
-std::vector<T> read_dataset(hid_t parent, const std::string& name, const std::string& path, const std::vector<hsize_t>& expected) {
+std::vector<T> read_dataset(hid_t parent, const std::string& name, const std::string& path,
+                            const std::vector<hsize_t>& expected) {
   const Handle dataset = open_dataset(parent, name, path, expected);
   std::size_t count = 1;
   for (hsize_t d : dataset_dims(dataset.get())) count *= d;
@@ -139,11 +141,11 @@ std::vector<T> read_dataset(hid_t parent, const std::string& name, const std::st
   return read_dataset<T>(parent, name, path, {kAnyExtent});
 }
 // A whole dataset of exactly the shape expected (no kAnyExtent: `values` has room for that shape).
-void read_dataset_into(hid_t parent, const std::string& name, const std::string& path, const std::vector<hsize_t>& expected,
-                       hid_t memory_type, void* values);
+void read_dataset_into(hid_t parent, const std::string& name, const std::string& path,
+                       const std::vector<hsize_t>& expected, hid_t memory_type, void* values);
 template <class T>
-void read_dataset_into(hid_t parent, const std::string& name, const std::string& path, const std::vector<hsize_t>& expected,
-                       T* values) {
+void read_dataset_into(hid_t parent, const std::string& name, const std::string& path,
+                       const std::vector<hsize_t>& expected, T* values) {
   read_dataset_into(parent, name, path, expected, element_type<T>().memory, values);
 }
 

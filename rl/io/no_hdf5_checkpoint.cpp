@@ -13,7 +13,9 @@ namespace {
   throw InputError("checkpoint '" + path + "': this build has no HDF5: install libhdf5-dev and rebuild");
 }
 
-[[noreturn]] void no_hdf5() { throw InputError("checkpoints: this build has no HDF5: install libhdf5-dev and rebuild"); }
+[[noreturn]] void no_hdf5() {
+  throw InputError("checkpoints: this build has no HDF5: install libhdf5-dev and rebuild");
+}
 
 }  // namespace
 

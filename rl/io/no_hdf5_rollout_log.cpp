@@ -13,13 +13,17 @@ namespace {
   throw InputError("rollout log '" + path + "': this build has no HDF5: install libhdf5-dev and rebuild");
 }
 
-[[noreturn]] void no_hdf5() { throw InputError("rollout logs: this build has no HDF5: install libhdf5-dev and rebuild"); }
+[[noreturn]] void no_hdf5() {
+  throw InputError("rollout logs: this build has no HDF5: install libhdf5-dev and rebuild");
+}
 
 }  // namespace
 
 struct RolloutLogFile::Datasets {};
 
-RolloutLogFile::RolloutLogFile(const RolloutLogOptions& options, const std::vector<LogField>&) { no_hdf5(options.path); }
+RolloutLogFile::RolloutLogFile(const RolloutLogOptions& options, const std::vector<LogField>&) {
+  no_hdf5(options.path);
+}
 RolloutLogFile::~RolloutLogFile() = default;
 void RolloutLogFile::append(const std::vector<const void*>&, std::int64_t, std::int64_t) {}
 void RolloutLogFile::flush() {}

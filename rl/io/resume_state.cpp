@@ -53,10 +53,11 @@ ResumeState ResumeState::capture(const Trainer& trainer, Engine& engine) {
 void ResumeState::restore(const Checkpoint& agent, Trainer& trainer, Engine& engine) const {
   const SavedBuffer* params = find_saved(this->engine, "params");
   if (params && params->dtype != engine.spec().param_dtype)
-    throw InputError(std::string("the checkpoint holds ") + engine.spec().name + "'s physics parameters in " +
-                     dtype_name(params->dtype) + " where this build keeps them in " + dtype_name(engine.spec().param_dtype) +
-                     " (it was written by a build from before the change), so the run cannot continue exactly; evaluate "
-                     "the agent with 'surge eval' or train afresh");
+    throw InputError(
+        std::string("the checkpoint holds ") + engine.spec().name + "'s physics parameters in " +
+        dtype_name(params->dtype) + " where this build keeps them in " + dtype_name(engine.spec().param_dtype) +
+        " (it was written by a build from before the change), so the run cannot continue exactly; evaluate "
+        "the agent with 'surge eval' or train afresh");
   restore_buffers(engine.buffers(), this->engine, "the checkpoint's environment state", trainer.stream());
   std::vector<SavedBuffer> saved = agent_buffers(agent);
   saved.insert(saved.end(), this->trainer.begin(), this->trainer.end());
@@ -67,7 +68,8 @@ void append_resume_state(const std::string& checkpoint_path, const ResumeState& 
   hdf5::Lock lock;
   hdf5::Handle file(H5Fopen(checkpoint_path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT), "open " + checkpoint_path);
   hdf5::Handle group(H5Gcreate2(file.get(), kGroup, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), "create /resume");
-  for (const SavedBuffer& buffer : s.trainer) hdf5::write_values(group.get(), buffer.name, {buffer.dtype, buffer.dims, buffer.bytes});
+  for (const SavedBuffer& buffer : s.trainer)
+    hdf5::write_values(group.get(), buffer.name, {buffer.dtype, buffer.dims, buffer.bytes});
   for (const SavedBuffer& buffer : s.engine)
     hdf5::write_values(group.get(), kEnginePrefix + buffer.name, {buffer.dtype, buffer.dims, buffer.bytes});
   hdf5::write_strings_attribute(group.get(), "metrics_columns", s.metrics_columns);
@@ -85,7 +87,8 @@ ResumeState read_resume_state(const std::string& path) {
   hdf5::Lock lock;
   hdf5::Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), "open " + path);
   if (H5Lexists(file.get(), kGroup, H5P_DEFAULT) <= 0)
-    throw InputError("checkpoint '" + path + "' holds an agent but no /resume state, so training cannot continue from it "
+    throw InputError("checkpoint '" + path +
+                     "' holds an agent but no /resume state, so training cannot continue from it "
                      "(use it with 'surge eval')");
   hdf5::Handle group(H5Gopen2(file.get(), kGroup, H5P_DEFAULT), "open /resume");
   ResumeState s;
@@ -100,7 +103,8 @@ ResumeState read_resume_state(const std::string& path) {
     if (entry == "metrics") continue;
     hdf5::Values values = hdf5::read_values(group.get(), entry, path);
     if (entry.rfind(kEnginePrefix, 0) == 0)
-      s.engine.push_back({entry.substr(kEnginePrefix.size()), values.dtype, values.dims, false, std::move(values.bytes)});
+      s.engine.push_back(
+          {entry.substr(kEnginePrefix.size()), values.dtype, values.dims, false, std::move(values.bytes)});
     else
       s.trainer.push_back({entry, values.dtype, values.dims, false, std::move(values.bytes)});
   }
@@ -117,7 +121,8 @@ ResumeState read_resume_state(const std::string& path) {
   const std::size_t width = s.metrics_columns.size();
   const std::vector<double> metrics = read_dataset<double>(group.get(), "metrics", path, {hdf5::kAnyExtent, width});
   for (std::size_t k = 0; width > 0 && k + width <= metrics.size(); k += width)
-    s.metrics_rows.emplace_back(metrics.begin() + static_cast<std::ptrdiff_t>(k), metrics.begin() + static_cast<std::ptrdiff_t>(k + width));
+    s.metrics_rows.emplace_back(metrics.begin() + static_cast<std::ptrdiff_t>(k),
+                                metrics.begin() + static_cast<std::ptrdiff_t>(k + width));
   return s;
 }
 

@@ -16,11 +16,11 @@ struct LoggedEpisode {
 
 // The logged rows, as read back (values are exact: float32 and small integers fit a double).
 struct LoggedRollout {
-  std::int64_t steps = 0, envs = 0;        // T and M
-  std::vector<std::int64_t> iterations;    // [I], increasing
-  std::int64_t first_iteration = 0;        // the run's first iteration: every env starts afresh there
-  std::vector<std::int64_t> env_ids;       // [M]
-  std::vector<double> reward;              // [I][T][M]
+  std::int64_t steps = 0, envs = 0;           // T and M
+  std::vector<std::int64_t> iterations;       // [I], increasing
+  std::int64_t first_iteration = 0;           // the run's first iteration: every env starts afresh there
+  std::vector<std::int64_t> env_ids;          // [M]
+  std::vector<double> reward;                 // [I][T][M]
   std::vector<double> terminated, truncated;  // [I][T][M], 0 or 1
   // Optional, [I][M]: each env's running episode at the start of the row's rollout. Without them an
   // episode's start is known only at first_iteration or after an end seen in consecutively logged rows.

@@ -46,7 +46,8 @@ std::string describe_ranges(const std::vector<std::int64_t>& values, std::size_t
   while (k < values.size()) {
     std::size_t end = k;
     while (end + 1 < values.size() && values[end + 1] == values[end] + 1) ++end;
-    ranges.push_back(end == k ? std::to_string(values[k]) : std::to_string(values[k]) + "-" + std::to_string(values[end]));
+    ranges.push_back(end == k ? std::to_string(values[k])
+                              : std::to_string(values[k]) + "-" + std::to_string(values[end]));
     k = end + 1;
   }
   if (ranges.size() > max_ranges) {
@@ -76,8 +77,9 @@ RolloutFile::RolloutFile(const std::string& path) : path_(path) {
                        std::string(kSchemaName) + "'); give a file written by 'surge train --log-rollouts'");
     const std::int64_t version = hdf5::read_int_attribute(id, kSchemaVersionAttribute);
     if (version > kRolloutLogSchemaVersion)
-      throw InputError(quoted + " has rollout-log schema version " + std::to_string(version) + ", newer than this surge reads (" +
-                       std::to_string(kRolloutLogSchemaVersion) + "); update surge");
+      throw InputError(quoted + " has rollout-log schema version " + std::to_string(version) +
+                       ", newer than this surge reads (" + std::to_string(kRolloutLogSchemaVersion) +
+                       "); update surge");
     for (const char* name : {kIterationDataset, kGlobalStepDataset, kEnvIdDataset})
       if (H5Lexists(id, name, H5P_DEFAULT) <= 0)
         throw InputError(quoted + " is a damaged Surge rollout log: it has no '" + std::string(name) + "' dataset");
@@ -134,7 +136,8 @@ std::vector<std::string> RolloutFile::dataset_names() const {
     const ssize_t length = H5Lget_name_by_idx(file, ".", order, H5_ITER_INC, k, nullptr, 0, H5P_DEFAULT);
     hdf5::check(length, "list datasets");
     std::string name(static_cast<std::size_t>(length) + 1, '\0');
-    hdf5::check(H5Lget_name_by_idx(file, ".", order, H5_ITER_INC, k, name.data(), name.size(), H5P_DEFAULT), "list datasets");
+    hdf5::check(H5Lget_name_by_idx(file, ".", order, H5_ITER_INC, k, name.data(), name.size(), H5P_DEFAULT),
+                "list datasets");
     name.resize(static_cast<std::size_t>(length));
     const hid_t object = H5Oopen(file, name.c_str(), H5P_DEFAULT);
     if (object < 0) {
@@ -167,7 +170,8 @@ std::vector<DatasetInfo> RolloutFile::datasets() const {
     Handle properties(H5Dget_create_plist(dataset.get()), "properties of '" + name + "'");
     if (H5Pget_layout(properties.get()) == H5D_CHUNKED) {
       std::vector<hsize_t> chunk(info.shape.size());
-      hdf5::check(H5Pget_chunk(properties.get(), static_cast<int>(chunk.size()), chunk.data()), "chunk of '" + name + "'");
+      hdf5::check(H5Pget_chunk(properties.get(), static_cast<int>(chunk.size()), chunk.data()),
+                  "chunk of '" + name + "'");
       for (hsize_t c : chunk) info.chunk.push_back(static_cast<std::int64_t>(c));
     }
     const int filter_count = H5Pget_nfilters(properties.get());
@@ -176,8 +180,8 @@ std::vector<DatasetInfo> RolloutFile::datasets() const {
       unsigned values[8] = {};
       std::size_t value_count = 8;
       char filter_name[64] = {};
-      const H5Z_filter_t filter =
-          H5Pget_filter2(properties.get(), static_cast<unsigned>(k), &flags, &value_count, values, sizeof filter_name, filter_name, &config);
+      const H5Z_filter_t filter = H5Pget_filter2(properties.get(), static_cast<unsigned>(k), &flags, &value_count,
+                                                 values, sizeof filter_name, filter_name, &config);
       if (filter == H5Z_FILTER_DEFLATE) {
         info.filters.push_back("deflate(" + std::to_string(value_count ? values[0] : 0) + ")");
       } else if (filter == H5Z_FILTER_SHUFFLE) {
@@ -187,7 +191,8 @@ std::vector<DatasetInfo> RolloutFile::datasets() const {
       }
     }
     if (hdf5::has_attribute(dataset.get(), "axes")) info.axes = hdf5::attribute_text(dataset.get(), "axes");
-    if (hdf5::has_attribute(dataset.get(), "description")) info.description = hdf5::attribute_text(dataset.get(), "description");
+    if (hdf5::has_attribute(dataset.get(), "description"))
+      info.description = hdf5::attribute_text(dataset.get(), "description");
     infos.push_back(std::move(info));
   }
   return infos;
@@ -230,10 +235,12 @@ DatasetValues RolloutFile::read(const std::string& name, std::optional<std::int6
   if (!dims.empty())
     hdf5::check(H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr),
                 "select rows of '" + name + "'");
-  Handle memory_space(dims.empty() ? H5Screate(H5S_SCALAR) : H5Screate_simple(static_cast<int>(count.size()), count.data(), nullptr),
-                      "memory space");
-  hdf5::check(H5Dread(dataset.get(), H5T_NATIVE_DOUBLE, memory_space.get(), file_space.get(), H5P_DEFAULT, out.values.data()),
-              "read '" + name + "'");
+  Handle memory_space(
+      dims.empty() ? H5Screate(H5S_SCALAR) : H5Screate_simple(static_cast<int>(count.size()), count.data(), nullptr),
+      "memory space");
+  hdf5::check(
+      H5Dread(dataset.get(), H5T_NATIVE_DOUBLE, memory_space.get(), file_space.get(), H5P_DEFAULT, out.values.data()),
+      "read '" + name + "'");
   return out;
 }
 

@@ -10,11 +10,11 @@ namespace surge::rl {
 
 struct DatasetInfo {
   std::string name;
-  std::string dtype;                  // "float32", "int64", "uint8", ...
-  std::vector<std::int64_t> shape;    // current shape; the first axis is the logged iteration (but for env_id)
-  std::vector<std::int64_t> chunk;    // empty when not chunked
-  std::vector<std::string> filters;   // "shuffle", "deflate(4)", ...
-  std::string axes, description;      // the dataset's attributes, where present
+  std::string dtype;                 // "float32", "int64", "uint8", ...
+  std::vector<std::int64_t> shape;   // current shape; the first axis is the logged iteration (but for env_id)
+  std::vector<std::int64_t> chunk;   // empty when not chunked
+  std::vector<std::string> filters;  // "shuffle", "deflate(4)", ...
+  std::string axes, description;     // the dataset's attributes, where present
 };
 
 // Values of a dataset read as double (exact for every type the log writes but int64 beyond 2^53).

@@ -92,7 +92,7 @@ struct RolloutLog::State {
 
   mutable std::mutex mutex;
   std::condition_variable wake;
-  std::deque<int> queue;       // slots waiting for the writer, oldest first
+  std::deque<int> queue;  // slots waiting for the writer, oldest first
   std::vector<int> free_slots;
   bool stopping = false;
   std::atomic<bool> closed{false};
@@ -129,7 +129,8 @@ void validate(const RolloutLogOptions& o, const std::vector<LogField>& fields) {
     for (std::int64_t d : field.item_shape) SURGE_CHECK(d >= 1, "log field '" + field.name + "' has an empty axis");
     SURGE_CHECK(field.name != kIterationDataset && field.name != kGlobalStepDataset && field.name != kEnvIdDataset,
                 "log field '" + field.name + "' takes a reserved name");
-    SURGE_CHECK(std::find(names.begin(), names.end(), field.name) == names.end(), "log field '" + field.name + "' twice");
+    SURGE_CHECK(std::find(names.begin(), names.end(), field.name) == names.end(),
+                "log field '" + field.name + "' twice");
     names.push_back(field.name);
   }
 }
@@ -145,7 +146,8 @@ std::int64_t RolloutLog::State::room_left() const {
     room = static_cast<std::int64_t>(volume.f_bavail) * static_cast<std::int64_t>(volume.f_frsize);
   struct rlimit limit {};
   struct stat status {};
-  if (::getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY && ::stat(options.path.c_str(), &status) == 0)
+  if (::getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY &&
+      ::stat(options.path.c_str(), &status) == 0)
     room = std::min(room, static_cast<std::int64_t>(limit.rlim_cur) - static_cast<std::int64_t>(status.st_size));
   return room;
 }
@@ -195,7 +197,8 @@ void RolloutLog::State::writer_loop() {
 }
 
 void RolloutLog::State::write_or_stop(const Slot& slot) {
-  const std::string stopped = "rollout log '" + options.path + "' stopped at iteration " + std::to_string(slot.iteration);
+  const std::string stopped =
+      "rollout log '" + options.path + "' stopped at iteration " + std::to_string(slot.iteration);
   try {
     slot.end_copied.synchronize();  // the copies into the staging buffers are done
     if (options.before_write) options.before_write(slot.iteration);
@@ -232,7 +235,8 @@ RolloutLog::RolloutLog(RolloutLogOptions options, std::vector<LogField> fields) 
   std::size_t slot_bytes = 0;
   for (const LogField& field : s.fields) {
     s.env_bytes.push_back(static_cast<std::size_t>(item_count(field)) * log_dtype_size(field.dtype));
-    slot_bytes += s.env_bytes.back() * static_cast<std::size_t>(s.options.log_envs * std::max<std::int64_t>(field.steps, 1));
+    slot_bytes +=
+        s.env_bytes.back() * static_cast<std::size_t>(s.options.log_envs * std::max<std::int64_t>(field.steps, 1));
   }
   s.staging_bytes = slot_bytes * static_cast<std::size_t>(s.options.queue_depth);
   // By default: room for four more iterations, plus HDF5's chunk cache (up to 1 MiB per dataset)
@@ -244,7 +248,8 @@ RolloutLog::RolloutLog(RolloutLogOptions options, std::vector<LogField> fields) 
   constexpr std::size_t staging_limit = std::size_t(8) << 30;
   if (s.staging_bytes > staging_limit)
     throw InputError("rollout log '" + s.options.path + "': staging " + std::to_string(s.options.queue_depth) +
-                     " iterations of " + std::to_string(slot_bytes >> 20) + " MiB exceeds 8 GiB of host memory; log fewer "
+                     " iterations of " + std::to_string(slot_bytes >> 20) +
+                     " MiB exceeds 8 GiB of host memory; log fewer "
                      "environments (--log-envs)");
 
   s.file = std::make_unique<RolloutLogFile>(s.options, s.fields);
@@ -252,8 +257,9 @@ RolloutLog::RolloutLog(RolloutLogOptions options, std::vector<LogField> fields) 
   for (int k = 0; k < s.options.queue_depth; ++k) {
     Slot slot;
     for (const LogField& field : s.fields)
-      slot.buffers.emplace_back(s.options.device, s.env_bytes[slot.buffers.size()] *
-                                                      static_cast<std::size_t>(s.options.log_envs * std::max<std::int64_t>(field.steps, 1)));
+      slot.buffers.emplace_back(
+          s.options.device, s.env_bytes[slot.buffers.size()] *
+                                static_cast<std::size_t>(s.options.log_envs * std::max<std::int64_t>(field.steps, 1)));
     slot.begin_copied = Event(s.options.device);
     slot.end_copied = Event(s.options.device, /*blocking_sync=*/true);
     s.slots.push_back(std::move(slot));
@@ -286,7 +292,8 @@ void stage_fields(const RolloutLogOptions& options, const std::vector<LogField>&
     if (field.capture != when) continue;
     const std::size_t row_bytes = env_bytes[f] * static_cast<std::size_t>(options.log_envs);
     const std::size_t pitch = env_bytes[f] * static_cast<std::size_t>(options.num_envs);
-    const auto* source = static_cast<const char*>(field.data) + env_bytes[f] * static_cast<std::size_t>(options.first_env);
+    const auto* source =
+        static_cast<const char*>(field.data) + env_bytes[f] * static_cast<std::size_t>(options.first_env);
     copy_rows(slot.buffers[f].data(), row_bytes, Device::cpu(), source, pitch, options.device, row_bytes,
               static_cast<std::size_t>(std::max<std::int64_t>(field.steps, 1)), copy_stream);
   }

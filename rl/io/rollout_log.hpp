@@ -36,32 +36,33 @@ enum class LogCapture : std::uint8_t { AtBegin, AtEnd };
 // where num_envs is RolloutLogOptions::num_envs. Buffers with a longer time axis (obs [T+1][N][...])
 // are described with steps = T: only the first T rows are logged.
 struct LogField {
-  std::string name;                      // the dataset's name
+  std::string name;  // the dataset's name
   LogDtype dtype = LogDtype::Float32;
   std::int64_t steps = 0;                // T, or 0 for a per-env field
   std::vector<std::int64_t> item_shape;  // {} for one value per env and step, {obs_dim}, {action_dim}
   const void* data = nullptr;            // on RolloutLogOptions::device
   LogCapture capture = LogCapture::AtEnd;
-  std::string description;               // stored with the dataset
+  std::string description;  // stored with the dataset
 };
 
 // A file attribute: text, an integer, or an array of numbers or text.
 struct LogAttribute {
   std::string name;
-  std::variant<std::string, std::int64_t, std::vector<std::int64_t>, std::vector<float>, std::vector<std::string>> value;
+  std::variant<std::string, std::int64_t, std::vector<std::int64_t>, std::vector<float>, std::vector<std::string>>
+      value;
 };
 
 struct RolloutLogOptions {
-  std::string path;                 // the .h5 file; created (replacing any file there) unless resuming
-  Device device = Device::cpu();    // where the fields live
-  std::int64_t num_envs = 0;        // N: the env axis of the device buffers
-  std::int64_t first_env = 0;       // the logged envs are first_env .. first_env + log_envs - 1
-  std::int64_t log_envs = 0;        // M
-  std::int64_t every = 1;           // log the iterations with (iteration - first_iteration) % every == 0
-  std::int64_t first_iteration = 0; // the number of a run's first iteration, where every env starts afresh
-  int queue_depth = 4;              // iterations staged in host memory at most (one is being written)
-  int deflate_level = 1;            // 0 (none, shuffle only) .. 9; 1 packs float rollouts about as
-                                    // small as 4 at twice the speed
+  std::string path;                  // the .h5 file; created (replacing any file there) unless resuming
+  Device device = Device::cpu();     // where the fields live
+  std::int64_t num_envs = 0;         // N: the env axis of the device buffers
+  std::int64_t first_env = 0;        // the logged envs are first_env .. first_env + log_envs - 1
+  std::int64_t log_envs = 0;         // M
+  std::int64_t every = 1;            // log the iterations with (iteration - first_iteration) % every == 0
+  std::int64_t first_iteration = 0;  // the number of a run's first iteration, where every env starts afresh
+  int queue_depth = 4;               // iterations staged in host memory at most (one is being written)
+  int deflate_level = 1;             // 0 (none, shuffle only) .. 9; 1 packs float rollouts about as
+                                     // small as 4 at twice the speed
   // The file is flushed (its metadata and partly filled chunks written out) at most this often, and
   // on close. Every flush recompresses the partly filled chunks, so flushing after each of many small
   // iterations would cost more than writing them. 0: after every iteration.

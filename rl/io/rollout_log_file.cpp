@@ -75,9 +75,12 @@ void write_attribute(hid_t object, const LogAttribute& attribute) {
         using V = std::decay_t<decltype(value)>;
         if constexpr (std::is_same_v<V, std::string>) hdf5::write_string_attribute(object, attribute.name, value);
         if constexpr (std::is_same_v<V, std::int64_t>) hdf5::write_int_attribute(object, attribute.name, value);
-        if constexpr (std::is_same_v<V, std::vector<std::int64_t>>) hdf5::write_ints_attribute(object, attribute.name, value);
-        if constexpr (std::is_same_v<V, std::vector<float>>) hdf5::write_floats_attribute(object, attribute.name, value);
-        if constexpr (std::is_same_v<V, std::vector<std::string>>) hdf5::write_strings_attribute(object, attribute.name, value);
+        if constexpr (std::is_same_v<V, std::vector<std::int64_t>>)
+          hdf5::write_ints_attribute(object, attribute.name, value);
+        if constexpr (std::is_same_v<V, std::vector<float>>)
+          hdf5::write_floats_attribute(object, attribute.name, value);
+        if constexpr (std::is_same_v<V, std::vector<std::string>>)
+          hdf5::write_strings_attribute(object, attribute.name, value);
       },
       attribute.value);
 }
@@ -105,8 +108,10 @@ struct RolloutLogFile::Datasets {
 
 void RolloutLogFile::Datasets::create(const RolloutLogOptions& options, const std::vector<LogField>& log_fields) {
   Handle creation(H5Pcreate(H5P_FILE_CREATE), "file properties");
-  hdf5::check(H5Pset_attr_creation_order(creation.get(), H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED), "attribute order");
-  hdf5::check(H5Pset_link_creation_order(creation.get(), H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED), "dataset order");
+  hdf5::check(H5Pset_attr_creation_order(creation.get(), H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED),
+              "attribute order");
+  hdf5::check(H5Pset_link_creation_order(creation.get(), H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED),
+              "dataset order");
   const hid_t id = H5Fcreate(options.path.c_str(), H5F_ACC_TRUNC, creation.get(), H5P_DEFAULT);
   if (id < 0)
     throw InputError("cannot create the rollout log '" + options.path + "' (" + hdf5::error_stack() +
@@ -156,12 +161,14 @@ std::int64_t RolloutLogFile::Datasets::reopen(const RolloutLogOptions& options, 
   if (id < 0) refuse("it cannot be opened for writing (" + hdf5::error_stack() + ")");
   file = Handle(id, "open file");
   const hid_t root = file.get();
-  if (!hdf5::has_attribute(root, kSchemaAttribute) || hdf5::read_string_attribute(root, kSchemaAttribute) != kSchemaName)
+  if (!hdf5::has_attribute(root, kSchemaAttribute) ||
+      hdf5::read_string_attribute(root, kSchemaAttribute) != kSchemaName)
     refuse("it is not a Surge rollout log");
   if (hdf5::read_int_attribute(root, kSchemaVersionAttribute) != kRolloutLogSchemaVersion)
     refuse("it has another schema version");
   if (hdf5::read_int_attribute(root, "log_every") != options.every) refuse("it was logged with another --log-every");
-  dropped_earlier = hdf5::has_attribute(root, kDroppedAttribute) ? hdf5::read_int_attribute(root, kDroppedAttribute) : 0;
+  dropped_earlier =
+      hdf5::has_attribute(root, kDroppedAttribute) ? hdf5::read_int_attribute(root, kDroppedAttribute) : 0;
 
   auto open = [&](const std::string& name) {
     if (H5Lexists(root, name.c_str(), H5P_DEFAULT) <= 0) refuse("it has no dataset '" + name + "'");
@@ -171,7 +178,8 @@ std::int64_t RolloutLogFile::Datasets::reopen(const RolloutLogOptions& options, 
     Handle env_dataset = open(kEnvIdDataset);
     const std::vector<hsize_t> dims = dataset_dims(env_dataset.get());
     std::vector<std::int64_t> env_ids(dims.size() == 1 ? dims[0] : 0);
-    if (env_ids.size() != static_cast<std::size_t>(options.log_envs)) refuse("it logged another number of environments");
+    if (env_ids.size() != static_cast<std::size_t>(options.log_envs))
+      refuse("it logged another number of environments");
     hdf5::read_whole(env_dataset.get(), H5T_NATIVE_INT64, env_ids.data(), kEnvIdDataset);
     if (env_ids.front() != options.first_env) refuse("it logged other environments");
   }

@@ -217,7 +217,8 @@ std::vector<TensorBoardEvent> read_tensorboard_events(const std::filesystem::pat
     const std::uint64_t length = get_fixed(header, 8);
     if (static_cast<std::uint32_t>(get_fixed(header + 8, 4)) != mask_crc32c(crc32c(header, 8)))
       fail("has a bad length checksum");
-    if (length > bytes.size() - offset - 12 || bytes.size() - offset - 12 - length < 4) fail("is cut short in its data");
+    if (length > bytes.size() - offset - 12 || bytes.size() - offset - 12 - length < 4)
+      fail("is cut short in its data");
     const std::string_view data(header + 12, length);
     if (static_cast<std::uint32_t>(get_fixed(header + 12 + length, 4)) != mask_crc32c(crc32c(data)))
       fail("has a bad data checksum");
@@ -236,12 +237,14 @@ TensorBoardWriter::TensorBoardWriter(const std::filesystem::path& folder) {
   std::error_code ec;
   std::filesystem::create_directories(folder, ec);
   if (!std::filesystem::is_directory(folder))
-    throw InputError("cannot create the TensorBoard folder '" + folder.string() + "': check that its parent is writable");
+    throw InputError("cannot create the TensorBoard folder '" + folder.string() +
+                     "': check that its parent is writable");
   const double now = wall_clock_seconds();
   path_ = folder / ("events.out.tfevents." + std::to_string(static_cast<std::int64_t>(now)) + "." + hostname() + "." +
                     std::to_string(::getpid()));
   file_ = std::fopen(path_.c_str(), "wb");
-  if (!file_) throw InputError("cannot create TensorBoard event file '" + path_.string() + "': " + std::strerror(errno));
+  if (!file_)
+    throw InputError("cannot create TensorBoard event file '" + path_.string() + "': " + std::strerror(errno));
   write_record(encode_file_version_event(now));
 }
 

@@ -108,7 +108,8 @@ inline void dlpack_exports_every_field(Device device) {
     DLManagedTensor* managed = interop::to_dlpack(field.view);
     const DLTensor& tensor = managed->dl_tensor;
     CHECK(tensor.data == field.view.data);
-    CHECK(dl_shape(tensor) == std::vector<std::int64_t>(field.view.shape.begin(), field.view.shape.begin() + field.view.rank));
+    CHECK(dl_shape(tensor) ==
+          std::vector<std::int64_t>(field.view.shape.begin(), field.view.shape.begin() + field.view.rank));
     CHECK(dl_strides(tensor) ==
           std::vector<std::int64_t>(field.view.strides.begin(), field.view.strides.begin() + field.view.rank));
     CHECK(static_cast<std::size_t>(tensor.dtype.bits) == 8 * dtype_size(field.view.dtype));
@@ -163,9 +164,9 @@ inline void dlpack_reads_foreign_layouts(Device device) {
   int calls = 0;
   // NULL strides mean compact row-major.
   {
-    const interop::DlpackTensor imported = interop::from_dlpack(
-        ForeignTensor::make(buffer.data(), device, {kDLFloat, 64, 1}, {4, 4}, {}, &calls),
-        {DType::Float64, device, {4, 4}});
+    const interop::DlpackTensor imported =
+        interop::from_dlpack(ForeignTensor::make(buffer.data(), device, {kDLFloat, 64, 1}, {4, 4}, {}, &calls),
+                             {DType::Float64, device, {4, 4}});
     CHECK(imported.view().strides[0] == 4);
     CHECK(imported.view().strides[1] == 1);
   }
@@ -188,7 +189,8 @@ inline ImportFailure import_failure(void* data, Device device, DLDataType dtype,
                                     std::vector<std::int64_t> strides, const TensorSpec& expected,
                                     DLDeviceType device_type = DLDeviceType(0)) {
   ImportFailure failure;
-  DLManagedTensor* managed = ForeignTensor::make(data, device, dtype, std::move(shape), std::move(strides), &failure.deleter_calls);
+  DLManagedTensor* managed =
+      ForeignTensor::make(data, device, dtype, std::move(shape), std::move(strides), &failure.deleter_calls);
   if (device_type != DLDeviceType(0)) managed->dl_tensor.device.device_type = device_type;
   try {
     interop::from_dlpack(managed, expected, "policy logits");
@@ -204,9 +206,11 @@ inline void dlpack_error_paths(Device device) {
   const std::string prefix = "policy logits: expected contiguous float32[3][4] on " + device.str() + ", got ";
   const std::vector<std::pair<ImportFailure, std::string>> failures = {
       {import_failure(buffer.data(), device, {kDLFloat, 16, 1}, {3, 4}, {4, 1}, expected),
-       "DLPack dtype (code 2, bits 16, lanes 1) (dtype differs; Surge takes float32/64, int32/64, uint8 and uint64 with 1 lane)"},
+       "DLPack dtype (code 2, bits 16, lanes 1) (dtype differs; Surge takes float32/64, int32/64, uint8 and uint64 "
+       "with 1 lane)"},
       {import_failure(buffer.data(), device, {kDLFloat, 32, 4}, {3, 1}, {1, 1}, expected),
-       "DLPack dtype (code 2, bits 32, lanes 4) (dtype differs; Surge takes float32/64, int32/64, uint8 and uint64 with 1 lane)"},
+       "DLPack dtype (code 2, bits 32, lanes 4) (dtype differs; Surge takes float32/64, int32/64, uint8 and uint64 "
+       "with 1 lane)"},
       {import_failure(buffer.data(), device, {kDLFloat, 32, 1}, {3, 4}, {4, 1}, expected, kDLOpenCL),
        "DLPack device type 4 (device differs; Surge takes kDLCPU, kDLCUDAHost and kDLCUDA)"},
       {import_failure(buffer.data(), device, {kDLFloat, 32, 1}, {1, 1, 1, 3, 4}, {12, 12, 12, 4, 1}, expected),
@@ -225,8 +229,7 @@ inline void dlpack_error_paths(Device device) {
     CHECK(failure.deleter_calls == 1);  // ownership was taken, so the deleter ran, once
   }
   const Device other = device.is_cuda() ? Device::cpu() : Device::cuda(0);
-  const ImportFailure wrong_device =
-      import_failure(buffer.data(), other, {kDLFloat, 32, 1}, {3, 4}, {4, 1}, expected);
+  const ImportFailure wrong_device = import_failure(buffer.data(), other, {kDLFloat, 32, 1}, {3, 4}, {4, 1}, expected);
   CHECK(wrong_device.message == prefix + "float32[3][4] on " + other.str() + " (device differs)");
   CHECK(wrong_device.deleter_calls == 1);
   CHECK_THROWS_WITH(interop::from_dlpack(nullptr, expected, "policy logits"), prefix + "a null DLManagedTensor");

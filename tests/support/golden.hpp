@@ -26,12 +26,12 @@ inline bool within_golden_tolerance(double value, double ref) { return std::abs(
 struct GoldenSet {
   std::int64_t rows = 0;
   int state_dim = 0, obs_dim = 0, action_dim = 1;  // the files hold one column `action`
-  std::vector<double> state;       // [rows][state_dim] as Gymnasium holds it (float64)
-  std::vector<double> action;      // [rows][action_dim] (discrete: the index)
-  std::vector<double> next_state;  // [rows][state_dim]
-  std::vector<double> obs;         // [rows][obs_dim], float32 values printed exactly
-  std::vector<double> reward;      // [rows]
-  std::vector<int> terminated;     // [rows]
+  std::vector<double> state;                       // [rows][state_dim] as Gymnasium holds it (float64)
+  std::vector<double> action;                      // [rows][action_dim] (discrete: the index)
+  std::vector<double> next_state;                  // [rows][state_dim]
+  std::vector<double> obs;                         // [rows][obs_dim], float32 values printed exactly
+  std::vector<double> reward;                      // [rows]
+  std::vector<int> terminated;                     // [rows]
 
   // The actions of a scenario with discrete ones, as its engine takes them.
   std::vector<std::int32_t> discrete_actions() const { return {action.begin(), action.end()}; }
@@ -59,7 +59,8 @@ inline GoldenSet load_golden(const std::string& scenario, const std::vector<std:
     next_columns.push_back(column("next_" + name));
   }
   for (int k = 0; k < obs_dim; ++k) obs_columns.push_back(column("obs_" + std::to_string(k)));
-  const int action_column = column("action"), reward_column = column("reward"), terminated_column = column("terminated");
+  const int action_column = column("action"), reward_column = column("reward"),
+            terminated_column = column("terminated");
   for (std::size_t row = 0; row < table.rows.size(); ++row) {
     for (int c : state_columns) golden.state.push_back(cli::parse_cell(table, row, c));
     for (int c : next_columns) golden.next_state.push_back(cli::parse_cell(table, row, c));

@@ -18,9 +18,9 @@
 namespace surge::testing {
 
 struct StepBuffers {
-  DeviceBuffer<std::int32_t> actions;               // [N] (discrete scenarios)
-  DeviceBuffer<float> obs, final_obs;               // [N][obs_dim]
-  DeviceBuffer<float> reward;                       // [N]
+  DeviceBuffer<std::int32_t> actions;                // [N] (discrete scenarios)
+  DeviceBuffer<float> obs, final_obs;                // [N][obs_dim]
+  DeviceBuffer<float> reward;                        // [N]
   DeviceBuffer<std::uint8_t> terminated, truncated;  // [N]
 
   StepBuffers(Device device, std::int64_t n, int obs_dim)
@@ -39,13 +39,13 @@ struct StepBuffers {
 inline constexpr std::size_t kStepAndEngineViews = 5 + 1 + 5;
 inline constexpr std::size_t kRolloutViews = 11;
 inline std::vector<NamedTensorView> every_exported_view(Engine& engine, const StepBuffers& step,
-                                                        const rl::RolloutStorage& rollout,
-                                                        const rl::ParamTable& table, Span<float> params,
-                                                        Span<float> grads) {
+                                                        const rl::RolloutStorage& rollout, const rl::ParamTable& table,
+                                                        Span<float> params, Span<float> grads) {
   std::vector<NamedTensorView> views;
   const ScenarioSpec& spec = engine.spec();
   for (const NamedTensorView& field : rollout.tensor_views()) views.push_back({"rollout." + field.name, field.view});
-  for (const NamedTensorView& field : step_tensor_views(spec, step.views())) views.push_back({"step." + field.name, field.view});
+  for (const NamedTensorView& field : step_tensor_views(spec, step.views()))
+    views.push_back({"step." + field.name, field.view});
   views.push_back({"actions", action_tensor_view(spec, step.action_view())});
   for (const NamedTensorView& field : engine_state_views(engine)) views.push_back({"engine." + field.name, field.view});
   for (const NamedTensorView& field : table.tensor_views(params)) views.push_back({"params." + field.name, field.view});

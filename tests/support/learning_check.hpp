@@ -18,27 +18,28 @@ namespace surge::testing {
 
 struct LearningGoal {
   std::string scenario;
-  double target_return = 0;  // what return_last100 must reach (the run stops there)
+  double target_return = 0;     // what return_last100 must reach (the run stops there)
   std::int64_t max_steps = 0;   // within this many environment steps
   std::string extra_arguments;  // e.g. "--seed 3"
 };
 
 inline void check_learns(const LearningGoal& goal) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("surge_test_learning_" + std::to_string(::getpid()) + "_" + goal.scenario);
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("surge_test_learning_" + std::to_string(::getpid()) + "_" + goal.scenario);
   std::filesystem::remove_all(dir);
   std::ostringstream target;
   target << goal.target_return;
-  const Result result = run_surge("train --scenario " + goal.scenario + " --device cpu --target-return " + target.str() + " " +
-                                  goal.extra_arguments + " --out '" + dir.string() + "'");
+  const Result result = run_surge("train --scenario " + goal.scenario + " --device cpu --target-return " +
+                                  target.str() + " " + goal.extra_arguments + " --out '" + dir.string() + "'");
   INFO(result.out << result.err);
   REQUIRE(result.exit_code == 0);
   CHECK(result.out.find("target " + target.str() + " reached") != std::string::npos);
 
   const auto table = surge::cli::CsvTable::read((dir / "metrics.csv").string());
   const std::vector<std::string> columns = {
-      "iteration", "global_step", "wall_time_s", "sps", "episodes", "episodic_return_mean", "return_last100",
-      "episodic_length_mean", "policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac", "explained_variance",
-      "learning_rate"};
+      "iteration",      "global_step",          "wall_time_s",  "sps",        "episodes", "episodic_return_mean",
+      "return_last100", "episodic_length_mean", "policy_loss",  "value_loss", "entropy",  "approx_kl",
+      "clipfrac",       "explained_variance",   "learning_rate"};
   CHECK(table.header == columns);
   REQUIRE_FALSE(table.rows.empty());
   const std::size_t last = table.rows.size() - 1;

@@ -22,7 +22,8 @@ constexpr double kGamma = 0.97;
 template <class T>
 void write_array(std::FILE* out, const char* name, const std::vector<T>& values, bool last = false) {
   std::fprintf(out, "\"%s\": [", name);
-  for (std::size_t k = 0; k < values.size(); ++k) std::fprintf(out, "%s%.9g", k ? ", " : "", static_cast<double>(values[k]));
+  for (std::size_t k = 0; k < values.size(); ++k)
+    std::fprintf(out, "%s%.9g", k ? ", " : "", static_cast<double>(values[k]));
   std::fprintf(out, "]%s\n", last ? "" : ",");
 }
 
@@ -73,7 +74,9 @@ int main(int argc, char** argv) {
 
     std::FILE* out = std::fopen(argv[1], "w");
     if (!out) throw std::runtime_error(std::string("cannot write ") + argv[1]);
-    std::fprintf(out, "{\"steps\": %lld, \"envs\": %lld, \"dim\": %d, \"gamma\": %.17g, \"obs_clip\": %.17g, \"reward_clip\": %.17g,\n",
+    std::fprintf(out,
+                 "{\"steps\": %lld, \"envs\": %lld, \"dim\": %d, \"gamma\": %.17g, \"obs_clip\": %.17g, "
+                 "\"reward_clip\": %.17g,\n",
                  static_cast<long long>(kSteps), static_cast<long long>(kEnvs), kDim, kGamma, config.obs_clip,
                  config.reward_clip);
     write_array(out, "obs", obs);

@@ -4,13 +4,13 @@
 //   usage: rollout_log_sample FILE.h5 ITERATIONS EVERY [paced] [RESERVE_BYTES]
 // "paced" waits for the writer after each iteration, as a trainer slower than the disk would, so
 // that nothing is dropped.
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <string>
 #include <thread>
-#include <chrono>
 
 #include "rl/io/rollout_log.hpp"
 #include "sim/stream.hpp"

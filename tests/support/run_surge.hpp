@@ -35,8 +35,8 @@ inline std::size_t line_count(const std::string& text) {
 // Runs `program` with `arguments` (quoted by the caller where needed) through the shell.
 inline Result run_program(const std::string& program, const std::string& arguments) {
   static int counter = 0;
-  const std::filesystem::path base =
-      std::filesystem::temp_directory_path() / ("surge_test_run_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+  const std::filesystem::path base = std::filesystem::temp_directory_path() /
+                                     ("surge_test_run_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
   const std::filesystem::path out = base.string() + ".out", err = base.string() + ".err";
   const std::string command =
       "'" + program + "' " + arguments + " >'" + out.string() + "' 2>'" + err.string() + "' </dev/null";

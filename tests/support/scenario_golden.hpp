@@ -50,7 +50,8 @@ template <class S>
 typename S::Params default_params() {
   typename S::Params params;
   auto* fields = reinterpret_cast<typename S::ParamType*>(&params);
-  for (std::size_t j = 0; j < S::kParams.size(); ++j) fields[j] = static_cast<typename S::ParamType>(S::kParams[j].default_value);
+  for (std::size_t j = 0; j < S::kParams.size(); ++j)
+    fields[j] = static_cast<typename S::ParamType>(S::kParams[j].default_value);
   return params;
 }
 
@@ -93,8 +94,8 @@ template <class S>
 Transitions step_golden_hd(const GoldenSet& golden) {
   Transitions out;
   for (std::int64_t row = 0; row < golden.rows; ++row)
-    step_once<S>(state_from<S>(&golden.state[row * golden.state_dim]), action_from<S>(&golden.action[row * golden.action_dim]),
-                 out);
+    step_once<S>(state_from<S>(&golden.state[row * golden.state_dim]),
+                 action_from<S>(&golden.action[row * golden.action_dim]), out);
   return out;
 }
 
@@ -111,8 +112,9 @@ inline Transitions step_golden_engine(const std::string& name, const GoldenSet& 
     for (double a : golden.action) discrete.push_back(static_cast<std::int32_t>(a));
   else
     continuous.assign(golden.action.begin(), golden.action.end());
-  DeviceBuffer<float> states_in(device, n * spec.state_dim), next(device, n * spec.state_dim), obs(device, n * spec.obs_dim),
-      reward(device, n), continuous_in(device, static_cast<std::int64_t>(continuous.size()));
+  DeviceBuffer<float> states_in(device, n * spec.state_dim), next(device, n * spec.state_dim),
+      obs(device, n * spec.obs_dim), reward(device, n),
+      continuous_in(device, static_cast<std::int64_t>(continuous.size()));
   DeviceBuffer<std::int32_t> discrete_in(device, static_cast<std::int64_t>(discrete.size()));
   DeviceBuffer<std::uint8_t> terminated(device, n);
   from_host(states_in.span(), states, stream);
@@ -130,9 +132,11 @@ inline Transitions step_golden_engine(const std::string& name, const GoldenSet& 
 }
 
 // Every golden row through `surge step --device <device>`, read back from the CSV it writes.
-inline Transitions step_golden_cli(const ScenarioSpec& spec, const GoldenSet& golden, const std::string& device = "cpu") {
+inline Transitions step_golden_cli(const ScenarioSpec& spec, const GoldenSet& golden,
+                                   const std::string& device = "cpu") {
   const std::string input = golden_path(spec.name);
-  const std::string output = "surge_step_" + spec.name + "_" + device + "_output.csv";  // in the test's working directory
+  const std::string output =
+      "surge_step_" + spec.name + "_" + device + "_output.csv";  // in the test's working directory
   const Result run =
       run_surge("step --scenario " + spec.name + " --input '" + input + "' --output " + output + " --device " + device);
   INFO(run.err);
@@ -174,7 +178,8 @@ template <class S>
 void allow_for_input_rounding(const GoldenSet& golden, GoldenComparison& comparison) {
   constexpr int kStateDim = static_cast<int>(S::kStateNames.size());
   auto is_angle = [&](int k) {
-    return std::find(comparison.angle_states.begin(), comparison.angle_states.end(), k) != comparison.angle_states.end();
+    return std::find(comparison.angle_states.begin(), comparison.angle_states.end(), k) !=
+           comparison.angle_states.end();
   };
   const typename S::Params params = default_params<S>();
   comparison.next_extra.assign(golden.rows * kStateDim, 0.0);
@@ -201,7 +206,8 @@ void allow_for_input_rounding(const GoldenSet& golden, GoldenComparison& compari
       for (int k = 0; k < kStateDim; ++k)
         comparison.next_extra[row * kStateDim + k] +=
             is_angle(k) ? std::abs(angle_difference(next[k], base_next[k])) : std::abs(double(next[k]) - base_next[k]);
-      for (int k = 0; k < S::kObsDim; ++k) comparison.obs_extra[row * S::kObsDim + k] += std::abs(double(obs[k]) - base_obs[k]);
+      for (int k = 0; k < S::kObsDim; ++k)
+        comparison.obs_extra[row * S::kObsDim + k] += std::abs(double(obs[k]) - base_obs[k]);
     }
   }
 }
@@ -222,9 +228,11 @@ inline GoldenScore compare_with_golden(const std::string& what, const ScenarioSp
   double& worst = score.worst;
   std::string worst_where;
   int mismatches = 0;
-  auto check = [&](double value, double reference, double extra, bool angle, const std::string& field, std::int64_t row) {
+  auto check = [&](double value, double reference, double extra, bool angle, const std::string& field,
+                   std::int64_t row) {
     const double error = angle ? std::abs(angle_difference(value, reference)) : std::abs(value - reference);
-    const double ratio = error / (golden_tolerance(reference) + extra), bare_ratio = error / golden_tolerance(reference);
+    const double ratio = error / (golden_tolerance(reference) + extra),
+                 bare_ratio = error / golden_tolerance(reference);
     score.worst_bare = std::max(score.worst_bare, bare_ratio);
     score.over_bare += bare_ratio > 1.0;
     if (!(ratio <= worst)) {
@@ -232,15 +240,16 @@ inline GoldenScore compare_with_golden(const std::string& what, const ScenarioSp
       worst_where = field + " in row " + std::to_string(row + 1);
     }
     if (!(ratio <= 1.0) && ++mismatches <= 5)
-      FAIL_CHECK(what << ": row " << row + 1 << " " << field << " = " << value << ", Gymnasium " << reference << " (error "
-                      << error << ", tolerance " << golden_tolerance(reference) + extra << ")");
+      FAIL_CHECK(what << ": row " << row + 1 << " " << field << " = " << value << ", Gymnasium " << reference
+                      << " (error " << error << ", tolerance " << golden_tolerance(reference) + extra << ")");
   };
   for (std::int64_t row = 0; row < golden.rows; ++row) {
     for (int k = 0; k < spec.state_dim; ++k) {
       const std::size_t at = row * spec.state_dim + k;
-      const bool angle = std::find(options.angle_states.begin(), options.angle_states.end(), k) != options.angle_states.end();
-      check(ours.next_state[at], golden.next_state[at], options.next_extra.empty() ? 0.0 : options.next_extra[at], angle,
-            "next_" + spec.state_names[k], row);
+      const bool angle =
+          std::find(options.angle_states.begin(), options.angle_states.end(), k) != options.angle_states.end();
+      check(ours.next_state[at], golden.next_state[at], options.next_extra.empty() ? 0.0 : options.next_extra[at],
+            angle, "next_" + spec.state_names[k], row);
     }
     for (int k = 0; k < spec.obs_dim; ++k) {
       const std::size_t at = row * spec.obs_dim + k;

@@ -28,7 +28,8 @@ inline std::vector<float> reset_states(const std::string& name, std::int64_t n, 
 
 // Coordinate k of rows of width `width` must look like U(low, high): inside the bounds, with mean
 // within four standard errors and variance within 3% of (high - low)^2 / 12.
-inline void check_uniform(const std::vector<float>& rows, int width, int k, double low, double high, const std::string& what) {
+inline void check_uniform(const std::vector<float>& rows, int width, int k, double low, double high,
+                          const std::string& what) {
   const std::size_t n = rows.size() / width;
   double sum = 0, sum_sq = 0;
   for (std::size_t i = 0; i < n; ++i) {
@@ -85,9 +86,9 @@ using Policy = std::function<void(const float* obs, float* action)>;
 // T steps of every environment of an engine under `policy` (run on the host), as a rollout records them.
 struct PolicyRun {
   std::int64_t steps = 0, envs = 0;
-  std::vector<float> obs;             // [T+1][N][obs_dim]; obs[t] is what the policy saw at step t
-  std::vector<float> final_obs;       // [T][N][obs_dim]; meaningful where the episode ended at t
-  std::vector<float> reward;          // [T][N]
+  std::vector<float> obs;                           // [T+1][N][obs_dim]; obs[t] is what the policy saw at step t
+  std::vector<float> final_obs;                     // [T][N][obs_dim]; meaningful where the episode ended at t
+  std::vector<float> reward;                        // [T][N]
   std::vector<std::uint8_t> terminated, truncated;  // [T][N]
 };
 
@@ -224,8 +225,8 @@ struct ParamRange {
   double low, high;
 };
 
-inline void check_randomized_params(const std::string& name, const std::vector<ParamRange>& ranges, const Policy& policy,
-                                    std::int64_t steps_until_every_env_ended) {
+inline void check_randomized_params(const std::string& name, const std::vector<ParamRange>& ranges,
+                                    const Policy& policy, std::int64_t steps_until_every_env_ended) {
   const ScenarioSpec& spec = scenario_spec(name);
   PhysicsConfig physics = PhysicsConfig::defaults(spec);
   std::vector<int> randomized;

@@ -17,25 +17,35 @@ struct SyntheticRollout {
   static float obs(std::int64_t i, std::int64_t t, std::int64_t e, std::int64_t c) {
     return static_cast<float>(i * 1000 + t * 10 + e) + 0.25f * static_cast<float>(c);
   }
-  static std::int32_t action(std::int64_t i, std::int64_t t, std::int64_t e) { return static_cast<std::int32_t>((i + t + e) % 2); }
-  static float reward(std::int64_t i, std::int64_t t, std::int64_t e) { return 0.5f + 0.25f * static_cast<float>((i + 2 * t + e) % 3); }
-  static std::uint8_t terminated(std::int64_t i, std::int64_t t, std::int64_t e) { return (i * steps + t + e) % 7 == 6; }
+  static std::int32_t action(std::int64_t i, std::int64_t t, std::int64_t e) {
+    return static_cast<std::int32_t>((i + t + e) % 2);
+  }
+  static float reward(std::int64_t i, std::int64_t t, std::int64_t e) {
+    return 0.5f + 0.25f * static_cast<float>((i + 2 * t + e) % 3);
+  }
+  static std::uint8_t terminated(std::int64_t i, std::int64_t t, std::int64_t e) {
+    return (i * steps + t + e) % 7 == 6;
+  }
   static std::uint8_t truncated(std::int64_t i, std::int64_t t, std::int64_t e) {
     return !terminated(i, t, e) && (i * steps + t + 2 * e) % 11 == 10;
   }
-  static float value(std::int64_t i, std::int64_t t, std::int64_t e) { return -static_cast<float>(i) - 0.5f * static_cast<float>(t * 16 + e); }
+  static float value(std::int64_t i, std::int64_t t, std::int64_t e) {
+    return -static_cast<float>(i) - 0.5f * static_cast<float>(t * 16 + e);
+  }
   // Taken at the start of iteration i; the test overwrites them after begin_iteration.
-  static float start_return(std::int64_t i, std::int64_t e) { return 0.5f * static_cast<float>(i) + static_cast<float>(e); }
+  static float start_return(std::int64_t i, std::int64_t e) {
+    return 0.5f * static_cast<float>(i) + static_cast<float>(e);
+  }
   static std::int32_t start_length(std::int64_t i, std::int64_t e) { return static_cast<std::int32_t>(3 * i + e); }
 
-  std::vector<float> obs_buffer = std::vector<float>((steps + 1) * num_envs * obs_dim);  // [T+1][N][obs_dim]
-  std::vector<std::int32_t> actions = std::vector<std::int32_t>(steps * num_envs);      // [T][N]
-  std::vector<float> rewards = std::vector<float>(steps * num_envs);                     // [T][N]
+  std::vector<float> obs_buffer = std::vector<float>((steps + 1) * num_envs * obs_dim);      // [T+1][N][obs_dim]
+  std::vector<std::int32_t> actions = std::vector<std::int32_t>(steps * num_envs);           // [T][N]
+  std::vector<float> rewards = std::vector<float>(steps * num_envs);                         // [T][N]
   std::vector<std::uint8_t> terminated_flags = std::vector<std::uint8_t>(steps * num_envs);  // [T][N]
   std::vector<std::uint8_t> truncated_flags = std::vector<std::uint8_t>(steps * num_envs);   // [T][N]
-  std::vector<float> values = std::vector<float>((steps + 1) * num_envs);               // [T+1][N]
-  std::vector<float> start_returns = std::vector<float>(num_envs);                      // [N]
-  std::vector<std::int32_t> start_lengths = std::vector<std::int32_t>(num_envs);        // [N]
+  std::vector<float> values = std::vector<float>((steps + 1) * num_envs);                    // [T+1][N]
+  std::vector<float> start_returns = std::vector<float>(num_envs);                           // [N]
+  std::vector<std::int32_t> start_lengths = std::vector<std::int32_t>(num_envs);             // [N]
 
   void fill_begin(std::int64_t i) {
     for (std::int64_t e = 0; e < num_envs; ++e) {
@@ -47,7 +57,8 @@ struct SyntheticRollout {
   void fill_rollout(std::int64_t i) {
     for (std::int64_t t = 0; t <= steps; ++t)
       for (std::int64_t e = 0; e < num_envs; ++e) {
-        for (std::int64_t c = 0; c < obs_dim; ++c) obs_buffer[(t * num_envs + e) * obs_dim + c] = t < steps ? obs(i, t, e, c) : -1e9f;
+        for (std::int64_t c = 0; c < obs_dim; ++c)
+          obs_buffer[(t * num_envs + e) * obs_dim + c] = t < steps ? obs(i, t, e, c) : -1e9f;
         values[t * num_envs + e] = t < steps ? value(i, t, e) : -1e9f;
         if (t == steps) continue;
         actions[t * num_envs + e] = action(i, t, e);
@@ -67,7 +78,13 @@ struct SyntheticRollout {
     using rl::LogCapture;
     using rl::LogDtype;
     return {
-        {rl::kObsField, LogDtype::Float32, steps, {obs_dim}, obs_buffer.data(), LogCapture::AtEnd, "observation acted on"},
+        {rl::kObsField,
+         LogDtype::Float32,
+         steps,
+         {obs_dim},
+         obs_buffer.data(),
+         LogCapture::AtEnd,
+         "observation acted on"},
         {rl::kActionsField, LogDtype::Int32, steps, {}, actions.data(), LogCapture::AtEnd, "action taken"},
         {rl::kRewardField, LogDtype::Float32, steps, {}, rewards.data(), LogCapture::AtEnd, ""},
         {rl::kTerminatedField, LogDtype::UInt8, steps, {}, terminated_flags.data(), LogCapture::AtEnd, ""},
@@ -103,7 +120,9 @@ struct SyntheticRollout {
     log.end_iteration(global_step(i), stream);
     return logged;
   }
-  void run_iteration(rl::RolloutLog& log, std::int64_t i, const Stream& stream) { run_iteration_logged(log, i, stream); }
+  void run_iteration(rl::RolloutLog& log, std::int64_t i, const Stream& stream) {
+    run_iteration_logged(log, i, stream);
+  }
   static std::int64_t global_step(std::int64_t i) { return (i + 1) * steps * num_envs; }
 };
 

@@ -16,7 +16,8 @@ int main(int argc, char** argv) {
     for (int k = 0; k < 50; ++k) {
       const long long step = 1000LL * k;
       surge::rl::ScalarValues scalars;
-      for (int t = 0; t < 3; ++t) scalars.emplace_back(tags[t], static_cast<float>((t + 1) * 0.125 * k - 2.0 + t * 1e-3));
+      for (int t = 0; t < 3; ++t)
+        scalars.emplace_back(tags[t], static_cast<float>((t + 1) * 0.125 * k - 2.0 + t * 1e-3));
       writer.add_scalars(step, scalars, 1.7e9 + k);
     }
     std::printf("%s\n", writer.path().c_str());

@@ -42,7 +42,9 @@ inline std::vector<std::int64_t> extents_of(const TensorView& view) {
 inline std::vector<std::int64_t> strides_of_view(const TensorView& view) {
   return std::vector<std::int64_t>(view.strides.begin(), view.strides.begin() + view.rank);
 }
-inline std::vector<std::int64_t> to_vector(at::IntArrayRef values) { return std::vector<std::int64_t>(values.begin(), values.end()); }
+inline std::vector<std::int64_t> to_vector(at::IntArrayRef values) {
+  return std::vector<std::int64_t>(values.begin(), values.end());
+}
 
 // The InputError message `call` throws ("" if none).
 template <class F>
@@ -90,7 +92,8 @@ inline void torch_write_through(Device device) {
   CHECK(values_t.cpu()[2][3].item<float>() == -1.5f);
 
   // A tensor torch allocated, handed to Surge: Surge's writes land in torch's memory.
-  at::Tensor torch_owned = torch::zeros({2, 4}, torch::TensorOptions().dtype(torch::kFloat32).device(interop::torch_device(device)));
+  at::Tensor torch_owned =
+      torch::zeros({2, 4}, torch::TensorOptions().dtype(torch::kFloat32).device(interop::torch_device(device)));
   const Span<float> span = interop::span_from_torch<float>(torch_owned, device, {2, kAnyExtent}, "torch_owned");
   CHECK(span.data == torch_owned.data_ptr());
   CHECK(span.size == 8);
@@ -109,7 +112,8 @@ inline void torch_every_field(Device device) {
   for (const NamedTensorView& field : views) {
     INFO(field.name);
     if (field.view.dtype == DType::UInt64) {  // rng_offsets: torch has no dtype for it
-      CHECK_THAT(interop_error([&] { interop::to_torch(field.view); }), Catch::Contains("torch has no dtype for uint64"));
+      CHECK_THAT(interop_error([&] { interop::to_torch(field.view); }),
+                 Catch::Contains("torch has no dtype for uint64"));
       continue;
     }
     const at::Tensor tensor = interop::to_torch(field.view);
@@ -160,7 +164,8 @@ inline void torch_drives_engine(Device device) {
     actions.copy_(lean > 0);
     engine->step(step.action_view(), step.views(), stream);
 
-    copy(twin_step.actions.span(), interop::span_from_torch<const std::int32_t>(actions, device, {n}, "actions"), stream);
+    copy(twin_step.actions.span(), interop::span_from_torch<const std::int32_t>(actions, device, {n}, "actions"),
+         stream);
     twin->step(twin_step.action_view(), twin_step.views(), stream);
     INFO("step " << t);
     CHECK(to_host(twin_step.obs.cspan(), stream) == to_host(step.obs.cspan(), stream));
@@ -191,7 +196,8 @@ inline void torch_parameter_views(Device device) {
   from_host(params.span(), host_params, stream);
   from_host(grads.span(), std::vector<float>(static_cast<std::size_t>(table.total()), 0.0f), stream);
   std::vector<float> host_obs(batch * obs_dim);
-  for (std::size_t j = 0; j < host_obs.size(); ++j) host_obs[j] = static_cast<float>(std::cos(1.3 * static_cast<double>(j)));
+  for (std::size_t j = 0; j < host_obs.size(); ++j)
+    host_obs[j] = static_cast<float>(std::cos(1.3 * static_cast<double>(j)));
   DeviceBuffer<float> obs(device, batch * obs_dim), logits(device, batch * num_actions);
   from_host(obs.span(), host_obs, stream);
 
@@ -234,7 +240,7 @@ inline void torch_lifetime(Device device) {
     auto owner = std::shared_ptr<CountedTorchOwner>(new CountedTorchOwner{&destroyed});
     at::Tensor tensor = interop::to_torch(view, owner);
     owner.reset();
-    at::Tensor row = tensor[1];             // shares the storage
+    at::Tensor row = tensor[1];              // shares the storage
     at::Tensor reshaped = tensor.view({6});  // and so does this
     tensor.reset();
     CHECK(destroyed == 0);
@@ -267,26 +273,34 @@ inline void torch_error_paths(Device device) {
   const std::string where = device.str();
   const TensorSpec actions{DType::Int32, device, {8}};
   const std::string expected = "actions: expected contiguous int32[8] on " + where + ", got ";
-  CHECK(interop_error([&] { interop::from_torch(torch::zeros({8}, options.dtype(torch::kInt64)), actions, "actions"); }) ==
-        expected + "int64[8] on " + where + " (dtype differs)");
-  CHECK(interop_error([&] { interop::from_torch(torch::zeros({8}, options.dtype(torch::kHalf)), actions, "actions"); }) ==
-        expected + "a Half tensor (dtype differs; Surge takes float32, float64, int32, int64 and uint8)");
-  CHECK(interop_error([&] { interop::from_torch(torch::zeros({8}, options.dtype(torch::kBool)), actions, "actions"); }) ==
-        expected + "a Bool tensor (dtype differs; Surge takes float32, float64, int32, int64 and uint8)");
-  CHECK(interop_error([&] { interop::from_torch(torch::zeros({9}, options.dtype(torch::kInt32)), actions, "actions"); }) ==
-        expected + "int32[9] on " + where + " (extent of dimension 0 differs)");
-  CHECK(interop_error([&] { interop::from_torch(torch::zeros({2, 4}, options.dtype(torch::kInt32)), actions, "actions"); }) ==
-        expected + "int32[2][4] on " + where + " (rank differs)");
-  CHECK(interop_error([&] { interop::from_torch(torch::zeros({1, 1, 1, 1, 8}, options.dtype(torch::kInt32)), actions, "actions"); }) ==
-        expected + "a tensor of rank 5 (rank differs)");
-  CHECK(interop_error([&] { interop::from_torch(at::Tensor(), actions, "actions"); }) == expected + "an undefined tensor");
+  CHECK(interop_error([&] {
+          interop::from_torch(torch::zeros({8}, options.dtype(torch::kInt64)), actions, "actions");
+        }) == expected + "int64[8] on " + where + " (dtype differs)");
+  CHECK(interop_error([&] {
+          interop::from_torch(torch::zeros({8}, options.dtype(torch::kHalf)), actions, "actions");
+        }) == expected + "a Half tensor (dtype differs; Surge takes float32, float64, int32, int64 and uint8)");
+  CHECK(interop_error([&] {
+          interop::from_torch(torch::zeros({8}, options.dtype(torch::kBool)), actions, "actions");
+        }) == expected + "a Bool tensor (dtype differs; Surge takes float32, float64, int32, int64 and uint8)");
+  CHECK(interop_error([&] {
+          interop::from_torch(torch::zeros({9}, options.dtype(torch::kInt32)), actions, "actions");
+        }) == expected + "int32[9] on " + where + " (extent of dimension 0 differs)");
+  CHECK(interop_error([&] {
+          interop::from_torch(torch::zeros({2, 4}, options.dtype(torch::kInt32)), actions, "actions");
+        }) == expected + "int32[2][4] on " + where + " (rank differs)");
+  CHECK(interop_error([&] {
+          interop::from_torch(torch::zeros({1, 1, 1, 1, 8}, options.dtype(torch::kInt32)), actions, "actions");
+        }) == expected + "a tensor of rank 5 (rank differs)");
+  CHECK(interop_error([&] { interop::from_torch(at::Tensor(), actions, "actions"); }) ==
+        expected + "an undefined tensor");
   const at::Tensor every_other = torch::zeros({16}, options.dtype(torch::kInt32)).slice(0, 0, 16, 2);
   CHECK(interop_error([&] { interop::from_torch(every_other, actions, "actions"); }) ==
         expected + "int32[8] on " + where + " with strides (2) (not contiguous (make a contiguous copy first))");
   const at::Tensor transposed = torch::zeros({4, 2}, options.dtype(torch::kFloat32)).t();
-  CHECK(interop_error([&] { interop::from_torch(transposed, {DType::Float32, device, {2, 4}}, "obs"); }) ==
-        "obs: expected contiguous float32[2][4] on " + where + ", got float32[2][4] on " + where +
-            " with strides (1, 2) (not contiguous (make a contiguous copy first))");
+  CHECK(interop_error([&] {
+          interop::from_torch(transposed, {DType::Float32, device, {2, 4}}, "obs");
+        }) == "obs: expected contiguous float32[2][4] on " + where + ", got float32[2][4] on " + where +
+                  " with strides (1, 2) (not contiguous (make a contiguous copy first))");
   if (device.is_cpu()) {
     const at::Tensor sparse = torch::zeros({8}, options.dtype(torch::kInt32)).to_sparse();
     CHECK(interop_error([&] { interop::from_torch(sparse, actions, "actions"); }) ==
@@ -294,7 +308,9 @@ inline void torch_error_paths(Device device) {
   }
   // A tensor on the other device than the one Surge expects.
   const Device other = device.is_cuda() ? Device::cpu() : Device::cuda(0);
-  CHECK(interop_error([&] { interop::from_torch(torch::zeros({8}, options.dtype(torch::kInt32)), {DType::Int32, other, {8}}, "actions"); }) ==
+  CHECK(interop_error([&] {
+          interop::from_torch(torch::zeros({8}, options.dtype(torch::kInt32)), {DType::Int32, other, {8}}, "actions");
+        }) ==
         "actions: expected contiguous int32[8] on " + other.str() + ", got int32[8] on " + where + " (device differs)");
 
   // Exports torch cannot represent.

@@ -28,7 +28,8 @@ MemoryPlan EnvBenchBuffers::plan(const ScenarioSpec& spec, Device device, std::i
       .add<std::uint8_t>("rollout.terminated", "[T][N]", steps * num_envs)
       .add<std::uint8_t>("rollout.truncated", "[T][N]", steps * num_envs)
       .add<std::int32_t>("actions.discrete", "[N]", step_mode && is_discrete(spec) ? num_envs : 0)
-      .add<float>("actions.continuous", "[N][action_dim]", step_mode && !is_discrete(spec) ? num_envs * spec.action_dim : 0);
+      .add<float>("actions.continuous", "[N][action_dim]",
+                  step_mode && !is_discrete(spec) ? num_envs * spec.action_dim : 0);
   return plan;
 }
 
@@ -48,7 +49,8 @@ MemoryPlan bench_env_memory_plan(const ScenarioSpec& spec, Device device, std::i
   MemoryPlan plan = engine_memory_plan(spec.name, device, num_envs);
   plan.append(EnvBenchBuffers::plan(spec, device, num_envs, steps, step_mode));
   const std::int64_t copy_elements = static_cast<std::int64_t>(bench_copy_bytes(spec, num_envs, steps) / sizeof(float));
-  plan.add<float>("copy_bandwidth.source", "[bytes/4]", copy_elements).add<float>("copy_bandwidth.target", "[bytes/4]", copy_elements);
+  plan.add<float>("copy_bandwidth.source", "[bytes/4]", copy_elements)
+      .add<float>("copy_bandwidth.target", "[bytes/4]", copy_elements);
   return plan;
 }
 

@@ -20,7 +20,8 @@ struct EnvBenchBuffers {
   DeviceBuffer<float> continuous_actions;       // [N][action_dim] in step mode, continuous scenarios
 
   EnvBenchBuffers(const ScenarioSpec& spec, Device device, std::int64_t num_envs, std::int64_t steps, bool step_mode);
-  static MemoryPlan plan(const ScenarioSpec& spec, Device device, std::int64_t num_envs, std::int64_t steps, bool step_mode);
+  static MemoryPlan plan(const ScenarioSpec& spec, Device device, std::int64_t num_envs, std::int64_t steps,
+                         bool step_mode);
   std::size_t bytes() const;
 };
 

@@ -7,13 +7,15 @@ namespace surge::cli {
 
 std::string bench_what(const Command& cmd) {
   const std::string what = cmd.get("what");
-  if (what != "env" && what != "train") throw InputError(cmd.complaint("--what '" + what + "' is not one of env, train"));
+  if (what != "env" && what != "train")
+    throw InputError(cmd.complaint("--what '" + what + "' is not one of env, train"));
   return what;
 }
 
 std::string bench_mode(const Command& cmd) {
   const std::string mode = cmd.get("mode");
-  if (mode != "fused" && mode != "step") throw InputError(cmd.complaint("--mode '" + mode + "' is not one of fused, step"));
+  if (mode != "fused" && mode != "step")
+    throw InputError(cmd.complaint("--mode '" + mode + "' is not one of fused, step"));
   return mode;
 }
 
@@ -29,7 +31,8 @@ ReportFiles::ReportFiles(const Command& cmd)
   if (!svg_path_.empty()) require_writable(svg_path_, "SVG figure");
 }
 
-void ReportFiles::write(const std::function<std::string()>& render_json, const std::function<std::string()>& render_svg) const {
+void ReportFiles::write(const std::function<std::string()>& render_json,
+                        const std::function<std::string()>& render_svg) const {
   const std::string json = json_path_.empty() ? "" : render_json();
   const std::string svg = svg_path_.empty() ? "" : render_svg();
   if (!json_path_.empty()) write_atomically(json_path_, json);

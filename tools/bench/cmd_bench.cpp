@@ -1,8 +1,8 @@
 // surge bench: throughput measurements that report medians.
+#include <unistd.h>
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
-#include <unistd.h>
 
 #include "scenarios/registry.hpp"
 #include "sim/error.hpp"
@@ -10,11 +10,11 @@
 #include "sim/memory.hpp"
 #include "sim/memory_plan.hpp"
 #include "sim/timer.hpp"
-#include "tools/cli/args.hpp"
 #include "tools/bench/bench_buffers.hpp"
 #include "tools/bench/bench_report.hpp"
-#include "tools/cli/commands.hpp"
 #include "tools/bench/env_bench.hpp"
+#include "tools/cli/args.hpp"
+#include "tools/cli/commands.hpp"
 #include "tools/cli/io.hpp"
 #include "tools/cli/json.hpp"
 #include "tools/cli/physics_option.hpp"
@@ -34,8 +34,10 @@ int bench_env(const Args& args) {
       .option("steps", "T", "steps per timed rollout", "128")
       .option("device", "DEV", device_help(), "auto")
       .option("repeats", "R", "timed rollouts; the median is reported", "5")
-      .option("mode", "MODE", "fused: one launch steps T times with the env in registers; step: one launch per step, "
-                              "actions in a buffer, as training runs it", "fused")
+      .option("mode", "MODE",
+              "fused: one launch steps T times with the env in registers; step: one launch per step, "
+              "actions in a buffer, as training runs it",
+              "fused")
       .option("seed", "K", "random seed", "1")
       .option("json", "FILE", "also write the results as JSON")
       .flag("dry-run", "print the memory plan (every buffer, the total, whether it fits) and stop");
@@ -84,14 +86,16 @@ int bench_env(const Args& args) {
 
   std::printf("scenario                 %s\n", spec.name.c_str());
   std::printf("device                   %s\n", device.str().c_str());
-  std::printf("num_envs x steps         %lld x %lld (%s)\n", static_cast<long long>(num_envs), static_cast<long long>(steps), mode.c_str());
+  std::printf("num_envs x steps         %lld x %lld (%s)\n", static_cast<long long>(num_envs),
+              static_cast<long long>(steps), mode.c_str());
   std::printf("env-steps/s (median)     %s   [min %s, max %s]\n", format_rate(rate).c_str(),
               format_rate(*std::min_element(rates.begin(), rates.end())).c_str(),
               format_rate(*std::max_element(rates.begin(), rates.end())).c_str());
   std::printf("ns per env-step          %.3g\n", 1e9 / rate);
   std::printf("bytes written per step   %zu\n", bytes_per_step);
   std::printf("write bandwidth          %.3g GB/s\n", write_gb_per_s);
-  std::printf("copy bandwidth           %.3g GB/s (read + write, %zu MiB copied)\n", copy_gb_per_s, copy_bytes_size >> 20);
+  std::printf("copy bandwidth           %.3g GB/s (read + write, %zu MiB copied)\n", copy_gb_per_s,
+              copy_bytes_size >> 20);
   std::printf("fraction of copy bw      %.3f\n", fraction);
   std::printf("episodes finished        %.0f (mean return %.2f, mean length %.1f)\n", episodes.episodes,
               episodes.mean_return(), episodes.mean_length());
@@ -143,7 +147,8 @@ int run_bench(const Args& args) {
   if (args[0] == "sweep") return run_bench_sweep(rest);
   if (args[0] == "roofline") return run_bench_roofline(rest);
   if (args[0] == "train") return run_bench_train(rest);
-  throw InputError("surge bench: unknown benchmark '" + args[0] + "': known benchmarks are env, sweep, roofline, train; see 'surge bench --help'");
+  throw InputError("surge bench: unknown benchmark '" + args[0] +
+                   "': known benchmarks are env, sweep, roofline, train; see 'surge bench --help'");
 }
 
 }  // namespace surge::cli

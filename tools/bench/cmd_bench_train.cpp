@@ -13,8 +13,8 @@
 #include "tools/cli/args.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/io.hpp"
-#include "tools/cli/physics_option.hpp"
 #include "tools/cli/json.hpp"
+#include "tools/cli/physics_option.hpp"
 #include "tools/cli/version.hpp"
 
 namespace surge::cli {
@@ -36,7 +36,8 @@ struct Measurement {
 // Whole iterations back to back, timed from the first enqueue until the device has finished the last.
 Measurement measure(const std::string& scenario, Device device, const rl::TrainConfig& config, int repeats,
                     std::int64_t iterations) {
-  auto engine = make_engine(scenario, device, config.num_envs, config.seed, resolve_physics(scenario_spec(scenario), config.physics));
+  auto engine = make_engine(scenario, device, config.num_envs, config.seed,
+                            resolve_physics(scenario_spec(scenario), config.physics));
   rl::Trainer trainer(*engine, config);
   for (int k = 0; k < kWarmupIterations; ++k) trainer.iterate();
   trainer.drain();
@@ -71,8 +72,10 @@ int run_bench_train(const Args& args) {
       .repeated("set", "KEY=VALUE", "set a config key of the scenario's built-in config (e.g. hidden=[64,64])")
       .option("json", "FILE", "also write the results as JSON");
   add_physics_option(cmd)
-      .note("The config is the scenario's built-in one (with its [cuda] table on a GPU); --num-envs, --num-steps\n"
-            "--physics and --set change it. The first two iterations are not timed: the eager one, and the graph's capture.")
+      .note(
+          "The config is the scenario's built-in one (with its [cuda] table on a GPU); --num-envs, --num-steps\n"
+          "--physics and --set change it. The first two iterations are not timed: the eager one, and the graph's "
+          "capture.")
       .example("surge bench train --device cuda --num-envs 1048576 --json bench-train.json")
       .example("surge bench train --device cpu --num-envs 256 --num-steps 32");
   if (!cmd.parse_or_print_usage(args)) return 0;
@@ -97,8 +100,8 @@ int run_bench_train(const Args& args) {
 
   std::cerr << "surge bench train: " << scenario << " on " << device.str() << ", " << config.num_envs << " envs x "
             << config.num_steps << " steps, " << config.update_epochs << " epochs x " << config.num_minibatches
-            << " minibatches, " << repeats << " repeats of " << iterations << " iterations, physics: "
-            << describe_physics(spec, physics) << "\n";
+            << " minibatches, " << repeats << " repeats of " << iterations
+            << " iterations, physics: " << describe_physics(spec, physics) << "\n";
   std::vector<bool> graph_modes = device.is_cuda() ? std::vector<bool>{true, false} : std::vector<bool>{false};
   std::vector<Measurement> results;
   for (bool graph : graph_modes) {
@@ -108,7 +111,8 @@ int run_bench_train(const Args& args) {
   }
 
   std::string hidden;
-  for (std::size_t k = 0; k < config.hidden.size(); ++k) {  // appends: GCC 12 warns falsely (-Wrestrict) about "," + string
+  for (std::size_t k = 0; k < config.hidden.size();
+       ++k) {  // appends: GCC 12 warns falsely (-Wrestrict) about "," + string
     if (k) hidden += ',';
     hidden += std::to_string(config.hidden[k]);
   }
@@ -116,11 +120,13 @@ int run_bench_train(const Args& args) {
   std::printf("device                    %s\n", device.str().c_str());
   std::printf("num_envs x steps          %lld x %lld (%lld epochs x %lld minibatches, hidden %s)\n",
               static_cast<long long>(config.num_envs), static_cast<long long>(config.num_steps),
-              static_cast<long long>(config.update_epochs), static_cast<long long>(config.num_minibatches), hidden.c_str());
+              static_cast<long long>(config.update_epochs), static_cast<long long>(config.num_minibatches),
+              hidden.c_str());
   for (std::size_t k = 0; k < results.size(); ++k) {
     const auto& r = results[k];
-    std::printf("env-steps/s, %-12s %s   [min %s, max %s]\n", device.is_cuda() ? (graph_modes[k] ? "graph on" : "graph off") : "cpu",
-                format_rate(r.median).c_str(), format_rate(*std::min_element(r.rates.begin(), r.rates.end())).c_str(),
+    std::printf("env-steps/s, %-12s %s   [min %s, max %s]\n",
+                device.is_cuda() ? (graph_modes[k] ? "graph on" : "graph off") : "cpu", format_rate(r.median).c_str(),
+                format_rate(*std::min_element(r.rates.begin(), r.rates.end())).c_str(),
                 format_rate(*std::max_element(r.rates.begin(), r.rates.end())).c_str());
   }
   if (results.size() == 2) std::printf("graph speed-up            %.3gx\n", results[0].median / results[1].median);
@@ -137,7 +143,8 @@ int run_bench_train(const Args& args) {
         .add("physics", physics_json(spec, physics));
     for (std::size_t k = 0; k < results.size(); ++k) {
       const std::string suffix = device.is_cuda() ? (graph_modes[k] ? "_graph" : "_no_graph") : "";
-      json.add("env_steps_per_s" + suffix, results[k].median).add("env_steps_per_s" + suffix + "_runs", results[k].rates);
+      json.add("env_steps_per_s" + suffix, results[k].median)
+          .add("env_steps_per_s" + suffix + "_runs", results[k].rates);
     }
     write_atomically(json_path, json.str() + "\n");
   }

@@ -8,17 +8,17 @@
 #include "sim/error.hpp"
 #include "sim/memory_plan.hpp"
 #include "sim/timer.hpp"
-#include "tools/cli/args.hpp"
 #include "tools/bench/bench_report.hpp"
-#include "tools/cli/commands.hpp"
 #include "tools/bench/env_bench.hpp"
-#include "tools/bench/gemm_rate.hpp"
-#include "tools/bench/train_bench.hpp"
-#include "tools/bench/train_phases.hpp"
-#include "tools/cli/version.hpp"
 #include "tools/bench/env_cost.hpp"
+#include "tools/bench/gemm_rate.hpp"
 #include "tools/bench/ppo_cost.hpp"
 #include "tools/bench/roofline_report.hpp"
+#include "tools/bench/train_bench.hpp"
+#include "tools/bench/train_phases.hpp"
+#include "tools/cli/args.hpp"
+#include "tools/cli/commands.hpp"
+#include "tools/cli/version.hpp"
 
 namespace surge::cli {
 
@@ -34,12 +34,15 @@ int run_bench_roofline(const Args& args) {
   cmd.option("what", "WHAT", "env (environment stepping) or train (the phases of PPO training)", "env")
       .option("scenario", "NAME", "scenario to step", "cartpole")
       .option("device", "DEV", device_help(), "auto")
-      .option("num-envs", "N", "number of environments [default: env 1048576 on CUDA, 4096 on the CPU; train 65536 on CUDA, "
-                               "64 on the CPU]")
+      .option("num-envs", "N",
+              "number of environments [default: env 1048576 on CUDA, 4096 on the CPU; train 65536 on CUDA, "
+              "64 on the CPU]")
       .option("steps", "T", "steps per rollout", "128")
       .option("repeats", "R", "timed repeats of each measurement; medians are reported", "5")
-      .option("gemm-size", "S", "m = n = k of the SGEMM that sets the compute ceiling [default: 8192 on CUDA, 1024 on the CPU]")
-      .option("min-env-steps", "E", "--what env: env-steps per timed repeat, at least [default: 2^26 on CUDA, 2^22 on the CPU]")
+      .option("gemm-size", "S",
+              "m = n = k of the SGEMM that sets the compute ceiling [default: 8192 on CUDA, 1024 on the CPU]")
+      .option("min-env-steps", "E",
+              "--what env: env-steps per timed repeat, at least [default: 2^26 on CUDA, 2^22 on the CPU]")
       .option("seed", "K", "random seed", "1")
       .option("json", "FILE", "write the report as JSON (schema in docs/throughput.md)")
       .option("svg", "FILE", "draw the phases on the roofline, log-log")
@@ -53,14 +56,16 @@ int run_bench_roofline(const Args& args) {
   const int repeats = static_cast<int>(cmd.get_int("repeats", 1, 1000));
   const std::uint64_t seed = cmd.get_u64("seed");
   const std::int64_t num_envs_given = cmd.has("num-envs") ? cmd.get_int("num-envs", 1, std::int64_t(1) << 40) : 0;
-  const std::int64_t min_env_steps_given = cmd.has("min-env-steps") ? cmd.get_int("min-env-steps", 1, std::int64_t(1) << 40) : 0;
+  const std::int64_t min_env_steps_given =
+      cmd.has("min-env-steps") ? cmd.get_int("min-env-steps", 1, std::int64_t(1) << 40) : 0;
   const std::int64_t gemm_size_given = cmd.has("gemm-size") ? cmd.get_int("gemm-size", 16, 65536) : 0;
   const ReportFiles files(cmd);
   const Device device = resolve_device(cmd.get("device"));
   const bool gpu = device.is_cuda();
 
-  const std::int64_t num_envs =
-      num_envs_given ? num_envs_given : train ? (gpu ? 65536 : 64) : (gpu ? std::int64_t(1) << 20 : 4096);
+  const std::int64_t num_envs = num_envs_given ? num_envs_given
+                                : train        ? (gpu ? 65536 : 64)
+                                               : (gpu ? std::int64_t(1) << 20 : 4096);
   EnvBenchConfig env = env_bench_config(spec.name, device, num_envs, steps, repeats, seed);
   env.step_mode = true;  // the larger of the two: it also holds the action buffer
   const std::int64_t min_env_steps =
@@ -79,8 +84,9 @@ int run_bench_roofline(const Args& args) {
   MemoryPlan plan = train ? train_bench_memory_plan(trainer) : env_bench_memory_plan(env);
   plan.add<float>("gemm.abc", "[3][S][S]", 3 * gemm_size * gemm_size);
   plan.add<float>("copy.source_target", "[2][bytes/4]", static_cast<std::int64_t>(2 * copy_bytes / sizeof(float)));
-  plan.require_fits("surge bench roofline with " + std::to_string(num_envs) + " envs x " + std::to_string(steps) + " steps",
-                    "lower --num-envs, --steps or --gemm-size");
+  plan.require_fits(
+      "surge bench roofline with " + std::to_string(num_envs) + " envs x " + std::to_string(steps) + " steps",
+      "lower --num-envs, --steps or --gemm-size");
 
   throughput::RooflineReport report;
   report.what = what;
@@ -113,7 +119,8 @@ int run_bench_roofline(const Args& args) {
     shapes.num_minibatches = trainer.train.num_minibatches;
     const std::vector<throughput::PhaseWork> work = throughput::ppo_iteration_work(shapes, spec);
     // ppo_iteration_work lists the phases in rl::TrainPhase order; what no phase holds is "other".
-    for (std::size_t k = 0; k < work.size(); ++k) report.phases.push_back({work[k], "iteration", timing.seconds[k], {}});
+    for (std::size_t k = 0; k < work.size(); ++k)
+      report.phases.push_back({work[k], "iteration", timing.seconds[k], {}});
     report.iteration.seconds = timing.iteration_seconds;
     report.iteration.other_seconds = timing.seconds[static_cast<std::size_t>(rl::TrainPhase::Other)];
   } else {
@@ -128,9 +135,11 @@ int run_bench_roofline(const Args& args) {
   }
   throughput::place_phases(report);
 
-  std::cout << what << " of " << spec.name << " on " << device.str() << ", " << num_envs << " envs x " << steps << " steps\n"
+  std::cout << what << " of " << spec.name << " on " << device.str() << ", " << num_envs << " envs x " << steps
+            << " steps\n"
             << throughput::roofline_table(report);
-  files.write([&] { return throughput::roofline_json(report, SURGE_VERSION); }, [&] { return throughput::roofline_svg(report); });
+  files.write([&] { return throughput::roofline_json(report, SURGE_VERSION); },
+              [&] { return throughput::roofline_svg(report); });
   return 0;
 }
 

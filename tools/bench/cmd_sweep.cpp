@@ -8,14 +8,14 @@
 #include "scenarios/registry.hpp"
 #include "sim/error.hpp"
 #include "sim/memory_plan.hpp"
-#include "tools/cli/args.hpp"
 #include "tools/bench/bench_report.hpp"
-#include "tools/cli/commands.hpp"
-#include "tools/cli/physics_option.hpp"
-#include "tools/bench/sweep_runner.hpp"
-#include "tools/cli/version.hpp"
 #include "tools/bench/knee.hpp"
 #include "tools/bench/sweep_report.hpp"
+#include "tools/bench/sweep_runner.hpp"
+#include "tools/cli/args.hpp"
+#include "tools/cli/commands.hpp"
+#include "tools/cli/physics_option.hpp"
+#include "tools/cli/version.hpp"
 
 namespace surge::cli {
 namespace {
@@ -43,12 +43,14 @@ int run_bench_sweep(const Args& args) {
       .option("from", "N0", "first number of environments, a power of two [default: 1024 on CUDA, 64 on the CPU]")
       .option("to", "N1", "largest number of environments to try [default: 2^30 on CUDA, 2^24 on the CPU]")
       .option("steps", "T", "steps per rollout", "128")
-      .option("mode", "MODE", "--what env: fused (one launch steps T times) or step (one launch per step, as training)", "fused")
+      .option("mode", "MODE", "--what env: fused (one launch steps T times) or step (one launch per step, as training)",
+              "fused")
       .option("min-gain", "G", "a doubling that multiplies the rate by less than this ends the sweep", "1.1")
       .option("recommend-fraction", "F", "recommend the smallest N reaching this fraction of the best rate", "0.9")
       .option("repeats", "R", "timed repeats per N; the median is reported", "5")
-      .option("min-env-steps", "E", "env-steps per timed repeat, at least [default: env 2^26 on CUDA, 2^22 on the CPU; "
-                                     "train 2^24 on CUDA, 2^16 on the CPU]")
+      .option("min-env-steps", "E",
+              "env-steps per timed repeat, at least [default: env 2^26 on CUDA, 2^22 on the CPU; "
+              "train 2^24 on CUDA, 2^16 on the CPU]")
       .option("seed", "K", "random seed", "1")
       .option("json", "FILE", "write the results as JSON (schema in docs/throughput.md)")
       .option("svg", "FILE", "draw env-steps/s against N on log-log axes, knee and recommendation marked");
@@ -77,8 +79,8 @@ int run_bench_sweep(const Args& args) {
     throw InputError(cmd.complaint("--from " + std::to_string(from_given) +
                                    " is not a power of two; the sweep doubles N, so start it at one (e.g. 1024)"));
   if (from_given && to_given && from_given > to_given)
-    throw InputError(cmd.complaint("--from " + std::to_string(from_given) + " is above --to " + std::to_string(to_given) +
-                                   "; give --from <= --to"));
+    throw InputError(cmd.complaint("--from " + std::to_string(from_given) + " is above --to " +
+                                   std::to_string(to_given) + "; give --from <= --to"));
   const std::int64_t min_env_steps_given = cmd.has("min-env-steps") ? cmd.get_int("min-env-steps", 1, kMaxEnvs) : 0;
 
   const Device device = resolve_device(cmd.get("device"));
@@ -86,7 +88,8 @@ int run_bench_sweep(const Args& args) {
   const std::int64_t from = from_given ? from_given : (gpu ? 1024 : 64);
   const std::int64_t to = to_given ? to_given : (gpu ? std::int64_t(1) << 30 : std::int64_t(1) << 24);
   if (from > to)
-    throw InputError(cmd.complaint("--from " + std::to_string(from) + " is above --to " + std::to_string(to) + "; give --from <= --to"));
+    throw InputError(cmd.complaint("--from " + std::to_string(from) + " is above --to " + std::to_string(to) +
+                                   "; give --from <= --to"));
   const bool train = what == "train";
   const std::int64_t default_min_env_steps = train ? (gpu ? std::int64_t(1) << 24 : std::int64_t(1) << 16)
                                                    : (gpu ? std::int64_t(1) << 26 : std::int64_t(1) << 22);
@@ -108,9 +111,11 @@ int run_bench_sweep(const Args& args) {
   settings.command = command_line("surge bench sweep", args);
   const SweepResult result = run_sweep(settings);
 
-  std::cout << what << " of " << spec.name << " on " << device.str() << ", T = " << steps << " (" << result.mode << ")\n"
+  std::cout << what << " of " << spec.name << " on " << device.str() << ", T = " << steps << " (" << result.mode
+            << ")\n"
             << throughput::sweep_table(result);
-  files.write([&] { return throughput::sweep_json(result, SURGE_VERSION); }, [&] { return throughput::sweep_svg(result); });
+  files.write([&] { return throughput::sweep_json(result, SURGE_VERSION); },
+              [&] { return throughput::sweep_svg(result); });
   return 0;
 }
 

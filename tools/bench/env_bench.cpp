@@ -21,8 +21,14 @@ double median(std::vector<double> values) {
 
 EnvBenchConfig env_bench_config(const std::string& scenario, Device device, std::int64_t num_envs, std::int64_t steps,
                                 int repeats, std::uint64_t seed) {
-  return {.scenario = scenario, .device = device, .num_envs = num_envs, .steps = steps, .repeats = repeats, .seed = seed,
-          .physics = {}, .show_progress = false};
+  return {.scenario = scenario,
+          .device = device,
+          .num_envs = num_envs,
+          .steps = steps,
+          .repeats = repeats,
+          .seed = seed,
+          .physics = {},
+          .show_progress = false};
 }
 
 std::int64_t batches_for(std::int64_t min_env_steps, std::int64_t num_envs, std::int64_t steps) {
@@ -48,8 +54,9 @@ EnvBenchRun run_env_bench(const EnvBenchConfig& config) {
 
   auto rollout = [&] {
     if (!config.step_mode) {
-      engine->rollout_random(steps, {buffers.obs.span(), buffers.reward.span(), buffers.terminated.span(), buffers.truncated.span()},
-                             stream);
+      engine->rollout_random(
+          steps, {buffers.obs.span(), buffers.reward.span(), buffers.terminated.span(), buffers.truncated.span()},
+          stream);
       return;
     }
     for (std::int64_t t = 0; t < steps; ++t) {
@@ -58,7 +65,8 @@ EnvBenchRun run_env_bench(const EnvBenchConfig& config) {
                    StepViews{buffers.obs.span().slice(t * num_envs * spec.obs_dim, num_envs * spec.obs_dim),
                              buffers.reward.span().slice(t * num_envs, num_envs),
                              buffers.terminated.span().slice(t * num_envs, num_envs),
-                             buffers.truncated.span().slice(t * num_envs, num_envs), {}},
+                             buffers.truncated.span().slice(t * num_envs, num_envs),
+                             {}},
                    stream);
     }
   };
@@ -75,14 +83,15 @@ EnvBenchRun run_env_bench(const EnvBenchConfig& config) {
     timer.stop();
     run.rates.push_back(env_steps / timer.seconds());
     if (config.show_progress)
-      std::cerr << "\r  repeat " << (r + 1) << "/" << config.repeats << ": " << format_rate(run.rates.back()) << " env-steps/s   "
-                << std::flush;
+      std::cerr << "\r  repeat " << (r + 1) << "/" << config.repeats << ": " << format_rate(run.rates.back())
+                << " env-steps/s   " << std::flush;
   }
   if (config.show_progress) std::cerr << "\n";
   run.rate = median(run.rates);
   run.episodes = engine->episode_stats(stream);
   run.engine_bytes = engine->device_bytes();
-  run.rollout_bytes = buffers.obs.bytes() + buffers.reward.bytes() + buffers.terminated.bytes() + buffers.truncated.bytes();
+  run.rollout_bytes =
+      buffers.obs.bytes() + buffers.reward.bytes() + buffers.terminated.bytes() + buffers.truncated.bytes();
   run.physics = engine->physics().describe(spec);
   return run;
 }

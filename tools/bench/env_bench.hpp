@@ -21,8 +21,8 @@ struct EnvBenchConfig {
   std::int64_t rollouts_per_repeat = 1;  // rollouts run back to back within one timed repeat
   bool step_mode = false;                // one launch per step with actions in a buffer; else fused
   std::uint64_t seed = 1;
-  PhysicsConfig physics;                 // empty: the scenario's defaults
-  bool show_progress = false;            // a line on stderr that each repeat rewrites
+  PhysicsConfig physics;       // empty: the scenario's defaults
+  bool show_progress = false;  // a line on stderr that each repeat rewrites
 };
 
 // A measurement of `num_envs` x `steps` over `repeats`, everything else at its default.

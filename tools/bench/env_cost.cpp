@@ -11,7 +11,7 @@ namespace {
 constexpr std::size_t kStepCounterBytes = sizeof(std::int32_t);
 constexpr std::size_t kReturnBytes = sizeof(float);
 constexpr std::size_t kRngOffsetBytes = sizeof(std::uint64_t);  // reset stream and action stream: one each
-constexpr std::size_t kTallyBytes = 3 * sizeof(double);          // episodes, return sum, length sum
+constexpr std::size_t kTallyBytes = 3 * sizeof(double);         // episodes, return sum, length sum
 
 std::size_t action_bytes(const ScenarioSpec& spec) {
   return spec.action_kind == ActionKind::Discrete ? sizeof(std::int32_t) : sizeof(float) * spec.action_dim;
@@ -52,8 +52,8 @@ double random_action_flops(const ScenarioSpec& spec) {
 
 std::size_t engine_bytes_per_env(const ScenarioSpec& spec) {
   return sizeof(float) * static_cast<std::size_t>(spec.state_dim) +
-         dtype_size(spec.param_dtype) * static_cast<std::size_t>(spec.param_count()) + kStepCounterBytes + kReturnBytes +
-         2 * kRngOffsetBytes + kTallyBytes;
+         dtype_size(spec.param_dtype) * static_cast<std::size_t>(spec.param_count()) + kStepCounterBytes +
+         kReturnBytes + 2 * kRngOffsetBytes + kTallyBytes;
 }
 
 PhaseWork fused_env_step_work(const ScenarioSpec& spec, std::int64_t steps_per_launch) {
@@ -77,7 +77,8 @@ PhaseWork stepwise_env_step_work(const ScenarioSpec& spec) {
   PhaseWork work;
   work.name = "env step";
   work.flops = scenario_step_flops(spec.name) + random_action_flops(spec);
-  const std::size_t random_actions = 2 * kRngOffsetBytes + action_bytes(spec);  // offset read and written, action written
+  const std::size_t random_actions =
+      2 * kRngOffsetBytes + action_bytes(spec);  // offset read and written, action written
   work.bytes = static_cast<double>(random_actions + env_step_kernel_bytes(spec));
   return work;
 }

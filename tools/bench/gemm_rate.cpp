@@ -21,8 +21,8 @@ GemmRate measure_sgemm_rate(Device device, std::int64_t size, int repeats) {
   from_host(a.span(), ones, stream);
   from_host(b.span(), ones, stream);
   auto multiply = [&] {
-    rl::gemm<float>(stream, rl::Transpose::No, rl::Transpose::No, size, size, size, 1.0f, a.data(), size, b.data(), size, 0.0f,
-                    c.data(), size);
+    rl::gemm<float>(stream, rl::Transpose::No, rl::Transpose::No, size, size, size, 1.0f, a.data(), size, b.data(),
+                    size, 0.0f, c.data(), size);
   };
   multiply();  // warm-up: library threads, algorithm choice, first touch
   stream.synchronize();

@@ -37,21 +37,21 @@ struct KneeRule {
 double gain_per_doubling(const ScalingPoint& from, const ScalingPoint& to);
 
 struct SaturationFit {
-  bool valid = false;              // false when the series shows no per-env cost or no fixed cost
-  double overhead_s = 0;           // fixed cost of one step of the batch, seconds
-  double peak_rate = 0;            // env-steps/s as N grows without bound
-  double half_rate_num_envs = 0;   // N at which the model reaches peak_rate / 2
-  double rms_relative_error = 0;   // of the modelled step time against the measured one
+  bool valid = false;             // false when the series shows no per-env cost or no fixed cost
+  double overhead_s = 0;          // fixed cost of one step of the batch, seconds
+  double peak_rate = 0;           // env-steps/s as N grows without bound
+  double half_rate_num_envs = 0;  // N at which the model reaches peak_rate / 2
+  double rms_relative_error = 0;  // of the modelled step time against the measured one
 };
 
 // t(N) = overhead + N / peak_rate fitted to the points, minimising sum((t_model / t_measured - 1)^2).
 SaturationFit fit_saturation(const std::vector<ScalingPoint>& points);
 
 struct ScalingAnalysis {
-  std::vector<double> gains;         // [points - 1] gain from point k to point k+1
-  std::optional<std::size_t> knee;   // index of the knee point, if the series has one
-  std::size_t best = 0;              // index of the highest rate
-  std::size_t recommended = 0;       // index of the recommended N
+  std::vector<double> gains;        // [points - 1] gain from point k to point k+1
+  std::optional<std::size_t> knee;  // index of the knee point, if the series has one
+  std::size_t best = 0;             // index of the highest rate
+  std::size_t recommended = 0;      // index of the recommended N
   SaturationFit fit;
 };
 

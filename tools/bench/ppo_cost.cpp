@@ -67,7 +67,7 @@ PhaseWork mlp_backward_work(const std::vector<int>& dims, std::int64_t rows) {
     work += gemm(out, in, r, false);   // dW = d_y^T x
     work += gemm(1.0, out, r, false);  // db = ones^T d_y
     if (l == 0) break;
-    work += gemm(r, in, out, false);   // d_x = d_y W
+    work += gemm(r, in, out, false);                             // d_x = d_y W
     work += PhaseWork{"", 3.0 * r * in, 3.0 * kFloat * r * in};  // d_x *= slope(h): reads d_x and h, writes d_x
   }
   return work;
@@ -86,7 +86,8 @@ std::vector<PhaseWork> ppo_iteration_work(const PpoShapes& s, const ScenarioSpec
   SURGE_CHECK(s.num_envs > 0 && s.num_steps > 0 && s.update_epochs > 0 && s.num_minibatches > 0 && s.head_width() > 0,
               "PPO shapes must be positive");
   const bool gaussian = s.action_dim > 0;
-  SURGE_CHECK(gaussian == (spec.action_kind == ActionKind::Continuous), "the PPO shapes' policy does not fit the scenario");
+  SURGE_CHECK(gaussian == (spec.action_kind == ActionKind::Continuous),
+              "the PPO shapes' policy does not fit the scenario");
   const double n = static_cast<double>(s.num_envs), t = static_cast<double>(s.num_steps);
   const double updates = static_cast<double>(s.update_epochs * s.num_minibatches);
   const double b = static_cast<double>(s.minibatch()), a = s.head_width(), d = s.obs_dim;

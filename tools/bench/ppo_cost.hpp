@@ -13,13 +13,13 @@ namespace surge::throughput {
 
 struct PpoShapes {
   int obs_dim = 0;
-  int num_actions = 0;                // discrete actions: a categorical policy
-  int action_dim = 0;                 // continuous actions: a diagonal Gaussian's dimensions (num_actions 0)
-  std::vector<int> hidden;            // both networks' hidden widths
-  std::int64_t num_envs = 0;          // N
-  std::int64_t num_steps = 0;         // T
-  std::int64_t update_epochs = 0;     // E
-  std::int64_t num_minibatches = 0;   // M
+  int num_actions = 0;               // discrete actions: a categorical policy
+  int action_dim = 0;                // continuous actions: a diagonal Gaussian's dimensions (num_actions 0)
+  std::vector<int> hidden;           // both networks' hidden widths
+  std::int64_t num_envs = 0;         // N
+  std::int64_t num_steps = 0;        // T
+  std::int64_t update_epochs = 0;    // E
+  std::int64_t num_minibatches = 0;  // M
 
   std::int64_t batch() const { return num_envs * num_steps; }
   std::int64_t minibatch() const { return batch() / num_minibatches; }

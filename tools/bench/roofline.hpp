@@ -25,14 +25,14 @@ const char* bound_name(Bound bound);  // "memory", "compute"
 
 // Where a phase that took `seconds` per execution sits against the ceilings.
 struct RooflinePlacement {
-  double intensity = 0;                 // flops / bytes
+  double intensity = 0;  // flops / bytes
   double achieved_flops_per_s = 0;
   double achieved_bytes_per_s = 0;
-  double fraction_of_compute = 0;       // achieved FLOP/s over the SGEMM rate
-  double fraction_of_bandwidth = 0;     // achieved bytes/s over the copy bandwidth
-  double attainable_flops_per_s = 0;    // the roof above this intensity: min(peak, bandwidth * intensity)
-  double fraction_of_roof = 0;          // achieved over attainable: how close the phase is to its limit
-  Bound bound = Bound::Memory;          // which roof is the lower one at this intensity
+  double fraction_of_compute = 0;     // achieved FLOP/s over the SGEMM rate
+  double fraction_of_bandwidth = 0;   // achieved bytes/s over the copy bandwidth
+  double attainable_flops_per_s = 0;  // the roof above this intensity: min(peak, bandwidth * intensity)
+  double fraction_of_roof = 0;        // achieved over attainable: how close the phase is to its limit
+  Bound bound = Bound::Memory;        // which roof is the lower one at this intensity
 };
 
 // Needs positive work counts, time and ceilings (surge::Error otherwise).

@@ -7,8 +7,8 @@
 
 #include "sim/error.hpp"
 #include "sim/format.hpp"
-#include "tools/cli/json.hpp"
 #include "tools/bench/svg_chart.hpp"
+#include "tools/cli/json.hpp"
 
 namespace surge::throughput {
 
@@ -16,7 +16,8 @@ using cli::benchmark_json;
 using cli::JsonObject;
 
 void place_phases(RooflineReport& report) {
-  for (RooflinePhase& phase : report.phases) phase.placement = place_on_roofline(phase.work, phase.seconds, report.ceilings);
+  for (RooflinePhase& phase : report.phases)
+    phase.placement = place_on_roofline(phase.work, phase.seconds, report.ceilings);
 }
 
 std::string roofline_json(const RooflineReport& r, const std::string& surge_version) {
@@ -70,47 +71,62 @@ std::string roofline_svg(const RooflineReport& r) {
   }
   low /= 4.0;
   high *= 4.0;
-  LogLogChart chart("Roofline (" + r.what + "): " + r.scenario + " on " + r.device, {"arithmetic intensity (FLOP per byte)", TickStyle::PowersOfTen},
+  LogLogChart chart("Roofline (" + r.what + "): " + r.scenario + " on " + r.device,
+                    {"arithmetic intensity (FLOP per byte)", TickStyle::PowersOfTen},
                     {"FLOP per second", TickStyle::PowersOfTen});
   chart.subtitle(r.command);
   chart.add(ChartSeries{"copy bandwidth " + format_number("%.3g", r.ceilings.bytes_per_s * 1e-9) + " GB/s",
-                        {{low, r.ceilings.bytes_per_s * low}, {ridge, r.ceilings.flops_per_s}}, "#555555", false, false});
+                        {{low, r.ceilings.bytes_per_s * low}, {ridge, r.ceilings.flops_per_s}},
+                        "#555555",
+                        false,
+                        false});
   chart.add(ChartSeries{r.gemm_source + " " + format_number("%.3g", r.ceilings.flops_per_s * 1e-9) + " GFLOP/s",
-                        {{ridge, r.ceilings.flops_per_s}, {high, r.ceilings.flops_per_s}}, "#555555", false, true});
+                        {{ridge, r.ceilings.flops_per_s}, {high, r.ceilings.flops_per_s}},
+                        "#555555",
+                        false,
+                        true});
   const char* colours[] = {"#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2"};
   for (std::size_t k = 0; k < r.phases.size(); ++k) {
     const RooflinePhase& phase = r.phases[k];
-    chart.add(ChartMarker{{phase.placement.intensity, phase.placement.achieved_flops_per_s},
-                          phase.work.name + ": " + format_number("%.0f", 100.0 * phase.placement.fraction_of_roof) + "% of its roof",
-                          colours[k % 7]});
+    chart.add(ChartMarker{
+        {phase.placement.intensity, phase.placement.achieved_flops_per_s},
+        phase.work.name + ": " + format_number("%.0f", 100.0 * phase.placement.fraction_of_roof) + "% of its roof",
+        colours[k % 7]});
   }
   return chart.svg();
 }
 
 std::string roofline_table(const RooflineReport& r) {
   std::string out;
-  out += "ceilings: " + r.gemm_source + " " + format_number("%.4g", r.ceilings.flops_per_s * 1e-9) + " GFLOP/s (m = n = k = " +
-         std::to_string(r.gemm_size) + "), copy " + format_number("%.4g", r.ceilings.bytes_per_s * 1e-9) +
-         " GB/s (read + write), ridge at " + format_number("%.3g", r.ceilings.ridge_intensity()) + " FLOP/byte\n";
+  out += "ceilings: " + r.gemm_source + " " + format_number("%.4g", r.ceilings.flops_per_s * 1e-9) +
+         " GFLOP/s (m = n = k = " + std::to_string(r.gemm_size) + "), copy " +
+         format_number("%.4g", r.ceilings.bytes_per_s * 1e-9) + " GB/s (read + write), ridge at " +
+         format_number("%.3g", r.ceilings.ridge_intensity()) + " FLOP/byte\n";
   char line[256];
   const bool train = r.what == "train";
-  std::snprintf(line, sizeof line, "%-18s %-9s %10s %10s %9s %11s %7s %9s %8s %8s %7s %7s %8s\n", "phase", "per", "FLOP",
-                "bytes", "FLOP/B", "time", train ? "share" : "", "GFLOP/s", "GB/s", "%comp", "%bw", "%roof", "bound");
+  std::snprintf(line, sizeof line, "%-18s %-9s %10s %10s %9s %11s %7s %9s %8s %8s %7s %7s %8s\n", "phase", "per",
+                "FLOP", "bytes", "FLOP/B", "time", train ? "share" : "", "GFLOP/s", "GB/s", "%comp", "%bw", "%roof",
+                "bound");
   out += line;
-  auto share = [&](double seconds) { return train ? format_number("%.1f%%", 100.0 * seconds / r.iteration.seconds) : std::string(); };
+  auto share = [&](double seconds) {
+    return train ? format_number("%.1f%%", 100.0 * seconds / r.iteration.seconds) : std::string();
+  };
   for (const RooflinePhase& phase : r.phases) {
     const RooflinePlacement& p = phase.placement;
-    std::snprintf(line, sizeof line, "%-18s %-9s %10.4g %10.4g %9.3g %9.3g s %7s %9.4g %8.4g %7.2f%% %6.1f%% %6.1f%% %8s\n",
-                  phase.work.name.c_str(), phase.unit.c_str(), phase.work.flops, phase.work.bytes, p.intensity, phase.seconds,
-                  share(phase.seconds).c_str(), p.achieved_flops_per_s * 1e-9, p.achieved_bytes_per_s * 1e-9,
-                  100.0 * p.fraction_of_compute, 100.0 * p.fraction_of_bandwidth, 100.0 * p.fraction_of_roof, bound_name(p.bound));
+    std::snprintf(line, sizeof line,
+                  "%-18s %-9s %10.4g %10.4g %9.3g %9.3g s %7s %9.4g %8.4g %7.2f%% %6.1f%% %6.1f%% %8s\n",
+                  phase.work.name.c_str(), phase.unit.c_str(), phase.work.flops, phase.work.bytes, p.intensity,
+                  phase.seconds, share(phase.seconds).c_str(), p.achieved_flops_per_s * 1e-9,
+                  p.achieved_bytes_per_s * 1e-9, 100.0 * p.fraction_of_compute, 100.0 * p.fraction_of_bandwidth,
+                  100.0 * p.fraction_of_roof, bound_name(p.bound));
     out += line;
   }
   if (train) {
     std::snprintf(line, sizeof line, "%-18s %-9s %10s %10s %9s %9.3g s %7s\n", "other", "iteration", "", "", "",
                   r.iteration.other_seconds, share(r.iteration.other_seconds).c_str());
     out += line;
-    out += "iteration: " + format_number("%.4g", r.iteration.seconds) + " s in the diagnostic pass (outside any CUDA graph), " +
+    out += "iteration: " + format_number("%.4g", r.iteration.seconds) +
+           " s in the diagnostic pass (outside any CUDA graph), " +
            format_number("%.4g", static_cast<double>(r.num_envs * r.steps) / r.iteration.seconds) + " env-steps/s\n";
   }
   return out;

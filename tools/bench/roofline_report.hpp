@@ -11,9 +11,9 @@
 namespace surge::throughput {
 
 struct RooflinePhase {
-  PhaseWork work;          // per execution, of the unit below
-  std::string unit;        // what one execution is: "env-step", "iteration"
-  double seconds = 0;      // measured time of one execution
+  PhaseWork work;      // per execution, of the unit below
+  std::string unit;    // what one execution is: "env-step", "iteration"
+  double seconds = 0;  // measured time of one execution
   RooflinePlacement placement;
 };
 
@@ -28,12 +28,12 @@ struct RooflineReport {
   std::string scenario, device, command;
   std::int64_t num_envs = 0, steps = 0;
   Ceilings ceilings;
-  std::string gemm_source;          // "OpenBLAS 0.3.21 SGEMM", "cuBLASLt SGEMM"
-  std::int64_t gemm_size = 0;       // m = n = k of the ceiling's GEMM
-  std::size_t copy_bytes = 0;       // size of the ceiling's copy
+  std::string gemm_source;     // "OpenBLAS 0.3.21 SGEMM", "cuBLASLt SGEMM"
+  std::int64_t gemm_size = 0;  // m = n = k of the ceiling's GEMM
+  std::size_t copy_bytes = 0;  // size of the ceiling's copy
   std::vector<RooflinePhase> phases;
-  std::string what = "env";         // "env": env-step phases; "train": the phases of a PPO iteration
-  IterationTiming iteration;        // "train" only
+  std::string what = "env";   // "env": env-step phases; "train": the phases of a PPO iteration
+  IterationTiming iteration;  // "train" only
 };
 
 // Fills each phase's placement from its work, time and the report's ceilings.

@@ -80,8 +80,10 @@ std::string xml_escape(const std::string& text) {
       case '\'': out += "&apos;"; break;
       default:
         // Control characters other than tab and newline are not allowed in XML 1.0 at all.
-        if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n') out += ' ';
-        else out += c;
+        if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n')
+          out += ' ';
+        else
+          out += c;
     }
   }
   return out;
@@ -122,11 +124,12 @@ std::string LogLogChart::svg() const {
 
   std::ostringstream out;
   out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-      << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kWidth << "\" height=\"" << kHeight << "\" viewBox=\"0 0 "
-      << kWidth << " " << kHeight << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
+      << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kWidth << "\" height=\"" << kHeight
+      << "\" viewBox=\"0 0 " << kWidth << " " << kHeight << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
       << "<title>" << xml_escape(title_) << "</title>\n"
       << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-      << "<text x=\"" << kWidth / 2 << "\" y=\"26\" text-anchor=\"middle\" font-size=\"16\">" << xml_escape(title_) << "</text>\n";
+      << "<text x=\"" << kWidth / 2 << "\" y=\"26\" text-anchor=\"middle\" font-size=\"16\">" << xml_escape(title_)
+      << "</text>\n";
   if (!subtitle_.empty()) {
     // Small print on up to two lines: a long command line is broken at the last space that fits.
     constexpr std::size_t kLineChars = 115;
@@ -137,27 +140,28 @@ std::string LogLogChart::svg() const {
       lines = {subtitle_.substr(0, at), subtitle_.substr(at + (cut == at ? 1 : 0))};
     }
     for (std::size_t k = 0; k < lines.size(); ++k)
-      out << "<text x=\"" << kWidth / 2 << "\" y=\"" << 44 + 13 * k << "\" text-anchor=\"middle\" font-size=\"10\" fill=\"#555\">"
-          << xml_escape(lines[k]) << "</text>\n";
+      out << "<text x=\"" << kWidth / 2 << "\" y=\"" << 44 + 13 * k
+          << "\" text-anchor=\"middle\" font-size=\"10\" fill=\"#555\">" << xml_escape(lines[k]) << "</text>\n";
   }
 
   // Grid and tick labels.
   out << "<g class=\"x-ticks\">\n";
   for (const Tick& t : axis_ticks(x_.ticks, xr)) {
     const std::string x = coordinate(px(t.value));
-    out << "<line x1=\"" << x << "\" y1=\"" << kTop << "\" x2=\"" << x << "\" y2=\"" << kTop + kPlotHeight << "\" stroke=\""
-        << (t.major ? "#ddd" : "#f0f0f0") << "\"/>\n";
+    out << "<line x1=\"" << x << "\" y1=\"" << kTop << "\" x2=\"" << x << "\" y2=\"" << kTop + kPlotHeight
+        << "\" stroke=\"" << (t.major ? "#ddd" : "#f0f0f0") << "\"/>\n";
     if (!t.label.empty())
-      out << "<text x=\"" << x << "\" y=\"" << kTop + kPlotHeight + 20 << "\" text-anchor=\"middle\">" << t.label << "</text>\n";
+      out << "<text x=\"" << x << "\" y=\"" << kTop + kPlotHeight + 20 << "\" text-anchor=\"middle\">" << t.label
+          << "</text>\n";
   }
   out << "</g>\n<g class=\"y-ticks\">\n";
   for (const Tick& t : axis_ticks(y_.ticks, yr)) {
     const std::string y = coordinate(py(t.value));
-    out << "<line x1=\"" << kLeft << "\" y1=\"" << y << "\" x2=\"" << kLeft + kPlotWidth << "\" y2=\"" << y << "\" stroke=\""
-        << (t.major ? "#ddd" : "#f0f0f0") << "\"/>\n";
+    out << "<line x1=\"" << kLeft << "\" y1=\"" << y << "\" x2=\"" << kLeft + kPlotWidth << "\" y2=\"" << y
+        << "\" stroke=\"" << (t.major ? "#ddd" : "#f0f0f0") << "\"/>\n";
     if (!t.label.empty())
-      out << "<text x=\"" << kLeft - 8 << "\" y=\"" << coordinate(py(t.value) + 4) << "\" text-anchor=\"end\">" << t.label
-          << "</text>\n";
+      out << "<text x=\"" << kLeft - 8 << "\" y=\"" << coordinate(py(t.value) + 4) << "\" text-anchor=\"end\">"
+          << t.label << "</text>\n";
   }
   out << "</g>\n";
   out << "<rect x=\"" << kLeft << "\" y=\"" << kTop << "\" width=\"" << kPlotWidth << "\" height=\"" << kPlotHeight
@@ -169,15 +173,16 @@ std::string LogLogChart::svg() const {
 
   // Series, then markers on top, then the legend.
   for (const ChartSeries& s : series_) {
-    out << "<g class=\"series\"><title>" << xml_escape(s.name) << "</title>\n<polyline fill=\"none\" stroke=\"" << xml_escape(s.colour)
-        << "\" stroke-width=\"2\"" << (s.dashed ? " stroke-dasharray=\"6 4\"" : "") << " points=\"";
+    out << "<g class=\"series\"><title>" << xml_escape(s.name) << "</title>\n<polyline fill=\"none\" stroke=\""
+        << xml_escape(s.colour) << "\" stroke-width=\"2\"" << (s.dashed ? " stroke-dasharray=\"6 4\"" : "")
+        << " points=\"";
     for (std::size_t k = 0; k < s.points.size(); ++k)
       out << (k ? " " : "") << coordinate(px(s.points[k].x)) << "," << coordinate(py(s.points[k].y));
     out << "\"/>\n";
     if (s.markers)
       for (const ChartPoint& p : s.points)
-        out << "<circle cx=\"" << coordinate(px(p.x)) << "\" cy=\"" << coordinate(py(p.y)) << "\" r=\"3\" fill=\"" << xml_escape(s.colour)
-            << "\"/>\n";
+        out << "<circle cx=\"" << coordinate(px(p.x)) << "\" cy=\"" << coordinate(py(p.y)) << "\" r=\"3\" fill=\""
+            << xml_escape(s.colour) << "\"/>\n";
     out << "</g>\n";
   }
   // Labels are placed one by one, each at the first of a few heights beside its marker where it
@@ -205,17 +210,19 @@ std::string LogLogChart::svg() const {
       }
     }
     placed.push_back({left, right, baseline - 11, baseline + 3});
-    out << "<g class=\"marker\"><circle cx=\"" << coordinate(x) << "\" cy=\"" << coordinate(y) << "\" r=\"7\" fill=\"none\" stroke=\""
-        << xml_escape(m.colour) << "\" stroke-width=\"2\"/>\n<text x=\"" << coordinate(text_x) << "\" y=\"" << coordinate(baseline)
-        << "\" text-anchor=\"" << (right_side ? "end" : "start") << "\" fill=\"" << xml_escape(m.colour) << "\">" << xml_escape(m.label)
+    out << "<g class=\"marker\"><circle cx=\"" << coordinate(x) << "\" cy=\"" << coordinate(y)
+        << "\" r=\"7\" fill=\"none\" stroke=\"" << xml_escape(m.colour) << "\" stroke-width=\"2\"/>\n<text x=\""
+        << coordinate(text_x) << "\" y=\"" << coordinate(baseline) << "\" text-anchor=\""
+        << (right_side ? "end" : "start") << "\" fill=\"" << xml_escape(m.colour) << "\">" << xml_escape(m.label)
         << "</text></g>\n";
   }
   out << "<g class=\"legend\">\n";
   double legend_y = kTop + 18;
   for (const ChartSeries& s : series_) {
-    out << "<line x1=\"" << kLeft + 12 << "\" y1=\"" << legend_y - 4 << "\" x2=\"" << kLeft + 36 << "\" y2=\"" << legend_y - 4
-        << "\" stroke=\"" << xml_escape(s.colour) << "\" stroke-width=\"2\"" << (s.dashed ? " stroke-dasharray=\"6 4\"" : "")
-        << "/>\n<text x=\"" << kLeft + 42 << "\" y=\"" << legend_y << "\">" << xml_escape(s.name) << "</text>\n";
+    out << "<line x1=\"" << kLeft + 12 << "\" y1=\"" << legend_y - 4 << "\" x2=\"" << kLeft + 36 << "\" y2=\""
+        << legend_y - 4 << "\" stroke=\"" << xml_escape(s.colour) << "\" stroke-width=\"2\""
+        << (s.dashed ? " stroke-dasharray=\"6 4\"" : "") << "/>\n<text x=\"" << kLeft + 42 << "\" y=\"" << legend_y
+        << "\">" << xml_escape(s.name) << "</text>\n";
     legend_y += 18;
   }
   out << "</g>\n</svg>\n";

@@ -26,20 +26,21 @@ struct ChartSeries {
   std::string name;                // shown in the legend
   std::vector<ChartPoint> points;  // joined in order
   std::string colour = "#1f77b4";
-  bool markers = true;             // a dot at every point
+  bool markers = true;  // a dot at every point
   bool dashed = false;
 };
 
 struct ChartMarker {
   ChartPoint at;
-  std::string label;               // written beside the marker
+  std::string label;  // written beside the marker
   std::string colour = "#d62728";
-  bool label_below = false;        // under the marker rather than above it, to keep two labels apart
+  bool label_below = false;  // under the marker rather than above it, to keep two labels apart
 };
 
 class LogLogChart {
  public:
-  LogLogChart(std::string title, ChartAxis x, ChartAxis y) : title_(std::move(title)), x_(std::move(x)), y_(std::move(y)) {}
+  LogLogChart(std::string title, ChartAxis x, ChartAxis y)
+      : title_(std::move(title)), x_(std::move(x)), y_(std::move(y)) {}
 
   LogLogChart& add(ChartSeries series);
   LogLogChart& add(ChartMarker marker);

@@ -6,8 +6,8 @@
 
 #include "sim/error.hpp"
 #include "sim/format.hpp"
-#include "tools/cli/json.hpp"
 #include "tools/bench/svg_chart.hpp"
+#include "tools/cli/json.hpp"
 
 namespace surge::throughput {
 namespace {
@@ -18,7 +18,8 @@ using cli::JsonObject;
 // "65536 (2^16)" for powers of two, else the number.
 std::string envs_text(std::int64_t n) {
   std::string text = std::to_string(n);
-  if (n > 0 && (n & (n - 1)) == 0) text += " (2^" + std::to_string(static_cast<int>(std::log2(static_cast<double>(n)))) + ")";
+  if (n > 0 && (n & (n - 1)) == 0)
+    text += " (2^" + std::to_string(static_cast<int>(std::log2(static_cast<double>(n)))) + ")";
   return text;
 }
 
@@ -91,7 +92,8 @@ std::string sweep_svg(const SweepResult& r) {
   SURGE_CHECK(!r.points.empty(), "a sweep figure needs at least one point");
   const ScalingAnalysis& a = r.analysis;
   LogLogChart chart(r.scenario + " on " + r.device + ": env-steps/s against the number of environments",
-                    {"number of environments N", TickStyle::PowersOfTwo}, {"env-steps per second (median)", TickStyle::PowersOfTen});
+                    {"number of environments N", TickStyle::PowersOfTwo},
+                    {"env-steps per second (median)", TickStyle::PowersOfTen});
   chart.subtitle(r.command);
   ChartSeries measured{"measured (" + r.what + ", " + r.mode + ")", {}, "#1f77b4", true, false};
   for (const SweepPoint& p : r.points) measured.points.push_back({static_cast<double>(p.num_envs), p.rate});
@@ -116,7 +118,8 @@ std::string sweep_svg(const SweepResult& r) {
   } else {
     if (a.knee) {
       const SweepPoint& k = r.points[*a.knee];
-      chart.add(ChartMarker{{static_cast<double>(k.num_envs), k.rate}, "knee: N = " + envs_text(k.num_envs), "#d62728"});
+      chart.add(
+          ChartMarker{{static_cast<double>(k.num_envs), k.rate}, "knee: N = " + envs_text(k.num_envs), "#d62728"});
     }
     chart.add(ChartMarker{rec_at, "recommended --num-envs " + std::to_string(rec.num_envs), "#2ca02c", true});
   }
@@ -126,7 +129,8 @@ std::string sweep_svg(const SweepResult& r) {
 std::string sweep_table(const SweepResult& r) {
   std::string out;
   char line[200];
-  std::snprintf(line, sizeof line, "%12s %8s %14s %10s %8s %12s\n", "num_envs", "steps", "env-steps/s", "ns/step", "gain", "device MiB");
+  std::snprintf(line, sizeof line, "%12s %8s %14s %10s %8s %12s\n", "num_envs", "steps", "env-steps/s", "ns/step",
+                "gain", "device MiB");
   out += line;
   for (std::size_t k = 0; k < r.points.size(); ++k) {
     const SweepPoint& p = r.points[k];
@@ -138,15 +142,19 @@ std::string sweep_table(const SweepResult& r) {
   }
   const ScalingAnalysis& a = r.analysis;
   out += "stopped: " + r.stop_detail + "\n";
-  out += a.knee ? "knee: N = " + envs_text(r.points[*a.knee].num_envs) + ": doubling it gained " +
-                      format_number("%.3gx", a.gains[*a.knee]) + ", under " + format_number("%.3gx", r.rule.min_gain) + "\n"
-                : "knee: not reached (every doubling gained at least " + format_number("%.3gx", r.rule.min_gain) + ")\n";
-  out += "best: " + format_number("%.4g", r.points[a.best].rate) + " env-steps/s at N = " + envs_text(r.points[a.best].num_envs) + "\n";
+  out += a.knee
+             ? "knee: N = " + envs_text(r.points[*a.knee].num_envs) + ": doubling it gained " +
+                   format_number("%.3gx", a.gains[*a.knee]) + ", under " + format_number("%.3gx", r.rule.min_gain) +
+                   "\n"
+             : "knee: not reached (every doubling gained at least " + format_number("%.3gx", r.rule.min_gain) + ")\n";
+  out += "best: " + format_number("%.4g", r.points[a.best].rate) +
+         " env-steps/s at N = " + envs_text(r.points[a.best].num_envs) + "\n";
   if (a.fit.valid)
     out += "model: a step of N envs takes " + format_number("%.3g", a.fit.overhead_s * 1e6) + " us + N / " +
-           format_number("%.4g", a.fit.peak_rate) + " s, so the rate tends to " + format_number("%.4g", a.fit.peak_rate) +
-           " env-steps/s and reaches half of it at N = " + format_number("%.3g", a.fit.half_rate_num_envs) + " (rms error " +
-           format_number("%.1f", 100.0 * a.fit.rms_relative_error) + "%)\n";
+           format_number("%.4g", a.fit.peak_rate) + " s, so the rate tends to " +
+           format_number("%.4g", a.fit.peak_rate) +
+           " env-steps/s and reaches half of it at N = " + format_number("%.3g", a.fit.half_rate_num_envs) +
+           " (rms error " + format_number("%.1f", 100.0 * a.fit.rms_relative_error) + "%)\n";
   out += "recommended: --num-envs " + std::to_string(r.points[a.recommended].num_envs) + " (the smallest N within " +
          format_number("%.0f", 100.0 * r.rule.recommend_fraction) + "% of the best rate)\n";
   return out;

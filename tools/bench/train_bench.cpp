@@ -4,8 +4,8 @@
 
 #include "rl/trainer.hpp"
 #include "scenarios/registry.hpp"
-#include "sim/physics_settings.hpp"
 #include "sim/error.hpp"
+#include "sim/physics_settings.hpp"
 #include "tools/bench/env_bench.hpp"
 
 namespace surge::cli {

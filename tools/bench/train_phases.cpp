@@ -4,9 +4,9 @@
 
 #include "rl/trainer.hpp"
 #include "scenarios/registry.hpp"
-#include "sim/physics_settings.hpp"
 #include "sim/error.hpp"
 #include "sim/phase_clock.hpp"
+#include "sim/physics_settings.hpp"
 #include "tools/bench/env_bench.hpp"
 
 namespace surge::cli {
@@ -16,7 +16,8 @@ TrainPhaseTiming time_train_phases(const std::string& scenario, Device device, r
   constexpr int kWarmup = 2;
   config.total_steps = config.batch_size() * (kWarmup + repeats);
   config.validate();
-  auto engine = make_engine(scenario, device, config.num_envs, config.seed, resolve_physics(scenario_spec(scenario), config.physics));
+  auto engine = make_engine(scenario, device, config.num_envs, config.seed,
+                            resolve_physics(scenario_spec(scenario), config.physics));
   rl::Trainer trainer(*engine, config);
   for (int k = 0; k < kWarmup; ++k) trainer.iterate();
   trainer.drain();
@@ -27,7 +28,8 @@ TrainPhaseTiming time_train_phases(const std::string& scenario, Device device, r
     trainer.iterate(&clock);
     trainer.drain();
     const std::vector<double> seconds = clock.seconds();
-    for (int p = 0; p < rl::kTrainPhaseCount; ++p) per_phase[static_cast<std::size_t>(p)].push_back(seconds[static_cast<std::size_t>(p)]);
+    for (int p = 0; p < rl::kTrainPhaseCount; ++p)
+      per_phase[static_cast<std::size_t>(p)].push_back(seconds[static_cast<std::size_t>(p)]);
     totals.push_back(std::accumulate(seconds.begin(), seconds.end(), 0.0));
   }
   TrainPhaseTiming timing;

@@ -10,8 +10,8 @@
 namespace surge::cli {
 
 struct TrainPhaseTiming {
-  std::vector<double> seconds;    // [rl::kTrainPhaseCount] median seconds of each phase per iteration
-  double iteration_seconds = 0;   // median seconds of the whole diagnostic iteration
+  std::vector<double> seconds;   // [rl::kTrainPhaseCount] median seconds of each phase per iteration
+  double iteration_seconds = 0;  // median seconds of the whole diagnostic iteration
 };
 
 // Builds the engine and trainer for `config` (num_envs, num_steps and the learner's settings; its

@@ -78,8 +78,7 @@ bool Command::parse(const std::vector<std::string>& args) {
     values_[name].push_back(value);
   }
   for (const Spec& spec : specs_)
-    if (spec.required && !values_.count(spec.name))
-      throw InputError(complaint("--" + spec.name + " is required"));
+    if (spec.required && !values_.count(spec.name)) throw InputError(complaint("--" + spec.name + " is required"));
   return true;
 }
 
@@ -148,9 +147,7 @@ std::string Command::usage() const {
   std::ostringstream out;
   out << "Usage: surge " << path_ << " [options]\n\n" << summary_ << "\n\nOptions:\n";
   std::size_t width = 0;
-  auto left = [](const Spec& spec) {
-    return "--" + spec.name + (spec.is_flag ? "" : " " + spec.value_name);
-  };
+  auto left = [](const Spec& spec) { return "--" + spec.name + (spec.is_flag ? "" : " " + spec.value_name); };
   for (const Spec& spec : specs_) width = std::max(width, left(spec).size());
   width = std::max<std::size_t>(width, 10);
   for (const Spec& spec : specs_) {

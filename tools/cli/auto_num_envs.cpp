@@ -26,7 +26,8 @@ AutoNumEnvs recommend_num_envs(const std::string& scenario, Device device, const
   AutoNumEnvs choice;
   choice.num_envs = result.points[a.recommended].num_envs;
   char line[256];
-  std::snprintf(line, sizeof line, "--num-envs auto: %lld (%.4g env-steps/s of training; best %.4g at %lld; sweep stopped: %s)",
+  std::snprintf(line, sizeof line,
+                "--num-envs auto: %lld (%.4g env-steps/s of training; best %.4g at %lld; sweep stopped: %s)",
                 static_cast<long long>(choice.num_envs), result.points[a.recommended].rate, result.points[a.best].rate,
                 static_cast<long long>(result.points[a.best].num_envs), result.stop_detail.c_str());
   choice.summary = line;

@@ -58,7 +58,9 @@ std::vector<std::string> arch_list(const std::vector<CudaArch>& list, bool sass)
   return out;
 }
 
-std::string cmake_value(const std::string& archs) { return archs.find(';') == std::string::npos ? archs : "\"" + archs + "\""; }
+std::string cmake_value(const std::string& archs) {
+  return archs.find(';') == std::string::npos ? archs : "\"" + archs + "\"";
+}
 
 // The device "--device auto" would choose, after the full probe.
 std::string auto_device(const Diagnosis& diagnosis) {
@@ -78,11 +80,13 @@ void print_text(const MachineDescription& m, const Diagnosis& d, const OpenMpFac
   } else {
     print_row("NVIDIA driver", "not found");
   }
-  print_row("CUDA runtime of build", m.cuda_built ? cuda_version_string(m.runtime_version) : "none (this build has no CUDA backend)");
+  print_row("CUDA runtime of build",
+            m.cuda_built ? cuda_version_string(m.runtime_version) : "none (this build has no CUDA backend)");
   if (m.visible_devices_set) print_row("CUDA_VISIBLE_DEVICES", "'" + m.visible_devices + "'");
 
   std::printf("\nGPUs\n");
-  if (m.gpus.empty()) std::printf("  none visible%s\n", m.device_query_error.empty() ? "" : (" (" + m.device_query_error + ")").c_str());
+  if (m.gpus.empty())
+    std::printf("  none visible%s\n", m.device_query_error.empty() ? "" : (" (" + m.device_query_error + ")").c_str());
   for (std::size_t k = 0; k < m.gpus.size(); ++k) {
     const GpuDescription& gpu = m.gpus[k];
     const GpuVerdict& verdict = d.gpus[k];
@@ -101,7 +105,8 @@ void print_text(const MachineDescription& m, const Diagnosis& d, const OpenMpFac
   }
 
   std::printf("\nArchitectures embedded in this build\n");
-  print_row("configured", m.archs.configured.empty() || m.archs.configured == "none" ? "none (CPU backend only)" : m.archs.configured);
+  print_row("configured", m.archs.configured.empty() || m.archs.configured == "none" ? "none (CPU backend only)"
+                                                                                     : m.archs.configured);
   if (m.archs.listed) {
     print_row("SASS (native code)", arch_names(m.archs.sass, true));
     print_row("PTX (JIT-compiled)", arch_names(m.archs.ptx, false));
@@ -114,7 +119,8 @@ void print_text(const MachineDescription& m, const Diagnosis& d, const OpenMpFac
     print_row(library.name, library.found ? library.version + "  " + library.path : "not found");
 
   std::printf("\nCPU\n");
-  print_row("OpenMP threads", std::to_string(omp.max_threads) + " (of " + std::to_string(omp.processors) + " processors; OMP_NUM_THREADS " +
+  print_row("OpenMP threads", std::to_string(omp.max_threads) + " (of " + std::to_string(omp.processors) +
+                                  " processors; OMP_NUM_THREADS " +
                                   (omp.omp_num_threads.empty() ? "unset" : "=" + omp.omp_num_threads) + ")");
 
   std::printf("\nVerdict\n  %s\n", d.headline.c_str());
@@ -124,12 +130,14 @@ void print_text(const MachineDescription& m, const Diagnosis& d, const OpenMpFac
     std::printf("  [%s] %s\n", to_string(f.severity), f.what.c_str());
     if (!f.next_step.empty()) std::printf("      next: %s\n", f.next_step.c_str());
   }
-  std::printf("\nTo build for exactly %s (a faster build, smaller binary):\n", m.gpus.empty() ? "one GPU" : "this machine's GPUs");
+  std::printf("\nTo build for exactly %s (a faster build, smaller binary):\n",
+              m.gpus.empty() ? "one GPU" : "this machine's GPUs");
   std::printf("  cmake -S . -B build -DSURGE_CUDA_ARCHITECTURES=%s && cmake --build build -j\n",
               cmake_value(d.build_for_this_machine).c_str());
   if (m.gpus.empty())
-    std::printf("  (\"native\" means the GPUs of the machine that builds; or name one: 80-real A100, 86-real RTX 30,\n"
-                "   89-real RTX 40 / L40, 90-real H100 / H200, 100-real B200, 120-real RTX 50)\n");
+    std::printf(
+        "  (\"native\" means the GPUs of the machine that builds; or name one: 80-real A100, 86-real RTX 30,\n"
+        "   89-real RTX 40 / L40, 90-real H100 / H200, 100-real B200, 120-real RTX 50)\n");
 }
 
 std::string json_text(const MachineDescription& m, const Diagnosis& d, const OpenMpFacts& omp) {
@@ -172,7 +180,9 @@ std::string json_text(const MachineDescription& m, const Diagnosis& d, const Ope
     libraries.add(library.name, l);
   }
   JsonObject openmp;
-  openmp.add("max_threads", omp.max_threads).add("processors", omp.processors).add("omp_num_threads", omp.omp_num_threads);
+  openmp.add("max_threads", omp.max_threads)
+      .add("processors", omp.processors)
+      .add("omp_num_threads", omp.omp_num_threads);
   std::vector<JsonObject> findings;
   for (const Finding& f : d.findings) {
     JsonObject j;
@@ -210,8 +220,9 @@ int run_doctor(const Args& args) {
               "build natively, through PTX JIT or not at all, the libraries found, the OpenMP threads, and a\n"
               "verdict with a next step for every problem. Loads a kernel on every GPU to be sure.");
   cmd.flag("json", "print the same facts as one JSON object (schema in docs/doctor.md)")
-      .note("Exits 0 whenever it could look, also on a machine without a GPU, where Surge runs on the CPU;\n"
-            "scripts read verdict.cuda_usable from --json.")
+      .note(
+          "Exits 0 whenever it could look, also on a machine without a GPU, where Surge runs on the CPU;\n"
+          "scripts read verdict.cuda_usable from --json.")
       .example("surge doctor")
       .example("surge doctor --json > machine.json");
   if (!cmd.parse_or_print_usage(args)) return 0;

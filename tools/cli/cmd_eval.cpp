@@ -27,8 +27,9 @@ int run_eval(const Args& args) {
       .option("seed", "S", "seed of the environments' resets (and of the actions with --sample)", "12345")
       .flag("sample", "draw actions from the policy instead of taking the most probable one");
   add_physics_option(cmd)
-      .note("The environments run under the physics the policy was trained with (the checkpoint keeps it);\n"
-            "--physics changes parameters by name on top of it, to test how robust the policy is.")
+      .note(
+          "The environments run under the physics the policy was trained with (the checkpoint keeps it);\n"
+          "--physics changes parameters by name on top of it, to test how robust the policy is.")
       .example("surge eval --checkpoint runs/cartpole/checkpoint.h5 --episodes 100")
       .example("surge eval --checkpoint runs/cartpole/checkpoint.h5 --episodes 1000 --sample --device cpu")
       .example("surge eval --checkpoint runs/dr/checkpoint.h5 --physics masspole=0.3");
@@ -67,11 +68,12 @@ int run_eval(const Args& args) {
   for (double r : returns) variance += (r - mean) * (r - mean);
   variance /= static_cast<double>(returns.size());
   const auto [low, high] = std::minmax_element(returns.begin(), returns.end());
-  std::printf("surge eval: %s, %lld episodes (%s) on %s after %lld training steps: return %.2f ± %.2f (min %.1f, max %.1f)"
-              "; physics: %s\n",
-              checkpoint.scenario.c_str(), static_cast<long long>(episodes), sample ? "sampled" : "greedy",
-              device.str().c_str(), static_cast<long long>(checkpoint.global_step), mean, std::sqrt(variance), *low, *high,
-              describe_physics(spec, physics).c_str());
+  std::printf(
+      "surge eval: %s, %lld episodes (%s) on %s after %lld training steps: return %.2f ± %.2f (min %.1f, max %.1f)"
+      "; physics: %s\n",
+      checkpoint.scenario.c_str(), static_cast<long long>(episodes), sample ? "sampled" : "greedy",
+      device.str().c_str(), static_cast<long long>(checkpoint.global_step), mean, std::sqrt(variance), *low, *high,
+      describe_physics(spec, physics).c_str());
   return 0;
 }
 

@@ -73,9 +73,10 @@ void require_env_axis(const RolloutFile& file, const DatasetInfo& field, bool pe
   const std::size_t env_axis = per_step ? 2 : 1;
   const auto envs = static_cast<std::int64_t>(file.env_ids().size());
   if (field.shape.size() <= env_axis || field.shape[env_axis] != envs)
-    throw InputError("'" + file.path() + "': dataset '" + field.name + "' is shaped " + shape_text(field.shape) + " where " +
-                     (per_step ? "[iteration, step, " : "[iteration, ") + std::to_string(envs) + ", ...] is expected for the " +
-                     std::to_string(envs) + " environments in env_id; the file is damaged or was not written by surge train");
+    throw InputError("'" + file.path() + "': dataset '" + field.name + "' is shaped " + shape_text(field.shape) +
+                     " where " + (per_step ? "[iteration, step, " : "[iteration, ") + std::to_string(envs) +
+                     ", ...] is expected for the " + std::to_string(envs) +
+                     " environments in env_id; the file is damaged or was not written by surge train");
 }
 
 // Output to --out (written whole or not at all) or to stdout.
@@ -99,8 +100,9 @@ class Output {
 // ---- info ------------------------------------------------------------------------------------
 
 int h5_info(Args args) {
-  Command cmd("h5 info", "Shows a rollout log: its attributes (scenario, seed, physics, configuration, ...), its\n"
-                         "datasets with their types, shapes, chunks and filters, and the iterations it logged.");
+  Command cmd("h5 info",
+              "Shows a rollout log: its attributes (scenario, seed, physics, configuration, ...), its\n"
+              "datasets with their types, shapes, chunks and filters, and the iterations it logged.");
   cmd.note("FILE is a rollout log written by 'surge train --log-rollouts'.").example("surge h5 info rollouts.h5");
   const std::string path = take_file(cmd, args, {});
   if (!cmd.parse(args) || path.empty()) {
@@ -126,15 +128,18 @@ int h5_info(Args args) {
     shape_width = std::max(shape_width, shape_text(d.shape).size());
     chunk_width = std::max(chunk_width, d.chunk.empty() ? 10 : shape_text(d.chunk).size());
   }
-  out << "\ndatasets:\n  " << std::left << std::setw(static_cast<int>(name_width)) << "name" << "  " << std::setw(8) << "type"
-      << "  " << std::setw(static_cast<int>(shape_width)) << "shape" << "  " << std::setw(static_cast<int>(chunk_width))
-      << "chunk" << "  filters\n";
+  out << "\ndatasets:\n  " << std::left << std::setw(static_cast<int>(name_width)) << "name"
+      << "  " << std::setw(8) << "type"
+      << "  " << std::setw(static_cast<int>(shape_width)) << "shape"
+      << "  " << std::setw(static_cast<int>(chunk_width)) << "chunk"
+      << "  filters\n";
   for (const DatasetInfo& d : datasets) {
     std::string filters;
     for (std::size_t k = 0; k < d.filters.size(); ++k) filters += (k ? ", " : "") + d.filters[k];
     out << "  " << std::setw(static_cast<int>(name_width)) << d.name << "  " << std::setw(8) << d.dtype << "  "
-        << std::setw(static_cast<int>(shape_width)) << shape_text(d.shape) << "  " << std::setw(static_cast<int>(chunk_width))
-        << (d.chunk.empty() ? "contiguous" : shape_text(d.chunk)) << "  " << (filters.empty() ? "none" : filters) << "\n";
+        << std::setw(static_cast<int>(shape_width)) << shape_text(d.shape) << "  "
+        << std::setw(static_cast<int>(chunk_width)) << (d.chunk.empty() ? "contiguous" : shape_text(d.chunk)) << "  "
+        << (filters.empty() ? "none" : filters) << "\n";
   }
   out << std::right;
   const std::vector<std::int64_t>& iterations = file.iterations();
@@ -152,9 +157,10 @@ int h5_episodes(Args args) {
               "terminated/truncated flags and writes one CSV row per episode that ended in the log:\n"
               "env_id, end_iteration, end_step, length, return, terminated, truncated.");
   cmd.option("out", "FILE.csv", "write the CSV here (whole or not at all) instead of to stdout")
-      .note("FILE is a rollout log written by 'surge train --log-rollouts'. An episode's start is known from the\n"
-            "logged start_episode_return/length, or at iteration 0, or after an earlier end in consecutive\n"
-            "logged iterations; episodes whose start is unknown are counted on stderr and left out.")
+      .note(
+          "FILE is a rollout log written by 'surge train --log-rollouts'. An episode's start is known from the\n"
+          "logged start_episode_return/length, or at iteration 0, or after an earlier end in consecutive\n"
+          "logged iterations; episodes whose start is unknown are counted on stderr and left out.")
       .example("surge h5 episodes rollouts.h5 --out episodes.csv");
   const std::string path = take_file(cmd, args, {"out"});
   if (!cmd.parse(args) || path.empty()) {
@@ -170,9 +176,10 @@ int h5_episodes(Args args) {
   require_env_axis(file, reward_info, true);
   for (const char* name : {rl::kTerminatedField, rl::kTruncatedField})
     if (dataset_info(file, name).shape != reward_info.shape)
-      throw InputError("'" + path + "': dataset '" + name + "' is not shaped as 'reward' " + shape_text(reward_info.shape) +
-                       "; the file is damaged or was not written by surge train");
-  const bool has_start = file.has_dataset(rl::kStartEpisodeReturnField) && file.has_dataset(rl::kStartEpisodeLengthField);
+      throw InputError("'" + path + "': dataset '" + name + "' is not shaped as 'reward' " +
+                       shape_text(reward_info.shape) + "; the file is damaged or was not written by surge train");
+  const bool has_start =
+      file.has_dataset(rl::kStartEpisodeReturnField) && file.has_dataset(rl::kStartEpisodeLengthField);
   if (has_start)
     for (const char* name : {rl::kStartEpisodeReturnField, rl::kStartEpisodeLengthField})
       require_env_axis(file, dataset_info(file, name), false);

@@ -3,12 +3,12 @@
 
 #include <algorithm>
 #include <chrono>
-#include <optional>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "rl/io/checkpoint.hpp"
@@ -48,7 +48,8 @@ rl::TrainConfig build_config(const Command& cmd, const std::string& scenario, De
       throw InputError(cmd.complaint("scenario " + scenario + " has no built-in config to take preset '" +
                                      cmd.get("preset") + "' from; pass --config FILE.toml"));
   }
-  rl::TrainConfig config = rl::load_train_config(text, source, device.is_cuda(), cmd.has("preset") ? cmd.get("preset") : "");
+  rl::TrainConfig config =
+      rl::load_train_config(text, source, device.is_cuda(), cmd.has("preset") ? cmd.get("preset") : "");
   const bool auto_num_envs = cmd.has("num-envs") && cmd.get("num-envs") == "auto";
   if (cmd.has("num-envs") && !auto_num_envs) config.num_envs = cmd.get_int("num-envs", 1, std::int64_t(1) << 32);
   if (cmd.has("num-steps")) config.num_steps = cmd.get_int("num-steps", 1, std::int64_t(1) << 24);
@@ -97,15 +98,17 @@ int run_train(const Args& args) {
               "one-line summary.");
   cmd.option("scenario", "NAME", "scenario to train on", "cartpole")
       .option("device", "DEV", device_help(), "auto")
-      .option("num-envs", "N", "environments stepped together (config key num_envs), or auto: what a short training "
-                               "sweep on this device recommends (surge bench sweep --what train)")
+      .option("num-envs", "N",
+              "environments stepped together (config key num_envs), or auto: what a short training "
+              "sweep on this device recommends (surge bench sweep --what train)")
       .option("num-steps", "T", "steps per environment per iteration (num_steps)")
       .option("total-steps", "S", "environment steps in the whole run (total_steps)")
       .option("seed", "K", "random seed of environments, initialisation, actions and shuffles (seed)")
       .option("config", "FILE.toml", "read the config from FILE instead of the scenario's built-in one")
       .option("preset", "NAME", "apply the config's [presets.NAME] table, e.g. cleanrl (CleanRL's ppo.py defaults)")
-      .repeated("set", "KEY=VALUE", "set one config key, in TOML syntax (e.g. learning_rate=1e-3, hidden=[32,32], "
-                                    "physics.masspole=[0.05,0.2])");
+      .repeated("set", "KEY=VALUE",
+                "set one config key, in TOML syntax (e.g. learning_rate=1e-3, hidden=[32,32], "
+                "physics.masspole=[0.05,0.2])");
   add_physics_option(cmd)
       .option("target-return", "R", "stop once the mean return of the last 100 finished episodes reaches R")
       .option("out", "DIR", "output folder (created if missing)", "runs/<scenario>")
@@ -113,21 +116,27 @@ int run_train(const Args& args) {
       .flag("dry-run", "print the memory plan (every buffer, the total, whether it fits) and stop")
       .option("checkpoint-every", "K", "also write DIR/checkpoint.h5 every K iterations (0: at the end only)", "0")
       .option("stop-after", "K", "stop after K iterations of this run, writing the checkpoint as at the end")
-      .option("resume", "CKPT", "continue the run that wrote checkpoint CKPT, exactly; its config and scenario are used "
-                                "(--out defaults to CKPT's folder)")
+      .option("resume", "CKPT",
+              "continue the run that wrote checkpoint CKPT, exactly; its config and scenario are used "
+              "(--out defaults to CKPT's folder)")
       .option("log-rollouts", "FILE.h5", "log rollouts to FILE.h5 (HDF5; see 'surge h5' and docs/hdf5-schema.md)")
       .option("log-every", "K", "log iterations 1, 1+K, 1+2K, ...", "10")
       .option("log-envs", "M", "log environments 0 .. M-1 (by default at most 64)", "64")
-      .option("log-queue", "Q", "logged iterations held in host memory for the writer; when all Q wait, an iteration "
-                                "is dropped (and counted) rather than slowing training", "4")
-      .note("Precedence: built-in defaults < config file < its [cuda] table (on a GPU) < --preset < the flags\n"
-            "above < --set.")
-      .note("Domain randomisation: a config's [physics] table (masspole = 0.2 fixes a value, masspole = [0.05, 0.2]\n"
-            "draws it from U(0.05, 0.2) per environment at every reset), --physics or --set physics.NAME=...; the\n"
-            "start line names what differs from the defaults, and config.toml and the checkpoint keep it.")
-      .note("SIGINT (Ctrl-C) or SIGTERM stops the run at the end of the current iteration: metrics.csv, the\n"
-            "rollout log and DIR/checkpoint.h5 are written whole, and the run can go on with --resume. A second\n"
-            "signal ends the process at once. Metrics also go to DIR/tb as TensorBoard scalars.")
+      .option("log-queue", "Q",
+              "logged iterations held in host memory for the writer; when all Q wait, an iteration "
+              "is dropped (and counted) rather than slowing training",
+              "4")
+      .note(
+          "Precedence: built-in defaults < config file < its [cuda] table (on a GPU) < --preset < the flags\n"
+          "above < --set.")
+      .note(
+          "Domain randomisation: a config's [physics] table (masspole = 0.2 fixes a value, masspole = [0.05, 0.2]\n"
+          "draws it from U(0.05, 0.2) per environment at every reset), --physics or --set physics.NAME=...; the\n"
+          "start line names what differs from the defaults, and config.toml and the checkpoint keep it.")
+      .note(
+          "SIGINT (Ctrl-C) or SIGTERM stops the run at the end of the current iteration: metrics.csv, the\n"
+          "rollout log and DIR/checkpoint.h5 are written whole, and the run can go on with --resume. A second\n"
+          "signal ends the process at once. Metrics also go to DIR/tb as TensorBoard scalars.")
       .note(keys_note())
       .example("surge train --scenario cartpole --device cpu --target-return 475")
       .example("surge train --scenario cartpole --preset cleanrl --out runs/cleanrl")
@@ -153,7 +162,8 @@ int run_train(const Args& args) {
     resumed = rl::read_checkpoint(resume_path);
     resume_state = rl::read_resume_state(resume_path);
     if (resume_state.metrics_columns != TrainOutput::columns())
-      throw InputError("checkpoint '" + resume_path + "' keeps metrics with other columns; it was written by another "
+      throw InputError("checkpoint '" + resume_path +
+                       "' keeps metrics with other columns; it was written by another "
                        "version of surge train");
   }
   const std::string scenario = resumed ? resumed->scenario : cmd.get("scenario");
@@ -214,12 +224,15 @@ int run_train(const Args& args) {
             << config.num_steps << " steps, " << trainer.num_iterations() << " iterations ("
             << config.num_iterations() * config.batch_size() << " steps)"
             << (trainer.uses_graph() ? ", CUDA graph" : "");
-  if (physics.any_randomized() || !config.physics.empty()) std::cerr << ", physics: " << describe_physics(spec, physics);
+  if (physics.any_randomized() || !config.physics.empty())
+    std::cerr << ", physics: " << describe_physics(spec, physics);
   if (!resume_path.empty()) std::cerr << ", resumed after iteration " << first_iteration;
   std::cerr << "\n";
 
   const auto start = std::chrono::steady_clock::now();
-  auto seconds_since_start = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  auto seconds_since_start = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
   ProgressPrinter progress(tty, trainer.num_iterations());
   double target_time = NAN, target_step = NAN;
   bool stop = false;
@@ -272,13 +285,15 @@ int run_train(const Args& args) {
   }
   save_checkpoint();
   if (!rl::checkpoints_available())
-    std::cerr << "surge train: this build has no HDF5, so no checkpoint.h5 was written (install libhdf5-dev and rebuild)\n";
+    std::cerr
+        << "surge train: this build has no HDF5, so no checkpoint.h5 was written (install libhdf5-dev and rebuild)\n";
   const RunSummary summary = output.summary(target, target_time, target_step);
   std::cout << summary.line << "\n";
   const bool cut_short = done < trainer.num_iterations() && !stop;
   if (cut_short) {
-    const std::string why = signals.requested() ? std::string("stopped by ") + StopSignals::name(signals.signal_number())
-                                                : "stopped as asked (--stop-after)";
+    const std::string why = signals.requested()
+                                ? std::string("stopped by ") + StopSignals::name(signals.signal_number())
+                                : "stopped as asked (--stop-after)";
     std::cerr << "surge train: " << why << " after iteration " << done << " of " << trainer.num_iterations()
               << "; metrics.csv and checkpoint.h5 are written; continue with: surge train --resume " << checkpoint_path
               << "\n";

@@ -12,7 +12,8 @@ Device resolve_device(const std::string& text) {
   const DeviceChoice choice = choose_device(text);
   static bool announced = false;  // once per process, however many commands resolve a device
   if (!choice.fallback.empty() && !announced) {
-    std::cerr << "surge: no usable GPU (" << choice.fallback << "); running on the CPU backend. 'surge doctor' explains\n";
+    std::cerr << "surge: no usable GPU (" << choice.fallback
+              << "); running on the CPU backend. 'surge doctor' explains\n";
     announced = true;
   }
   return choice.device;

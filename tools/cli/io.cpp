@@ -79,7 +79,8 @@ int CsvTable::column(const std::string& name) const {
 CsvTable CsvTable::read(const std::string& path) {
   std::error_code ec;
   // A folder opens as an empty stream on Linux; say what it is instead of calling it empty.
-  if (std::filesystem::is_directory(path, ec)) throw InputError("cannot read '" + path + "': it is a folder, not a CSV file");
+  if (std::filesystem::is_directory(path, ec))
+    throw InputError("cannot read '" + path + "': it is a folder, not a CSV file");
   std::ifstream in(path);
   if (!in) throw InputError("cannot read '" + path + "': no such file, or no permission to read it");
   CsvTable table;
@@ -105,8 +106,8 @@ double parse_cell(const CsvTable& table, std::size_t row, int column) {
   char* end = nullptr;
   const double value = std::strtod(text.c_str(), &end);
   if (text.empty() || *end != '\0' || !std::isfinite(value))
-    throw InputError("'" + table.path + "' row " + std::to_string(row + 1) + ", column '" + table.header[column] + "': '" +
-                     text + "' is not a finite number");
+    throw InputError("'" + table.path + "' row " + std::to_string(row + 1) + ", column '" + table.header[column] +
+                     "': '" + text + "' is not a finite number");
   return value;
 }
 

@@ -36,7 +36,7 @@ struct CsvTable {
   std::vector<std::string> header;
   std::vector<std::vector<std::string>> rows;  // rows[k] is line k+2 of the file
 
-  int column(const std::string& name) const;  // -1 if absent
+  int column(const std::string& name) const;      // -1 if absent
   static CsvTable read(const std::string& path);  // throws InputError on an unreadable or ragged file
 };
 

@@ -83,8 +83,8 @@ class JsonObject {
 
 // The fields every benchmark report opens with: the Surge that wrote it, the benchmark, and what ran
 // where (`what` left out when empty).
-inline JsonObject benchmark_json(const std::string& surge_version, const std::string& benchmark, const std::string& what,
-                                 const std::string& scenario, const std::string& device) {
+inline JsonObject benchmark_json(const std::string& surge_version, const std::string& benchmark,
+                                 const std::string& what, const std::string& scenario, const std::string& device) {
   JsonObject json;
   json.add("surge_version", surge_version).add("benchmark", benchmark);
   if (!what.empty()) json.add("what", what);

@@ -76,20 +76,26 @@ std::vector<LibraryFact> probe_libraries(int runtime_version, bool cuda_built) {
   for (int major : {cuda_major, 13, 12})
     if (major > 0) cublas_names.push_back("libcublasLt.so." + std::to_string(major));
   cublas_names.push_back("libcublasLt.so");
-  const std::string cuda_packages = cuda_major > 0 ? std::to_string(cuda_major) + "-" + std::to_string(runtime_version % 1000 / 10)
-                                                   : std::string("13-0");
+  const std::string cuda_packages = cuda_major > 0
+                                        ? std::to_string(cuda_major) + "-" + std::to_string(runtime_version % 1000 / 10)
+                                        : std::string("13-0");
 
   std::vector<LibraryFact> facts;
-  LibraryFact cublas{"cuBLASLt", false, "", "", cuda_built ? "the CUDA learner's matrix products" : "",
+  LibraryFact cublas{"cuBLASLt",
+                     false,
+                     "",
+                     "",
+                     cuda_built ? "the CUDA learner's matrix products" : "",
                      "install the CUDA toolkit's cuBLAS (apt-get install libcublas-" + cuda_packages + ")"};
-  facts.push_back(probe(cublas, cublas_names, true, "cublasLtGetVersion", [](void* f) {
-    return decode_cublas_version(reinterpret_cast<std::size_t (*)()>(f)());
-  }));
-  LibraryFact cudnn{"cuDNN", false, "", "", "", "install cuDNN 9 for CUDA " + std::to_string(cuda_major > 0 ? cuda_major : 13)};
-  facts.push_back(probe(cudnn, cudnn_names, true, "cudnnGetVersion", [](void* f) {
-    return decode_cudnn_version(reinterpret_cast<std::size_t (*)()>(f)());
-  }));
-  LibraryFact curand{"cuRAND", false, "", "", "", "install the CUDA toolkit's cuRAND (apt-get install libcurand-" + cuda_packages + ")"};
+  facts.push_back(probe(cublas, cublas_names, true, "cublasLtGetVersion",
+                        [](void* f) { return decode_cublas_version(reinterpret_cast<std::size_t (*)()>(f)()); }));
+  LibraryFact cudnn{"cuDNN", false, "",
+                    "",      "",    "install cuDNN 9 for CUDA " + std::to_string(cuda_major > 0 ? cuda_major : 13)};
+  facts.push_back(probe(cudnn, cudnn_names, true, "cudnnGetVersion",
+                        [](void* f) { return decode_cudnn_version(reinterpret_cast<std::size_t (*)()>(f)()); }));
+  LibraryFact curand{"cuRAND", false,
+                     "",       "",
+                     "",       "install the CUDA toolkit's cuRAND (apt-get install libcurand-" + cuda_packages + ")"};
   facts.push_back(probe(curand, {"libcurand.so.10", "libcurand.so"}, true, "curandGetVersion", [](void* f) {
     int version = 0;
     if (reinterpret_cast<int (*)(int*)>(f)(&version) != 0) return std::string("unknown");
@@ -97,11 +103,12 @@ std::vector<LibraryFact> probe_libraries(int runtime_version, bool cuda_built) {
   }));
   LibraryFact hdf5{"HDF5", false, "", "", "", "install HDF5 (apt-get install libhdf5-dev)"};
   facts.push_back(probe(hdf5,
-                        {"libhdf5_serial.so.103", "libhdf5.so.310", "libhdf5.so.320", "libhdf5.so.103", "libhdf5_serial.so",
-                         "libhdf5.so"},
+                        {"libhdf5_serial.so.103", "libhdf5.so.310", "libhdf5.so.320", "libhdf5.so.103",
+                         "libhdf5_serial.so", "libhdf5.so"},
                         false, "H5get_libversion", [](void* f) {
                           unsigned major = 0, minor = 0, release = 0;
-                          if (reinterpret_cast<int (*)(unsigned*, unsigned*, unsigned*)>(f)(&major, &minor, &release) < 0)
+                          if (reinterpret_cast<int (*)(unsigned*, unsigned*, unsigned*)>(f)(&major, &minor, &release) <
+                              0)
                             return std::string("unknown");
                           return three_part(major, minor, release);
                         }));

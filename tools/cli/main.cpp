@@ -55,7 +55,8 @@ void print_version() {
 #if defined(SURGE_WITH_CUDA)
   std::cout << "CUDA backend: built with CUDA " << surge::cuda_version_string(cuda.runtime_version)
             << ", architectures " << SURGE_CUDA_ARCHS << "\n";
-  std::cout << "GPU: " << (cuda.usable ? std::to_string(cuda.device_count) + " usable" : "none usable (" + cuda.reason + ")")
+  std::cout << "GPU: "
+            << (cuda.usable ? std::to_string(cuda.device_count) + " usable" : "none usable (" + cuda.reason + ")")
             << "\n";
 #else
   (void)cuda;

@@ -3,9 +3,10 @@
 namespace surge::cli {
 
 Command& add_physics_option(Command& cmd) {
-  return cmd.repeated("physics", "NAME=V|NAME=LO:HI",
-                      "fix a physics parameter (masspole=0.2) or draw it per env at every reset from U(LO, HI) "
-                      "(masspole=0.05:0.2); several may be comma-separated; `surge --help` lists each scenario's parameters");
+  return cmd.repeated(
+      "physics", "NAME=V|NAME=LO:HI",
+      "fix a physics parameter (masspole=0.2) or draw it per env at every reset from U(LO, HI) "
+      "(masspole=0.05:0.2); several may be comma-separated; `surge --help` lists each scenario's parameters");
 }
 
 PhysicsSettings physics_options(const Command& cmd) {

@@ -6,7 +6,8 @@ namespace surge::cli {
 namespace {
 
 volatile std::sig_atomic_t received = 0;
-struct sigaction previous_int {}, previous_term {};
+struct sigaction previous_int {
+}, previous_term{};
 
 void on_signal(int signal_number) { received = signal_number; }
 

@@ -32,9 +32,9 @@ void TrainOutput::restore_rows(std::vector<std::vector<double>> rows) {
 
 const std::vector<std::string>& TrainOutput::columns() {
   static const std::vector<std::string> names = {
-      "iteration", "global_step", "wall_time_s", "sps", "episodes", "episodic_return_mean", "return_last100",
-      "episodic_length_mean", "policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac", "explained_variance",
-      "learning_rate"};
+      "iteration",      "global_step",          "wall_time_s",  "sps",        "episodes", "episodic_return_mean",
+      "return_last100", "episodic_length_mean", "policy_loss",  "value_loss", "entropy",  "approx_kl",
+      "clipfrac",       "explained_variance",   "learning_rate"};
   return names;
 }
 
@@ -54,7 +54,8 @@ void TrainOutput::add_row(const rl::IterationMetrics& m, double wall_time_s) {
                    m.value_loss, m.entropy, m.approx_kl, m.clipfrac, m.explained_variance, m.learning_rate});
   if (!tensorboard_) return;
   rl::ScalarValues scalars;
-  for (std::size_t k = 0; k < columns().size(); ++k) scalars.emplace_back(columns()[k], static_cast<float>(rows_.back()[k]));
+  for (std::size_t k = 0; k < columns().size(); ++k)
+    scalars.emplace_back(columns()[k], static_cast<float>(rows_.back()[k]));
   try {
     tensorboard_->add_scalars(static_cast<std::int64_t>(m.global_step), scalars);
   } catch (const std::exception& e) {
@@ -76,7 +77,8 @@ void TrainOutput::write_metrics() {
   file.stream() << "\n";
   for (const auto& row : rows_) {
     for (std::size_t k = 0; k < row.size(); ++k)
-      file.stream() << (k ? "," : "") << (k == 0 || k == 1 || k == 4 ? std::to_string(std::llround(row[k])) : format_precise(row[k]));
+      file.stream() << (k ? "," : "")
+                    << (k == 0 || k == 1 || k == 4 ? std::to_string(std::llround(row[k])) : format_precise(row[k]));
     file.stream() << "\n";
   }
   file.commit();
@@ -89,14 +91,14 @@ RunSummary TrainOutput::summary(double target, double target_time_s, double targ
   const double wall = rows_.empty() ? 0.0 : rows_.back()[2];
   const double last100 = rows_.empty() ? NAN : rows_.back()[6];
   line << "surge train: " << scenario_ << " on " << device_ << ": " << format_grouped(steps) << " steps in "
-       << format_number("%.2f", wall) << " s ("
-       << format_grouped(wall > 0 ? steps / wall : 0.0) << " SPS), return_last100 " << format_precise(last100);
+       << format_number("%.2f", wall) << " s (" << format_grouped(wall > 0 ? steps / wall : 0.0)
+       << " SPS), return_last100 " << format_precise(last100);
   if (!std::isnan(target)) {
     if (std::isnan(target_time_s)) {
       line << "; target " << format_precise(target) << " not reached";
     } else {
-      line << "; target " << format_precise(target) << " reached at " << format_number("%.2f", target_time_s) << " s (step "
-           << format_grouped(target_step) << ")";
+      line << "; target " << format_precise(target) << " reached at " << format_number("%.2f", target_time_s)
+           << " s (step " << format_grouped(target_step) << ")";
     }
   }
   return {line.str()};
@@ -108,8 +110,9 @@ void ProgressPrinter::update(const rl::IterationMetrics& m, double wall_time_s) 
   std::ostringstream line;
   char buffer[160];
   std::snprintf(buffer, sizeof buffer, "iter %lld/%lld  steps %s  SPS %s  return %s  last100 %s  ETA %s",
-                static_cast<long long>(m.iteration), static_cast<long long>(iterations_), format_grouped(m.global_step).c_str(),
-                format_grouped(sps).c_str(), format_precise(std::round(m.episodic_return_mean * 10) / 10).c_str(),
+                static_cast<long long>(m.iteration), static_cast<long long>(iterations_),
+                format_grouped(m.global_step).c_str(), format_grouped(sps).c_str(),
+                format_precise(std::round(m.episodic_return_mean * 10) / 10).c_str(),
                 format_precise(std::round(m.return_last100 * 10) / 10).c_str(), format_duration(remaining).c_str());
   last_line_ = buffer;
   if (tty_) {

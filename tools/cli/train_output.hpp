@@ -14,7 +14,7 @@
 namespace surge::rl {
 class Trainer;
 class TensorBoardWriter;
-}
+}  // namespace surge::rl
 
 namespace surge::cli {
 

@@ -36,14 +36,18 @@ using namespace surge;
 // What one step of N environments reads and writes, in Surge's memory. Shared with the tensors below,
 // whose deleters keep it alive.
 struct StepBuffers {
-  DeviceBuffer<std::int32_t> actions;               // [N]
-  DeviceBuffer<float> obs, final_obs;               // [N][obs_dim]
-  DeviceBuffer<float> reward;                       // [N]
+  DeviceBuffer<std::int32_t> actions;                // [N]
+  DeviceBuffer<float> obs, final_obs;                // [N][obs_dim]
+  DeviceBuffer<float> reward;                        // [N]
   DeviceBuffer<std::uint8_t> terminated, truncated;  // [N]
 
   StepBuffers(Device device, std::int64_t n, int obs_dim)
-      : actions(device, n), obs(device, n * obs_dim), final_obs(device, n * obs_dim), reward(device, n),
-        terminated(device, n), truncated(device, n) {}
+      : actions(device, n),
+        obs(device, n * obs_dim),
+        final_obs(device, n * obs_dim),
+        reward(device, n),
+        terminated(device, n),
+        truncated(device, n) {}
   StepViews views() const { return {obs.span(), reward.span(), terminated.span(), truncated.span(), final_obs.span()}; }
   ActionView action_view() const { return {actions.cspan(), {}}; }
 };
@@ -112,7 +116,8 @@ int run(const std::vector<std::string>& args) {
     running_return += reward;
     const at::Tensor ended = (terminated + truncated) > 0;
     // (where, not masked_select: the latter waits for the device to learn its output's size)
-    finished_return_sum += torch::where(ended, running_return, torch::zeros_like(running_return)).to(torch::kFloat64).sum();
+    finished_return_sum +=
+        torch::where(ended, running_return, torch::zeros_like(running_return)).to(torch::kFloat64).sum();
     finished_episodes += ended.sum();
     running_return.masked_fill_(ended, 0.0f);
   }
@@ -126,10 +131,10 @@ int run(const std::vector<std::string>& args) {
   std::printf("%s on %s: %lld envs x %lld steps in %.3f s (%.4g env-steps/s, policy included)\n", name.c_str(),
               device.str().c_str(), static_cast<long long>(num_envs), static_cast<long long>(steps), seconds,
               env_steps / seconds);
-  std::printf("episodes finished: %.0f (torch) %.0f (Surge); mean return: %.6f (torch) %.6f (Surge)\n",
-              torch_episodes, surge_stats.episodes, torch_mean, surge_stats.mean_return());
-  const bool agree = torch_episodes == surge_stats.episodes &&
-                     std::fabs(torch_mean - surge_stats.mean_return()) <= 1e-9 + 1e-9 * std::fabs(surge_stats.mean_return());
+  std::printf("episodes finished: %.0f (torch) %.0f (Surge); mean return: %.6f (torch) %.6f (Surge)\n", torch_episodes,
+              surge_stats.episodes, torch_mean, surge_stats.mean_return());
+  const bool agree = torch_episodes == surge_stats.episodes && std::fabs(torch_mean - surge_stats.mean_return()) <=
+                                                                   1e-9 + 1e-9 * std::fabs(surge_stats.mean_return());
   if (!agree) {
     std::fprintf(stderr, "torch_policy: torch's account of the episodes differs from Surge's\n");
     return 1;

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "sim/error.hpp"
+#include "sim/format.hpp"
 
 namespace surge::rl::hdf5 {
 
@@ -115,12 +116,6 @@ std::string object_path(hid_t object) {
 std::string child_path(hid_t parent, const std::string& name) {
   const std::string path = object_path(parent);
   return (path.back() == '/' ? path : path + "/") + name;
-}
-
-std::string format_number(double value) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.9g", value);
-  return buffer;
 }
 
 }  // namespace
@@ -393,7 +388,7 @@ std::string attribute_text(hid_t object, const std::string& name) {
     case H5T_FLOAT: {
       std::vector<double> values(static_cast<std::size_t>(count));
       check(H5Aread(attribute.get(), H5T_NATIVE_DOUBLE, values.data()), "read attribute '" + name + "'");
-      for (std::size_t k = 0; k < values.size(); ++k) text << (k ? ", " : "") << format_number(values[k]);
+      for (std::size_t k = 0; k < values.size(); ++k) text << (k ? ", " : "") << format_precise(values[k]);
       break;
     }
     default: text << "(a value of HDF5 type class " << static_cast<int>(H5Tget_class(type.get())) << ")";

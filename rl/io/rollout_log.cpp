@@ -18,6 +18,7 @@
 #include "rl/io/rollout_log_file.hpp"
 #include "rl/io/rollout_schema.hpp"
 #include "sim/error.hpp"
+#include "sim/format.hpp"
 #include "sim/transfer.hpp"
 
 namespace surge::rl {
@@ -50,19 +51,6 @@ std::int64_t item_count(const LogField& field) {
   std::int64_t count = 1;
   for (std::int64_t d : field.item_shape) count *= d;
   return count;
-}
-
-std::string human_bytes(std::int64_t bytes) {
-  const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
-  double value = static_cast<double>(bytes);
-  int unit = 0;
-  while (value >= 1024 && unit < 4) {
-    value /= 1024;
-    ++unit;
-  }
-  char text[32];
-  std::snprintf(text, sizeof text, unit == 0 ? "%.0f %s" : "%.1f %s", value, units[unit]);
-  return text;
 }
 
 }  // namespace
@@ -206,9 +194,10 @@ void RolloutLog::State::write_or_stop(const Slot& slot) {
       // Close while there is still room for HDF5 to finish the file; a write that fails for want
       // of space could leave it unreadable.
       finish_file();
-      fail(stopped + ": only " + human_bytes(std::max<std::int64_t>(room, 0)) + " of disk left for it (" +
-           human_bytes(reserve_bytes) + " kept in reserve); the file is closed, whole, with " +
-           std::to_string(written) + " iterations; training goes on without it");
+      fail(stopped + ": only " + format_bytes(static_cast<std::size_t>(std::max<std::int64_t>(room, 0))) +
+           " of disk left for it (" + format_bytes(static_cast<std::size_t>(reserve_bytes)) +
+           " kept in reserve); the file is closed, whole, with " + std::to_string(written) +
+           " iterations; training goes on without it");
       return;
     }
     write_slot(slot);

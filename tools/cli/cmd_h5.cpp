@@ -12,6 +12,7 @@
 #include "rl/io/rollout_file.hpp"
 #include "rl/io/rollout_schema.hpp"
 #include "sim/error.hpp"
+#include "sim/format.hpp"
 #include "tools/cli/args.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/io.hpp"
@@ -47,14 +48,10 @@ std::string shape_text(const std::vector<std::int64_t>& shape) {
   return text + "]";
 }
 
+// In as many digits as round-trip the stored value.
 std::string format_value(double value, const std::string& dtype) {
-  char buffer[40];
-  if (dtype.rfind("int", 0) == 0 || dtype.rfind("uint", 0) == 0) {
-    std::snprintf(buffer, sizeof buffer, "%lld", static_cast<long long>(value));
-  } else {
-    std::snprintf(buffer, sizeof buffer, dtype == "float64" ? "%.17g" : "%.9g", value);  // round-trips the stored value
-  }
-  return buffer;
+  if (dtype.rfind("int", 0) == 0 || dtype.rfind("uint", 0) == 0) return std::to_string(static_cast<long long>(value));
+  return dtype == "float64" ? format_number("%.17g", value) : format_precise(value);
 }
 
 // What `surge h5 info` shows of dataset `name`; throws InputError listing the datasets there are

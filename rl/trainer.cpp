@@ -116,14 +116,9 @@ Trainer::Trainer(Engine& engine, const TrainConfig& config)
   float* fields = data(b_.mb_fields);
   minibatch_buffers_ = {data(b_.mb_obs), data(b_.mb_actions), data(b_.mb_continuous_actions), fields, fields + b,
                         fields + 2 * b,  fields + 3 * b};
-  minibatch_.size = b;
-  minibatch_.obs = minibatch_buffers_.obs;
-  minibatch_.actions = minibatch_buffers_.actions;
-  minibatch_.old_logprob = minibatch_buffers_.logprob;
-  minibatch_.old_value = minibatch_buffers_.value;
-  minibatch_.advantage = minibatch_buffers_.advantage;
-  minibatch_.returns = minibatch_buffers_.returns;
-  minibatch_.continuous_actions = network_.continuous() ? minibatch_buffers_.continuous_actions : nullptr;
+  const MinibatchBuffers& m = minibatch_buffers_;
+  minibatch_ = {b,       m.obs,       m.actions, m.logprob,
+                m.value, m.advantage, m.returns, network_.continuous() ? m.continuous_actions : nullptr};
 
   if (network_.continuous()) {
     std::vector<float> bounds = engine.spec().action_low;

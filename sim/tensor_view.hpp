@@ -24,34 +24,27 @@ enum class DType : std::uint8_t { Float32, Float64, Int32, Int64, UInt8, UInt64 
 const char* dtype_name(DType dtype);  // "float32", "int32", ...
 std::size_t dtype_size(DType dtype);  // bytes per element
 
+// The dtype of an element type T (const or not); no other type compiles.
 template <class T>
-struct DTypeOf;
-template <>
-struct DTypeOf<float> {
-  static constexpr DType value = DType::Float32;
-};
-template <>
-struct DTypeOf<double> {
-  static constexpr DType value = DType::Float64;
-};
-template <>
-struct DTypeOf<std::int32_t> {
-  static constexpr DType value = DType::Int32;
-};
-template <>
-struct DTypeOf<std::int64_t> {
-  static constexpr DType value = DType::Int64;
-};
-template <>
-struct DTypeOf<std::uint8_t> {
-  static constexpr DType value = DType::UInt8;
-};
-template <>
-struct DTypeOf<std::uint64_t> {
-  static constexpr DType value = DType::UInt64;
-};
+constexpr DType dtype_for() {
+  using U = std::remove_const_t<T>;
+  if constexpr (std::is_same_v<U, float>)
+    return DType::Float32;
+  else if constexpr (std::is_same_v<U, double>)
+    return DType::Float64;
+  else if constexpr (std::is_same_v<U, std::int32_t>)
+    return DType::Int32;
+  else if constexpr (std::is_same_v<U, std::int64_t>)
+    return DType::Int64;
+  else if constexpr (std::is_same_v<U, std::uint8_t>)
+    return DType::UInt8;
+  else if constexpr (std::is_same_v<U, std::uint64_t>)
+    return DType::UInt64;
+  else
+    static_assert(sizeof(U) == 0, "no dtype for this element type");
+}
 template <class T>
-inline constexpr DType dtype_of = DTypeOf<std::remove_const_t<T>>::value;
+inline constexpr DType dtype_of = dtype_for<T>();
 
 // Rollout observations ([T+1][N][obs_dim]) are the deepest buffers Surge has.
 inline constexpr int kMaxTensorRank = 4;

@@ -34,6 +34,12 @@ class IterationGraph {
 class HostMirror {
  public:
   HostMirror(Device device, std::size_t bytes, int slots);
+  // Waits for the copies still in flight before the pinned memory they write to is freed.
+  ~HostMirror();
+  HostMirror(HostMirror&&) noexcept = default;
+  HostMirror& operator=(HostMirror&&) = delete;
+  HostMirror(const HostMirror&) = delete;
+  HostMirror& operator=(const HostMirror&) = delete;
 
   void copy_async(int slot, const void* device_source, const Stream& stream);
   // Waits for the slot's last copy and returns its bytes (valid until the slot is copied into again).

@@ -71,7 +71,7 @@ HostMirror::HostMirror(Device device, std::size_t bytes, int slots) : device_(de
   SURGE_CHECK(slots >= 1 && bytes >= 1, "empty host mirror");
   host_ = StagingBuffer(device, bytes * static_cast<std::size_t>(slots));
   std::memset(host_.data(), 0, host_.bytes());  // a slot read before its first copy holds zeros
-  for (int s = 0; s < slots; ++s) events_.emplace_back(device);
+  for (int s = 0; s < slots; ++s) events_.emplace_back(device, /*blocking_sync=*/true);
 }
 
 HostMirror::~HostMirror() {

@@ -30,7 +30,8 @@ class IterationGraph {
 };
 
 // `slots` host copies of a device struct of `bytes` bytes. On CUDA they are pinned and filled by
-// cudaMemcpyAsync, each followed by an event the reader waits on; on the CPU the copy happens at once.
+// cudaMemcpyAsync, each followed by an event the reader waits on (sleeping, not spinning a core); on
+// the CPU the copy happens at once.
 class HostMirror {
  public:
   HostMirror(Device device, std::size_t bytes, int slots);

@@ -12,8 +12,9 @@ namespace surge::rl {
 enum class Transpose : std::uint8_t { No, Yes };
 
 // C[m][n] = alpha * op(A)[m][k] * op(B)[k][n] + beta * C (+ bias[n] added to every row when bias is not
-// null). op(A) is A ([m][k], leading dimension lda) or A^T (A stored [k][m]); likewise op(B).
-// Enqueued on `stream`; the pointers live on the stream's device. Scalar is float or double.
+// null). With k == 0 that is beta * C (+ bias) on both backends; beta == 0 ignores what C held. op(A) is A ([m][k],
+// leading dimension lda) or A^T (A stored [k][m]); likewise op(B). Enqueued on `stream`; the pointers live on the
+// stream's device. Scalar is float or double.
 template <class Scalar>
 void gemm(const Stream& stream, Transpose trans_a, Transpose trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
           Scalar alpha, const Scalar* a, std::int64_t lda, const Scalar* b, std::int64_t ldb, Scalar beta, Scalar* c,

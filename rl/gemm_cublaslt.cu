@@ -51,13 +51,15 @@ struct Plan {
   bool bias_epilogue = false;
 };
 
-// C[m][n] = beta * C + bias[n] on every row: the bias for plans without the epilogue.
+// C[m][n] = beta * C (+ bias[n] on every row when bias is not null): the bias for plans without the
+// epilogue, and the whole GEMM when k == 0 (rl/gemm.hpp's contract; cuBLASLt takes no empty inner
+// dimension). beta == 0 writes zeros whatever C held, as the CPU backend does.
 template <class Scalar>
 void broadcast_bias(const Stream& stream, std::int64_t m, std::int64_t n, const Scalar* bias, Scalar beta, Scalar* c,
                     std::int64_t ldc) {
   parallel_for(stream, m * n, [=] SURGE_HD(std::int64_t k) {
     const std::int64_t i = k / n, j = k % n;
-    c[i * ldc + j] = (beta == Scalar(0) ? Scalar(0) : beta * c[i * ldc + j]) + bias[j];
+    c[i * ldc + j] = (beta == Scalar(0) ? Scalar(0) : beta * c[i * ldc + j]) + (bias ? bias[j] : Scalar(0));
   });
 }
 
@@ -103,6 +105,10 @@ void gemm_cublaslt(const Stream& stream, Transpose trans_a, Transpose trans_b, s
                    Scalar beta, Scalar* c, std::int64_t ldc, const Scalar* bias) {
   const int device = stream.device().index;
   const bool is_float = sizeof(Scalar) == 4;
+  if (k == 0) {
+    broadcast_bias(stream, m, n, bias, beta, c, ldc);
+    return;
+  }
   std::lock_guard<std::mutex> lock(g_mutex);
   DeviceContext& context = context_for(device);
   const ShapeKey key{device,

@@ -20,6 +20,10 @@ constexpr std::size_t kWorkspaceBytes = std::size_t(32) << 20;
 
 bool g_allow_tf32 = false;
 
+// cuBLASLt's BIAS epilogue reads the bias vector in 16-byte loads; a less aligned bias (a slice of a
+// packed buffer) takes the broadcast kernel below instead.
+constexpr std::uint32_t kBiasEpilogueAlignment = 16;
+
 // The largest power of two (up to 256) that divides the address: cuBLASLt's heuristic may only pick
 // algorithms whose alignment needs the actual pointers meet.
 std::uint32_t alignment_of(const void* pointer) {
@@ -32,11 +36,11 @@ std::uint32_t alignment_of(const void* pointer) {
 struct ShapeKey {
   int device, dtype, op_a, op_b;
   std::int64_t rows_d, cols_d, inner, ld_a, ld_b, ld_d;
-  bool bias, tf32;
+  bool bias, bias_aligned, tf32;
   std::uint32_t align_a, align_b, align_d;
   auto tie() const {
-    return std::tie(device, dtype, op_a, op_b, rows_d, cols_d, inner, ld_a, ld_b, ld_d, bias, tf32, align_a, align_b,
-                    align_d);
+    return std::tie(device, dtype, op_a, op_b, rows_d, cols_d, inner, ld_a, ld_b, ld_d, bias, bias_aligned, tf32,
+                    align_a, align_b, align_d);
   }
   bool operator<(const ShapeKey& other) const { return tie() < other.tie(); }
 };
@@ -122,6 +126,7 @@ void gemm_cublaslt(const Stream& stream, Transpose trans_a, Transpose trans_b, s
                      lda,
                      ldc,
                      bias != nullptr,
+                     bias != nullptr && alignment_of(bias) >= kBiasEpilogueAlignment,
                      is_float && g_allow_tf32,
                      alignment_of(b),
                      alignment_of(a),
@@ -173,7 +178,7 @@ void gemm_cublaslt(const Stream& stream, Transpose trans_a, Transpose trans_b, s
       return status == CUBLAS_STATUS_SUCCESS && returned > 0;
     };
     cublasLtMatmulHeuristicResult_t result{};
-    plan.bias_epilogue = bias && choose(CUBLASLT_EPILOGUE_BIAS, result);
+    plan.bias_epilogue = key.bias_aligned && choose(CUBLASLT_EPILOGUE_BIAS, result);
     const bool found_algo = plan.bias_epilogue || choose(CUBLASLT_EPILOGUE_DEFAULT, result);
     cublasLtMatmulPreferenceDestroy(preference);
     SURGE_CHECK(found_algo, "cuBLASLt has no algorithm for a " + std::to_string(m) + "x" + std::to_string(n) + "x" +

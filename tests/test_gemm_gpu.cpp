@@ -1,5 +1,6 @@
-// The cuBLASLt GEMM against the CPU backend's: every transpose, and k = 0. Runs only where a usable GPU
-// exists (the GPU test main reports a skip otherwise).
+// The cuBLASLt GEMM against the CPU backend's: every transpose, k = 0, and a bias too little aligned
+// for cuBLASLt's epilogue. Runs only where a usable GPU exists (the GPU test main reports a skip
+// otherwise).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -86,4 +87,14 @@ TEST_CASE("a GEMM with k = 0 on CUDA is beta * C plus the bias, as on the CPU", 
       check_against_cpu({Transpose::No, Transpose::No, 9, 5, 0, 2.0f, beta, bias, 0});
       check_against_cpu({Transpose::Yes, Transpose::Yes, 9, 5, 0, 2.0f, beta, bias, 0});
     }
+}
+
+TEST_CASE("a bias below 16-byte alignment on CUDA gives the CPU's result", "[gemm][gpu]") {
+  // The same shape with an aligned bias first, so that a plan keyed without the bias's alignment
+  // would be reused for the misaligned one.
+  for (std::int64_t offset : {0, 1, 2, 3, 4}) {
+    INFO("bias offset " << offset << " floats");
+    check_against_cpu({Transpose::No, Transpose::Yes, 64, 32, 16, 1.0f, 0.0f, true, offset});
+    check_against_cpu({Transpose::No, Transpose::Yes, 64, 32, 16, 1.0f, 0.5f, true, offset});
+  }
 }

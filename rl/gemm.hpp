@@ -20,6 +20,12 @@ void gemm(const Stream& stream, Transpose trans_a, Transpose trans_b, std::int64
           Scalar alpha, const Scalar* a, std::int64_t lda, const Scalar* b, std::int64_t ldb, Scalar beta, Scalar* c,
           std::int64_t ldc, const Scalar* bias = nullptr);
 
+// Sets up what GEMMs on `device` need: on CUDA the cuBLASLt handle and its workspace, which cannot be
+// created inside a CUDA graph capture; nothing on the CPU. Every owner of a GEMM workspace (PpoGradient,
+// the trainer, the evaluation) calls it when it is built; a GEMM captured on a device not prepared
+// throws Error.
+void prepare_gemm(Device device);
+
 // Which library serves the CPU backend's GEMMs, in words ("OpenBLAS 0.3.21"), for reports.
 std::string cpu_gemm_library();
 

@@ -11,6 +11,7 @@
 #include "rl/gemm_cuda.hpp"
 #include "sim/cublas_check.hpp"
 #include "sim/cuda_check.hpp"
+#include "sim/device_guard.hpp"
 #include "sim/parallel.cuh"
 
 namespace surge::rl::detail {
@@ -76,14 +77,31 @@ std::mutex g_mutex;
 std::map<int, DeviceContext> g_contexts;
 std::map<ShapeKey, Plan> g_plans;
 
-DeviceContext& context_for(int device) {
+// Creates the handle and allocates the workspace: neither may happen inside a stream capture, so
+// prepare_cublaslt does it when a GEMM user is built. Called with g_mutex held.
+DeviceContext& create_context(int device) {
   DeviceContext& context = g_contexts[device];
   if (!context.handle) {
-    SURGE_CUDA_CHECK(cudaSetDevice(device));
+    const DeviceGuard guard(Device::cuda(device));
     SURGE_CUBLAS_CHECK(cublasLtCreate(&context.handle));
     SURGE_CUDA_CHECK(cudaMalloc(&context.workspace, kWorkspaceBytes));
   }
   return context;
+}
+
+// The device's context; created now only when the stream is not being captured into a graph.
+// Called with g_mutex held.
+DeviceContext& context_for(const Stream& stream) {
+  const int device = stream.device().index;
+  const auto found = g_contexts.find(device);
+  if (found != g_contexts.end() && found->second.handle) return found->second;
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  SURGE_CUDA_CHECK(cudaStreamIsCapturing(static_cast<cudaStream_t>(stream.native_handle()), &capture));
+  SURGE_CHECK(capture == cudaStreamCaptureStatusNone,
+              "a GEMM on " + stream.device().str() +
+                  " is captured into a CUDA graph before cuBLASLt was set up there: call rl::prepare_gemm(device) "
+                  "before the capture");
+  return create_context(device);
 }
 
 template <class Scalar>
@@ -94,6 +112,11 @@ constexpr cudaDataType_t data_type() {
 cublasOperation_t op_of(Transpose t) { return t == Transpose::No ? CUBLAS_OP_N : CUBLAS_OP_T; }
 
 }  // namespace
+
+void prepare_cublaslt(int device) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  create_context(device);
+}
 
 void set_cublaslt_tf32(bool allowed) {
   std::lock_guard<std::mutex> lock(g_mutex);
@@ -113,8 +136,9 @@ void gemm_cublaslt(const Stream& stream, Transpose trans_a, Transpose trans_b, s
     broadcast_bias(stream, m, n, bias, beta, c, ldc);
     return;
   }
+  const DeviceGuard guard(stream.device());
   std::lock_guard<std::mutex> lock(g_mutex);
-  DeviceContext& context = context_for(device);
+  DeviceContext& context = context_for(stream);
   const ShapeKey key{device,
                      is_float ? 0 : 1,
                      static_cast<int>(trans_b),

@@ -83,4 +83,8 @@ TEST_CASE("gemm with k = 0 is beta * C plus the bias, ignoring C when beta is 0"
     }
 }
 
+TEST_CASE("prepare_gemm does nothing on the CPU", "[gemm]") {
+  CHECK_NOTHROW(surge::rl::prepare_gemm(surge::Device::cpu()));
+}
+
 TEST_CASE("gemm names the CPU library it uses", "[gemm]") { CHECK_FALSE(surge::rl::cpu_gemm_library().empty()); }

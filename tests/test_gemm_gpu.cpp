@@ -1,6 +1,6 @@
-// The cuBLASLt GEMM against the CPU backend's: every transpose, k = 0, and a bias too little aligned
-// for cuBLASLt's epilogue. Runs only where a usable GPU exists (the GPU test main reports a skip
-// otherwise).
+// The cuBLASLt GEMM against the CPU backend's: its first call on a device inside a CUDA graph capture,
+// k = 0, a bias too little aligned for cuBLASLt's epilogue, and every transpose. Runs only where a
+// usable GPU exists (the GPU test main reports a skip otherwise).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "rl/device_graph.hpp"
 #include "rl/gemm.hpp"
 #include "sim/memory.hpp"
 #include "sim/philox.hpp"
@@ -70,6 +71,30 @@ void check_against_cpu(const GemmCase& g) {
 
 }  // namespace
 
+// First in this file, so that the capture holds this process's first GEMM on the device: the context
+// comes from prepare_gemm, the plan is made during the capture, and the replay must compute.
+TEST_CASE("a GEMM first seen inside a graph capture replays like the CPU's", "[gemm][gpu]") {
+  const std::int64_t m = 33, n = 17, k = 12;
+  const auto a = drawn(m * k, 11), b = drawn(k * n, 12), bias = drawn(n, 13);
+  std::vector<float> expected(static_cast<std::size_t>(m * n), 0.0f);
+  Stream cpu(kCpu), gpu(kCuda);
+  rl::gemm<float>(cpu, Transpose::No, Transpose::No, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, expected.data(), n,
+                  bias.data());
+  rl::prepare_gemm(kCuda);
+  const auto a_gpu = uploaded(a, gpu), b_gpu = uploaded(b, gpu), bias_gpu = uploaded(bias, gpu);
+  DeviceBuffer<float> c_gpu(kCuda, m * n);
+  rl::IterationGraph graph(gpu);
+  graph.capture([&] {
+    rl::gemm<float>(gpu, Transpose::No, Transpose::No, m, n, k, 1.0f, a_gpu.data(), k, b_gpu.data(), n, 0.0f,
+                    c_gpu.data(), n, bias_gpu.data());
+  });
+  for (int replay = 0; replay < 2; ++replay) {
+    zero_bytes(c_gpu.data(), kCuda, c_gpu.bytes(), gpu);
+    graph.launch();
+    check_close(to_host(c_gpu.cspan(), gpu), expected);
+  }
+}
+
 TEST_CASE("GEMMs on CUDA match the CPU for every transpose, bias and beta", "[gemm][gpu]") {
   for (Transpose ta : {Transpose::No, Transpose::Yes})
     for (Transpose tb : {Transpose::No, Transpose::Yes})
@@ -97,4 +122,17 @@ TEST_CASE("a bias below 16-byte alignment on CUDA gives the CPU's result", "[gem
     check_against_cpu({Transpose::No, Transpose::Yes, 64, 32, 16, 1.0f, 0.0f, true, offset});
     check_against_cpu({Transpose::No, Transpose::Yes, 64, 32, 16, 1.0f, 0.5f, true, offset});
   }
+}
+
+TEST_CASE("a GEMM captured on a device never prepared is refused with the way out", "[gemm][gpu]") {
+  // Only meaningful on a second GPU that no test here has touched.
+  if (cuda_status().device_count < 2) return;
+  const Device second = Device::cuda(1);
+  Stream stream(second);
+  DeviceBuffer<float> a(second, 4), c(second, 4);
+  rl::IterationGraph graph(stream);
+  CHECK_THROWS_WITH(graph.capture([&] {
+    rl::gemm<float>(stream, Transpose::No, Transpose::No, 2, 2, 2, 1.0f, a.data(), 2, a.data(), 2, 0.0f, c.data(), 2);
+  }),
+                    Catch::Contains("prepare_gemm"));
 }

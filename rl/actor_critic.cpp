@@ -82,6 +82,7 @@ template <class Scalar>
 PpoGradient<Scalar>::PpoGradient(Device device, const ActorCritic& net, std::int64_t max_batch)
     : net_(&net), max_batch_(max_batch) {
   SURGE_CHECK(max_batch >= 1, "empty workspace");
+  prepare_gemm(device);  // before any capture: cuBLASLt cannot be set up inside one
   Stream stream(device);
   arena_ = BufferArena(device, table(device, net, max_batch, b_), stream);
   fill<Scalar>(stream, arena_.data(b_.ones), max_batch, Scalar(1));

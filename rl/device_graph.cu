@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "sim/device_guard.hpp"
 #include "sim/error.hpp"
 
 #if defined(__CUDACC__)
@@ -27,6 +28,7 @@ void IterationGraph::capture(const std::function<void()>& enqueue) {
 #if defined(__CUDACC__)
   SURGE_CHECK(stream_.device().is_cuda(), "CUDA graphs need a CUDA stream");
   SURGE_CHECK(!exec_, "the iteration graph was already captured");
+  const DeviceGuard guard(stream_.device());
   const auto stream = static_cast<cudaStream_t>(stream_.native_handle());
   SURGE_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
   // Debug builds (SURGE_DEBUG_SYNC) synchronise after each launch, which capture forbids.
@@ -57,6 +59,7 @@ void IterationGraph::capture(const std::function<void()>& enqueue) {
 void IterationGraph::launch() const {
 #if defined(__CUDACC__)
   SURGE_CHECK(exec_, "the iteration graph has not been captured");
+  const DeviceGuard guard(stream_.device());
   SURGE_CUDA_CHECK(
       cudaGraphLaunch(static_cast<cudaGraphExec_t>(exec_.get()), static_cast<cudaStream_t>(stream_.native_handle())));
 #else
@@ -68,7 +71,11 @@ HostMirror::HostMirror(Device device, std::size_t bytes, int slots) : device_(de
   SURGE_CHECK(slots >= 1 && bytes >= 1, "empty host mirror");
   host_ = StagingBuffer(device, bytes * static_cast<std::size_t>(slots));
   std::memset(host_.data(), 0, host_.bytes());  // a slot read before its first copy holds zeros
-  for (int s = 0; s < slots; ++s) events_.emplace_back(device);
+  for (int s = 0; s < slots; ++s) events_.emplace_back(device, /*blocking_sync=*/true);
+}
+
+HostMirror::~HostMirror() {
+  for (const Event& event : events_) event.synchronize_noexcept();
 }
 
 void HostMirror::copy_async(int slot, const void* device_source, const Stream& stream) {
@@ -79,6 +86,7 @@ void HostMirror::copy_async(int slot, const void* device_source, const Stream& s
     return;
   }
 #if defined(__CUDACC__)
+  const DeviceGuard guard(stream.device());
   const auto cuda_stream = static_cast<cudaStream_t>(stream.native_handle());
   SURGE_CUDA_CHECK(cudaMemcpyAsync(target, device_source, bytes_, cudaMemcpyDeviceToHost, cuda_stream));
 #endif

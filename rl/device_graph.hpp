@@ -30,10 +30,17 @@ class IterationGraph {
 };
 
 // `slots` host copies of a device struct of `bytes` bytes. On CUDA they are pinned and filled by
-// cudaMemcpyAsync, each followed by an event the reader waits on; on the CPU the copy happens at once.
+// cudaMemcpyAsync, each followed by an event the reader waits on (sleeping, not spinning a core); on
+// the CPU the copy happens at once.
 class HostMirror {
  public:
   HostMirror(Device device, std::size_t bytes, int slots);
+  // Waits for the copies still in flight before the pinned memory they write to is freed.
+  ~HostMirror();
+  HostMirror(HostMirror&&) noexcept = default;
+  HostMirror& operator=(HostMirror&&) = delete;
+  HostMirror(const HostMirror&) = delete;
+  HostMirror& operator=(const HostMirror&) = delete;
 
   void copy_async(int slot, const void* device_source, const Stream& stream);
   // Waits for the slot's last copy and returns its bytes (valid until the slot is copied into again).

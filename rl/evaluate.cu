@@ -44,6 +44,7 @@ std::vector<double> evaluate_policy(Engine& engine, const ActorCritic& network, 
   DeviceBuffer<float> continuous_actions(device, n * action_dim), bounds(device, 2 * action_dim);  // [N][A], [2][A]
   DeviceBuffer<std::uint8_t> terminated(device, n), truncated(device, n), finished(device, n);
   DeviceBuffer<double> returns(device, n);
+  const StreamDrain drain(stream);  // the buffers above outlive the work enqueued on them
   zero_bytes(finished.data(), device, finished.bytes(), stream);
   zero_bytes(returns.data(), device, returns.bytes(), stream);
   if (network.continuous()) {

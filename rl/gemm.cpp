@@ -116,6 +116,15 @@ void set_cpu_threads(int threads) {
 #endif
 }
 
+void prepare_gemm(Device device) {
+  if (!device.is_cuda()) return;
+#if defined(SURGE_WITH_CUDA)
+  detail::prepare_cublaslt(device.index);
+#else
+  throw Error("GEMM on " + device.str() + ": this build has no CUDA support");
+#endif
+}
+
 void set_cuda_gemm_tf32(bool allowed) {
 #if defined(SURGE_WITH_CUDA)
   detail::set_cublaslt_tf32(allowed);

@@ -12,12 +12,19 @@ namespace surge::rl {
 enum class Transpose : std::uint8_t { No, Yes };
 
 // C[m][n] = alpha * op(A)[m][k] * op(B)[k][n] + beta * C (+ bias[n] added to every row when bias is not
-// null). op(A) is A ([m][k], leading dimension lda) or A^T (A stored [k][m]); likewise op(B).
-// Enqueued on `stream`; the pointers live on the stream's device. Scalar is float or double.
+// null). With k == 0 that is beta * C (+ bias) on both backends; beta == 0 ignores what C held. op(A) is A ([m][k],
+// leading dimension lda) or A^T (A stored [k][m]); likewise op(B). Enqueued on `stream`; the pointers live on the
+// stream's device. Scalar is float or double.
 template <class Scalar>
 void gemm(const Stream& stream, Transpose trans_a, Transpose trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
           Scalar alpha, const Scalar* a, std::int64_t lda, const Scalar* b, std::int64_t ldb, Scalar beta, Scalar* c,
           std::int64_t ldc, const Scalar* bias = nullptr);
+
+// Sets up what GEMMs on `device` need: on CUDA the cuBLASLt handle and its workspace, which cannot be
+// created inside a CUDA graph capture; nothing on the CPU. Every owner of a GEMM workspace (PpoGradient,
+// the trainer, the evaluation) calls it when it is built; a GEMM captured on a device not prepared
+// throws Error.
+void prepare_gemm(Device device);
 
 // Which library serves the CPU backend's GEMMs, in words ("OpenBLAS 0.3.21"), for reports.
 std::string cpu_gemm_library();

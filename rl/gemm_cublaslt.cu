@@ -11,6 +11,7 @@
 #include "rl/gemm_cuda.hpp"
 #include "sim/cublas_check.hpp"
 #include "sim/cuda_check.hpp"
+#include "sim/device_guard.hpp"
 #include "sim/parallel.cuh"
 
 namespace surge::rl::detail {
@@ -19,6 +20,10 @@ namespace {
 constexpr std::size_t kWorkspaceBytes = std::size_t(32) << 20;
 
 bool g_allow_tf32 = false;
+
+// cuBLASLt's BIAS epilogue reads the bias vector in 16-byte loads; a less aligned bias (a slice of a
+// packed buffer) takes the broadcast kernel below instead.
+constexpr std::uint32_t kBiasEpilogueAlignment = 16;
 
 // The largest power of two (up to 256) that divides the address: cuBLASLt's heuristic may only pick
 // algorithms whose alignment needs the actual pointers meet.
@@ -32,11 +37,11 @@ std::uint32_t alignment_of(const void* pointer) {
 struct ShapeKey {
   int device, dtype, op_a, op_b;
   std::int64_t rows_d, cols_d, inner, ld_a, ld_b, ld_d;
-  bool bias, tf32;
+  bool bias, bias_aligned, tf32;
   std::uint32_t align_a, align_b, align_d;
   auto tie() const {
-    return std::tie(device, dtype, op_a, op_b, rows_d, cols_d, inner, ld_a, ld_b, ld_d, bias, tf32, align_a, align_b,
-                    align_d);
+    return std::tie(device, dtype, op_a, op_b, rows_d, cols_d, inner, ld_a, ld_b, ld_d, bias, bias_aligned, tf32,
+                    align_a, align_b, align_d);
   }
   bool operator<(const ShapeKey& other) const { return tie() < other.tie(); }
 };
@@ -51,13 +56,15 @@ struct Plan {
   bool bias_epilogue = false;
 };
 
-// C[m][n] = beta * C + bias[n] on every row: the bias for plans without the epilogue.
+// C[m][n] = beta * C (+ bias[n] on every row when bias is not null): the bias for plans without the
+// epilogue, and the whole GEMM when k == 0 (rl/gemm.hpp's contract; cuBLASLt takes no empty inner
+// dimension). beta == 0 writes zeros whatever C held, as the CPU backend does.
 template <class Scalar>
 void broadcast_bias(const Stream& stream, std::int64_t m, std::int64_t n, const Scalar* bias, Scalar beta, Scalar* c,
                     std::int64_t ldc) {
   parallel_for(stream, m * n, [=] SURGE_HD(std::int64_t k) {
     const std::int64_t i = k / n, j = k % n;
-    c[i * ldc + j] = (beta == Scalar(0) ? Scalar(0) : beta * c[i * ldc + j]) + bias[j];
+    c[i * ldc + j] = (beta == Scalar(0) ? Scalar(0) : beta * c[i * ldc + j]) + (bias ? bias[j] : Scalar(0));
   });
 }
 
@@ -70,14 +77,31 @@ std::mutex g_mutex;
 std::map<int, DeviceContext> g_contexts;
 std::map<ShapeKey, Plan> g_plans;
 
-DeviceContext& context_for(int device) {
+// Creates the handle and allocates the workspace: neither may happen inside a stream capture, so
+// prepare_cublaslt does it when a GEMM user is built. Called with g_mutex held.
+DeviceContext& create_context(int device) {
   DeviceContext& context = g_contexts[device];
   if (!context.handle) {
-    SURGE_CUDA_CHECK(cudaSetDevice(device));
+    const DeviceGuard guard(Device::cuda(device));
     SURGE_CUBLAS_CHECK(cublasLtCreate(&context.handle));
     SURGE_CUDA_CHECK(cudaMalloc(&context.workspace, kWorkspaceBytes));
   }
   return context;
+}
+
+// The device's context; created now only when the stream is not being captured into a graph.
+// Called with g_mutex held.
+DeviceContext& context_for(const Stream& stream) {
+  const int device = stream.device().index;
+  const auto found = g_contexts.find(device);
+  if (found != g_contexts.end() && found->second.handle) return found->second;
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  SURGE_CUDA_CHECK(cudaStreamIsCapturing(static_cast<cudaStream_t>(stream.native_handle()), &capture));
+  SURGE_CHECK(capture == cudaStreamCaptureStatusNone,
+              "a GEMM on " + stream.device().str() +
+                  " is captured into a CUDA graph before cuBLASLt was set up there: call rl::prepare_gemm(device) "
+                  "before the capture");
+  return create_context(device);
 }
 
 template <class Scalar>
@@ -88,6 +112,11 @@ constexpr cudaDataType_t data_type() {
 cublasOperation_t op_of(Transpose t) { return t == Transpose::No ? CUBLAS_OP_N : CUBLAS_OP_T; }
 
 }  // namespace
+
+void prepare_cublaslt(int device) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  create_context(device);
+}
 
 void set_cublaslt_tf32(bool allowed) {
   std::lock_guard<std::mutex> lock(g_mutex);
@@ -103,8 +132,13 @@ void gemm_cublaslt(const Stream& stream, Transpose trans_a, Transpose trans_b, s
                    Scalar beta, Scalar* c, std::int64_t ldc, const Scalar* bias) {
   const int device = stream.device().index;
   const bool is_float = sizeof(Scalar) == 4;
+  if (k == 0) {
+    broadcast_bias(stream, m, n, bias, beta, c, ldc);
+    return;
+  }
+  const DeviceGuard guard(stream.device());
   std::lock_guard<std::mutex> lock(g_mutex);
-  DeviceContext& context = context_for(device);
+  DeviceContext& context = context_for(stream);
   const ShapeKey key{device,
                      is_float ? 0 : 1,
                      static_cast<int>(trans_b),
@@ -116,6 +150,7 @@ void gemm_cublaslt(const Stream& stream, Transpose trans_a, Transpose trans_b, s
                      lda,
                      ldc,
                      bias != nullptr,
+                     bias != nullptr && alignment_of(bias) >= kBiasEpilogueAlignment,
                      is_float && g_allow_tf32,
                      alignment_of(b),
                      alignment_of(a),
@@ -167,7 +202,7 @@ void gemm_cublaslt(const Stream& stream, Transpose trans_a, Transpose trans_b, s
       return status == CUBLAS_STATUS_SUCCESS && returned > 0;
     };
     cublasLtMatmulHeuristicResult_t result{};
-    plan.bias_epilogue = bias && choose(CUBLASLT_EPILOGUE_BIAS, result);
+    plan.bias_epilogue = key.bias_aligned && choose(CUBLASLT_EPILOGUE_BIAS, result);
     const bool found_algo = plan.bias_epilogue || choose(CUBLASLT_EPILOGUE_DEFAULT, result);
     cublasLtMatmulPreferenceDestroy(preference);
     SURGE_CHECK(found_algo, "cuBLASLt has no algorithm for a " + std::to_string(m) + "x" + std::to_string(n) + "x" +

@@ -12,6 +12,9 @@ void gemm_cublaslt(const Stream& stream, Transpose trans_a, Transpose trans_b, s
                    std::int64_t k, Scalar alpha, const Scalar* a, std::int64_t lda, const Scalar* b, std::int64_t ldb,
                    Scalar beta, Scalar* c, std::int64_t ldc, const Scalar* bias);
 
+// Creates the cuBLASLt handle and workspace of a device, once (rl::prepare_gemm).
+void prepare_cublaslt(int device);
+
 void set_cublaslt_tf32(bool allowed);
 
 }  // namespace surge::rl::detail

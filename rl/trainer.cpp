@@ -99,6 +99,7 @@ Trainer::Trainer(Engine& engine, const TrainConfig& config)
       permutation_(Permutation::make(config.batch_size(), config.seed, 0)),
       graph_(stream_),
       metrics_mirror_(device_, sizeof(IterationMetrics), 2) {
+  prepare_gemm(device_);  // the iteration graph captures GEMMs: cuBLASLt must exist before
   if (device_.is_cuda()) set_cuda_gemm_tf32(config.tf32);
   if (device_.is_cpu()) set_cpu_threads(cpu_threads_for(config));
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "sim/device_guard.hpp"
 #include "sim/error.hpp"
 #include "sim/hd.hpp"
 #include "sim/runtime_internal.hpp"
@@ -76,6 +77,7 @@ void parallel_for(const Stream& stream, std::int64_t n, F f, std::int64_t work_p
     return;
   }
 #if defined(__CUDACC__)
+  const DeviceGuard guard(stream.device());
   constexpr int kThreads = 256;
   const std::int64_t max_blocks = static_cast<std::int64_t>(cuda_multiprocessor_count(stream.device().index)) * 16;
   const std::int64_t blocks = std::min<std::int64_t>((n + kThreads - 1) / kThreads, max_blocks);
@@ -114,6 +116,7 @@ void parallel_reduce(const Stream& stream, std::int64_t n, F f, double* scratch,
     return;
   }
 #if defined(__CUDACC__)
+  const DeviceGuard guard(stream.device());
   const int blocks = cuda_multiprocessor_count(stream.device().index) * 4;
   const auto cuda_stream = static_cast<cudaStream_t>(stream.native_handle());
   detail::reduce_partials_kernel<kWidth><<<blocks, detail::kReduceThreads, 0, cuda_stream>>>(n, f, scratch);

@@ -1,5 +1,6 @@
 // The device runtime: device discovery, streams and memory, for both backends.
 // Compiled by nvcc when the CUDA toolkit is found, otherwise as plain C++ with CUDA left out.
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -7,6 +8,7 @@
 
 #include "sim/cuda_probe.hpp"
 #include "sim/device.hpp"
+#include "sim/device_guard.hpp"
 #include "sim/error.hpp"
 #include "sim/memory.hpp"
 #include "sim/runtime_internal.hpp"
@@ -89,6 +91,37 @@ DeviceChoice choose_device(std::string_view text) {
 
 Device parse_device(std::string_view text) { return choose_device(text).device; }
 
+// ---- the current device ----------------------------------------------------------------------
+
+DeviceGuard::DeviceGuard(Device device) {
+#if defined(__CUDACC__)
+  if (!device.is_cuda()) return;
+  int current = 0;
+  SURGE_CUDA_CHECK(cudaGetDevice(&current));
+  if (current == device.index) return;
+  SURGE_CUDA_CHECK(cudaSetDevice(device.index));
+  previous_ = current;
+#else
+  (void)device;
+#endif
+}
+
+int DeviceGuard::current_cuda_device() {
+#if defined(__CUDACC__)
+  int current = 0;
+  SURGE_CUDA_CHECK(cudaGetDevice(&current));
+  return current;
+#else
+  return -1;
+#endif
+}
+
+DeviceGuard::~DeviceGuard() {
+#if defined(__CUDACC__)
+  if (previous_ >= 0) SURGE_CUDA_CHECK_NOTHROW(cudaSetDevice(previous_));
+#endif
+}
+
 // ---- streams ---------------------------------------------------------------------------------
 
 #if defined(__CUDACC__)
@@ -100,7 +133,7 @@ void destroy_stream(void* stream) { SURGE_CUDA_CHECK_NOTHROW(cudaStreamDestroy(s
 Stream::Stream(Device device) : device_(device) {
   if (device.is_cuda()) {
 #if defined(__CUDACC__)
-    SURGE_CUDA_CHECK(cudaSetDevice(device.index));
+    const DeviceGuard guard(device);
     cudaStream_t stream = nullptr;
     SURGE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     handle_ = NativeHandle(stream, destroy_stream);
@@ -138,7 +171,7 @@ void* device_alloc(Device device, std::size_t bytes) {
     return pointer;
   }
 #if defined(__CUDACC__)
-  SURGE_CUDA_CHECK(cudaSetDevice(device.index));
+  const DeviceGuard guard(device);
   void* pointer = nullptr;
   const cudaError_t err = cudaMalloc(&pointer, bytes);
   if (err != cudaSuccess) {
@@ -161,8 +194,18 @@ void device_free(Device device, void* pointer) noexcept {
     return;
   }
 #if defined(__CUDACC__)
-  SURGE_CUDA_CHECK_NOTHROW(cudaFree(pointer));
+  try {
+    const DeviceGuard guard(device);
+    SURGE_CUDA_CHECK_NOTHROW(cudaFree(pointer));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "surge: freeing GPU memory on %s: %s\n", device.str().c_str(), e.what());
+  }
 #endif
+}
+
+Device copy_device(Device dst_device, Device src_device, const Stream& stream) {
+  if (stream.device().is_cuda()) return stream.device();
+  return src_device.is_cuda() ? src_device : dst_device;
 }
 
 void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, std::size_t bytes,
@@ -173,6 +216,7 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
     return;
   }
 #if defined(__CUDACC__)
+  const DeviceGuard guard(copy_device(dst_device, src_device, stream));
   SURGE_CUDA_CHECK(
       cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, static_cast<cudaStream_t>(stream.native_handle())));
 #else
@@ -188,6 +232,7 @@ void zero_bytes(void* dst, Device device, std::size_t bytes, const Stream& strea
     return;
   }
 #if defined(__CUDACC__)
+  const DeviceGuard guard(copy_device(device, device, stream));
   SURGE_CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, static_cast<cudaStream_t>(stream.native_handle())));
 #else
   (void)stream;

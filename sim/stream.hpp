@@ -22,4 +22,17 @@ class Stream {
   NativeHandle handle_ = no_native_handle();
 };
 
+// Waits for a stream's work when it leaves scope, without throwing. Declared after the buffers that
+// work uses, it keeps them alive until the device is done with them, even when an exception unwinds.
+class StreamDrain {
+ public:
+  explicit StreamDrain(const Stream& stream) : stream_(stream) {}
+  ~StreamDrain() { stream_.synchronize_noexcept(); }
+  StreamDrain(const StreamDrain&) = delete;
+  StreamDrain& operator=(const StreamDrain&) = delete;
+
+ private:
+  const Stream& stream_;
+};
+
 }  // namespace surge

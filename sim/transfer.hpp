@@ -3,6 +3,7 @@
 // into asynchronously (page-locked), and strided row copies. On the CPU backend streams run their
 // work at once, so events are no-ops and the memory is plain aligned host memory.
 #include <cstddef>
+#include <cstdint>
 
 #include "sim/device.hpp"
 #include "sim/native_handle.hpp"
@@ -21,6 +22,8 @@ class Event {
   void record(const Stream& stream);
   void wait(const Stream& stream) const;  // work enqueued on `stream` later runs after the recorded point
   void synchronize() const;
+  // The same for destructors: waits, and reports a failure on stderr instead of throwing.
+  void synchronize_noexcept() const noexcept;
   // Waits for this event and returns the seconds from `start` to it; both made with `timing` on CUDA.
   double seconds_since(const Event& start) const;
 
@@ -51,9 +54,23 @@ class StagingBuffer {
   bool pinned_ = false;
 };
 
-// Copies `rows` rows of `row_bytes` each, row k from src + k*src_pitch to dst + k*dst_pitch, in one
-// operation ordered on `stream` (asynchronous on CUDA; done on return on the CPU).
+// How copy_rows moves its rows on CUDA. cudaMemcpy2DAsync refuses a pitch above the device's maximum
+// (cudaDevAttrMaxPitch, 2^31-1 bytes: a rollout log of 2^27 environments with 16-byte observations
+// reaches it), so wider pitches fall back to one linear copy when the rows touch, else one per row.
+enum class RowCopyMethod : std::uint8_t {
+  Pitched,     // one cudaMemcpy2DAsync
+  Contiguous,  // one linear copy of rows * row_bytes (rows that touch on both sides, or a single row)
+  RowByRow,    // one linear copy per row
+};
+// The choice, as a pure function of the shapes and the largest pitch the device accepts.
+RowCopyMethod copy_plan(std::size_t dst_pitch, std::size_t src_pitch, std::size_t row_bytes, std::size_t rows,
+                        std::size_t max_pitch);
+
+// Copies `rows` rows of `row_bytes` each, row k from src + k*src_pitch to dst + k*dst_pitch, ordered
+// on `stream` (asynchronous on CUDA; done on return on the CPU). `max_pitch` is the largest pitch a
+// pitched copy may use: 0 means the device's own; tests pass a small one to force the fallbacks.
 void copy_rows(void* dst, std::size_t dst_pitch, Device dst_device, const void* src, std::size_t src_pitch,
-               Device src_device, std::size_t row_bytes, std::size_t rows, const Stream& stream);
+               Device src_device, std::size_t row_bytes, std::size_t rows, const Stream& stream,
+               std::size_t max_pitch = 0);
 
 }  // namespace surge

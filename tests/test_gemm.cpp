@@ -60,4 +60,31 @@ TEST_CASE("gemm matches a plain product for every transpose, bias and beta", "[g
         }
 }
 
+TEST_CASE("gemm with k = 0 is beta * C plus the bias, ignoring C when beta is 0", "[gemm]") {
+  const std::int64_t m = 3, n = 4, ldc = 6;
+  const std::vector<double> bias = {0.5, -1.0, 2.0, 0.25};
+  for (bool with_bias : {false, true})
+    for (double beta : {0.0, 0.5}) {
+      INFO("bias " << with_bias << " beta " << beta);
+      std::vector<double> c(static_cast<std::size_t>(m * ldc));
+      for (std::size_t i = 0; i < c.size(); ++i) c[i] = beta == 0.0 ? std::nan("") : 1.0 + static_cast<double>(i);
+      const auto c_before = c;
+      const double unused = 0.0;  // A and B have no elements
+      surge::Stream stream(surge::Device::cpu());
+      surge::rl::gemm<double>(stream, Transpose::No, Transpose::No, m, n, 0, 2.0, &unused, 1, &unused, n, beta,
+                              c.data(), ldc, with_bias ? bias.data() : nullptr);
+      for (std::int64_t i = 0; i < m; ++i) {
+        for (std::int64_t j = 0; j < n; ++j) {
+          const double kept = beta == 0.0 ? 0.0 : beta * c_before[i * ldc + j];
+          CHECK(c[i * ldc + j] == kept + (with_bias ? bias[j] : 0.0));
+        }
+        for (std::int64_t j = n; j < ldc; ++j) CHECK(std::isnan(c[i * ldc + j]) == std::isnan(c_before[i * ldc + j]));
+      }
+    }
+}
+
+TEST_CASE("prepare_gemm does nothing on the CPU", "[gemm]") {
+  CHECK_NOTHROW(surge::rl::prepare_gemm(surge::Device::cpu()));
+}
+
 TEST_CASE("gemm names the CPU library it uses", "[gemm]") { CHECK_FALSE(surge::rl::cpu_gemm_library().empty()); }

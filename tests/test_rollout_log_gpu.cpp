@@ -107,3 +107,29 @@ TEST_CASE("A rollout logged from the GPU equals its CPU twin", "[rollout_log][gp
   CHECK(start.values[0] == SyntheticRollout::start_length(5, SyntheticRollout::first_env));
   fs::remove_all(folder);
 }
+
+TEST_CASE("A GPU rollout log closed with an iteration begun waits for its copies", "[rollout_log][gpu]") {
+  const fs::path folder =
+      fs::temp_directory_path() / ("surge_test_rollout_log_gpu_close_" + std::to_string(::getpid()));
+  fs::create_directories(folder);
+  const Device device = Device::cuda(0);
+  DeviceRollout rollout(device);
+  RolloutLogOptions options = rollout.host.options((folder / "begun.h5").string(), 1);
+  options.device = device;
+  options.queue_depth = 2;
+  Stream stream(device);
+  {
+    RolloutLog log(options, rollout.fields());
+    rollout.run(log, 0, stream);
+    rollout.host.fill_begin(1);
+    from_host(rollout.start_returns.span(), rollout.host.start_returns, stream);
+    REQUIRE(log.begin_iteration(1, stream));  // its copies may still be in flight at close()
+    log.close();
+    CHECK(log.stats().written == 1);
+    CHECK_FALSE(log.stats().failed);
+  }  // the staging is freed here
+  stream.synchronize();
+  const RolloutFile file((folder / "begun.h5").string());
+  CHECK(file.iterations().size() == 1);
+  fs::remove_all(folder);
+}

@@ -340,6 +340,8 @@ void RolloutLog::close() noexcept {
     if (s.filling >= 0) s.free_slots.push_back(s.filling);  // begun but never ended: not logged
     s.filling = -1;
   }
+  // Copies into a slot begun but never ended are still in flight; its staging is freed with the log.
+  s.copy_stream.synchronize_noexcept();
   s.wake.notify_all();
   if (s.writer.joinable()) s.writer.join();
   if (s.failed) return;

@@ -13,9 +13,11 @@ namespace surge::cli {
 
 GemmRate measure_sgemm_rate(Device device, std::int64_t size, int repeats) {
   SURGE_CHECK(size > 0 && repeats > 0, "GEMM rate needs a positive size and repeat count");
+  rl::prepare_gemm(device);
   Stream stream(device);
   const std::int64_t elements = size * size;
   DeviceBuffer<float> a(device, elements), b(device, elements), c(device, elements);  // [size][size] each
+  const StreamDrain drain(stream);  // the buffers above outlive the work enqueued on them
   // Values of order one whose products stay far from overflow and from denormals.
   const std::vector<float> ones(static_cast<std::size_t>(elements), 1.0f / static_cast<float>(size));
   from_host(a.span(), ones, stream);

@@ -98,6 +98,7 @@ int run_step(const Args& args) {
   DeviceBuffer<std::uint8_t> terminated(device, n);
   DeviceBuffer<std::int32_t> discrete_device(device, spec.action_kind == ActionKind::Discrete ? n : 0);
   DeviceBuffer<float> continuous_device(device, spec.action_kind == ActionKind::Continuous ? n * spec.action_dim : 0);
+  const StreamDrain drain(stream);  // the buffers above outlive the work enqueued on them
   from_host(states_device.span(), states, stream);
   if (!discrete.empty()) from_host(discrete_device.span(), discrete, stream);
   if (!continuous.empty()) from_host(continuous_device.span(), continuous, stream);

@@ -4,6 +4,7 @@
 // in exactly one kind of translation unit.
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #include "sim/device_guard.hpp"
 #include "sim/error.hpp"
@@ -72,6 +73,13 @@ template <class F>
 void parallel_for(const Stream& stream, std::int64_t n, F f, std::int64_t work_per_item = 1) {
   if (n <= 0) return;
   if (stream.device().is_cpu()) {
+    if (cpu_order() != CpuOrder::kSequential) {  // the order-free test mode: every loop on all threads
+      const std::vector<std::int64_t> order = cpu_visit_order(n);
+      const std::int64_t* const index = order.data();
+#pragma omp parallel for schedule(dynamic, 16)
+      for (std::int64_t k = 0; k < n; ++k) f(index[k]);
+      return;
+    }
 #pragma omp parallel for schedule(static) if (n > 1 && n * work_per_item >= 4096)
     for (std::int64_t i = 0; i < n; ++i) f(i);
     return;
@@ -97,16 +105,25 @@ inline std::int64_t reduce_scratch_size(Device device, int width) {
 
 // Sums kWidth values per element: f(i, double acc[kWidth]) adds element i's contributions into acc.
 // Writes the kWidth totals to `out` (on the stream's device) without waiting for them. The order of
-// additions is fixed for a given device and n, so the same input always gives the same bits.
+// additions is fixed for a given device and n, so the same input always gives the same bits. The CPU's
+// order-free test mode runs the fixed chunks in reversed or shuffled order on all threads, but keeps the
+// additions within a chunk and the final fold in their order: the same bits, as on the GPU for any timing.
 template <int kWidth, class F>
 void parallel_reduce(const Stream& stream, std::int64_t n, F f, double* scratch, double* out) {
   if (stream.device().is_cpu()) {
     constexpr std::int64_t kChunks = 64;  // fixed, so the result does not depend on the thread count
     double partial[kChunks][kWidth] = {};
-#pragma omp parallel for schedule(static) if (n >= 4096)
-    for (std::int64_t chunk = 0; chunk < kChunks; ++chunk) {
+    const auto fold_chunk = [&](std::int64_t chunk) {
       const std::int64_t begin = n * chunk / kChunks, end = n * (chunk + 1) / kChunks;
       for (std::int64_t i = begin; i < end; ++i) f(i, partial[chunk]);
+    };
+    if (cpu_order() != CpuOrder::kSequential) {
+      const std::vector<std::int64_t> order = cpu_visit_order(kChunks);
+#pragma omp parallel for schedule(dynamic, 1)
+      for (std::int64_t k = 0; k < kChunks; ++k) fold_chunk(order[k]);
+    } else {
+#pragma omp parallel for schedule(static) if (n >= 4096)
+      for (std::int64_t chunk = 0; chunk < kChunks; ++chunk) fold_chunk(chunk);
     }
     for (int k = 0; k < kWidth; ++k) {
       double sum = 0.0;

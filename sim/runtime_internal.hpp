@@ -1,9 +1,21 @@
 #pragma once
 // Runtime facts that kernel launchers need; not part of the public interface.
+#include <cstdint>
+#include <vector>
+
 #include "sim/stream.hpp"
 
 namespace surge {
 int cuda_multiprocessor_count(int device_index);  // cached per device
 // The GPU a copy between two devices runs on: the stream's, or else the GPU among the two ends.
 Device copy_device(Device dst_device, Device src_device, const Stream& stream);
+
+// The order in which the CPU backend visits the items of a parallel_for: the plain sequential OpenMP loop,
+// or a test mode (SURGE_CPU_ORDER=reverse|shuffle, read once) that proves kernels do not rely on that order,
+// as the GPU does not. An unknown value throws surge::Error.
+enum class CpuOrder { kSequential, kReverse, kShuffle };
+CpuOrder cpu_order();
+// The visiting order of [0, n) under cpu_order() (not kSequential): n-1 down to 0, or a permutation that
+// differs from call to call (a counter seeds it, so a run is repeatable).
+std::vector<std::int64_t> cpu_visit_order(std::int64_t n);
 }  // namespace surge

@@ -337,6 +337,15 @@ TEST_CASE("surge doctor on this machine", "[doctor][cli]") {
   }
 }
 
+TEST_CASE("surge doctor --build prints the build's kernel report, or says where it would be", "[doctor][cli]") {
+  const Result r = run_surge("doctor --build");
+  INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  REQUIRE(r.exit_code == 0);
+  // A CUDA build writes the report with its kernel_report target; a CPU build has none.
+  CHECK((contains(r.out, "Kernel resources (") ? contains(r.out, "spilling: ")
+                                               : contains(r.out, "no kernel resource report")));
+}
+
 TEST_CASE("surge doctor --json follows its schema", "[doctor][cli]") {
   const Result r = run_surge("doctor --json");
   INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);

@@ -3,6 +3,7 @@
 #include <omp.h>
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -10,6 +11,7 @@
 
 #include "sim/memory.hpp"
 #include "sim/parallel.cuh"
+#include "sim/runtime_internal.hpp"
 
 using surge::Device;
 using surge::DeviceBuffer;
@@ -75,5 +77,27 @@ TEST_CASE("parallel_reduce sums correctly, with the same bits for any thread cou
       const std::vector<double> many = reduce_with_threads(threads, n);
       CHECK(std::memcmp(one.data(), many.data(), 3 * sizeof(double)) == 0);
     }
+  }
+}
+
+TEST_CASE("the order-free test mode visits every item once, out of order", "[parallel]") {
+  // Runs under every SURGE_CPU_ORDER (ctest's order_* tests); sequential has no visiting order to check.
+  if (surge::cpu_order() == surge::CpuOrder::kSequential) return;
+  const std::int64_t n = 1000;
+  const std::vector<std::int64_t> first = surge::cpu_visit_order(n), second = surge::cpu_visit_order(n);
+  std::vector<std::int64_t> sorted = first;
+  std::sort(sorted.begin(), sorted.end());
+  std::int64_t in_place = 0, misplaced = 0;
+  for (std::int64_t k = 0; k < n; ++k) {
+    misplaced += sorted[k] != k;
+    in_place += first[k] == k;
+  }
+  CHECK(misplaced == 0);
+  CHECK(in_place < n / 10);
+  if (surge::cpu_order() == surge::CpuOrder::kReverse) {
+    CHECK(first.front() == n - 1);
+    CHECK(first == second);
+  } else {
+    CHECK(first != second);
   }
 }

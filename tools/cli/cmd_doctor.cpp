@@ -3,6 +3,8 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <string>
 
@@ -211,6 +213,24 @@ std::string json_text(const MachineDescription& m, const Diagnosis& d, const Ope
   return json.str();
 }
 
+// The summary the kernel_report target writes into the build folder, beside bin/surge.
+int print_kernel_report() {
+  std::error_code error;
+  const std::filesystem::path binary = std::filesystem::read_symlink("/proc/self/exe", error);
+  const std::filesystem::path report = binary.parent_path().parent_path() / "kernel-report.txt";
+  std::ifstream in(report);
+  if (error || !in) {
+    std::printf(
+        "no kernel resource report beside this build (%s): CUDA builds write it with their\n"
+        "kernel_report target (cmake --build <build> --target kernel_report)\n",
+        report.string().c_str());
+    return 0;
+  }
+  std::printf("Kernel resources (%s)\n", report.string().c_str());
+  std::cout << in.rdbuf();
+  return 0;
+}
+
 }  // namespace
 
 int run_doctor(const Args& args) {
@@ -220,12 +240,14 @@ int run_doctor(const Args& args) {
               "build natively, through PTX JIT or not at all, the libraries found, the OpenMP threads, and a\n"
               "verdict with a next step for every problem. Loads a kernel on every GPU to be sure.");
   cmd.flag("json", "print the same facts as one JSON object (schema in docs/doctor.md)")
+      .flag("build", "print this build's kernel resource report instead (CUDA builds: kernel-report.txt)")
       .note(
           "Exits 0 whenever it could look, also on a machine without a GPU, where Surge runs on the CPU;\n"
           "scripts read verdict.cuda_usable from --json.")
       .example("surge doctor")
       .example("surge doctor --json > machine.json");
   if (!cmd.parse_or_print_usage(args)) return 0;
+  if (cmd.flag_set("build")) return print_kernel_report();
   MachineDescription machine = describe_machine(ProbeDepth::Full);
   machine.libraries = probe_libraries(machine.runtime_version, machine.cuda_built);
   const Diagnosis diagnosis = diagnose(machine);

@@ -5,12 +5,12 @@
 # (Debian's libhdf5-dev headers and libhdf5-103-1 library, fetched with apt-get download, plus the shared
 # libraries it loads, glibc's own apart) for checkpoints, the rollout log and `surge h5`; and Gymnasium's
 # golden transitions from ../shared/golden, which the golden GPU tests read and which does not travel with
-# the working tree. The shared libraries are packed into .deps/libs.tar.xz (tools/gpu-check.sh unpacks
-# it) to keep .deps small: about 25 MB.
+# the working tree. The libraries are packed into .deps/libs.tar.xz to keep .deps small (about 20 MB;
+# 64 MB unpacked); tools/gpu-check.sh unpacks it into its build folder.
 #
-# Layout: .deps/include (headers), .deps/golden, .deps/libs.tar.xz holding lib/ (OpenBLAS) and
-# hdf5/lib/ (libhdf5.so and its dependencies by soname); .deps/hdf5/include holds HDF5's headers, so a
-# build finds HDF5 with -DHDF5_ROOT=.deps/hdf5 once the archive is unpacked.
+# Layout: .deps/include (headers), .deps/golden, and .deps/libs.tar.xz holding lib/ (OpenBLAS) and hdf5/
+# (include/, and lib/ with libhdf5.so and the libraries it loads, by soname): unpacked into DIR, a build
+# finds HDF5 with -DHDF5_ROOT=DIR/hdf5.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rm -rf .deps
@@ -72,7 +72,7 @@ else
 fi
 
 libraries=(lib)
-[[ -d .deps/hdf5/lib ]] && libraries+=(hdf5/lib)
+[[ -d .deps/hdf5 ]] && libraries+=(hdf5)
 tar -C .deps -cf - "${libraries[@]}" | xz -6 -T2 >.deps/libs.tar.xz
 rm -rf "${libraries[@]/#/.deps/}"
 du -sh .deps

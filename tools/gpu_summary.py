@@ -386,11 +386,15 @@ def section_skipped(records, log, results_by_stage):
               for r in skips]
     done = re.search(r"gpu-check: done in (\d+) s", log or "")
     skipped_stages = {r.get("stage") for r in skips}
+    started = {r.get("stage") for r in records if r["kind"] == "stage"}
     missing = [stage for stage in STAGES if not results_by_stage.get(stage) and stage not in skipped_stages]
-    if missing and not done:
-        lines.append("- not reached (the check stopped before them): " + ", ".join(missing))
-    elif missing:
-        lines.append("- no results from: " + ", ".join(missing))
+    empty = [stage for stage in missing if stage in started]
+    if empty:
+        lines.append("- ran, but left no results (see gpu-check.log and tests.log): " + ", ".join(empty))
+    unreached = [stage for stage in missing if stage not in started]
+    if unreached:
+        lines.append(("- not reached (the check stopped before them): " if not done else "- did not run: ")
+                     + ", ".join(unreached))
     if len(lines) == 2:
         lines.append("Nothing.")
     lines += ["", f"Whole check: {done.group(1) + ' s' if done else 'did not finish (stopped, or still running)'}."]

@@ -99,14 +99,17 @@ def main():
     text("gpu-check.log", LOG)
     record("build", "--field", "status=0", "--field", "arch=90-real", "--field", "seconds=151", "--field",
            "hdf5=1.10.8 from .deps/hdf5")
+    record("stage", "--field", "stage=GPU tests")
     run(tool + ["summary", out], scratch)
     early = open(os.path.join(out, "summary.md"), encoding="utf-8").read()
     for section in SECTIONS:
         check(section in early, f"the early summary lacks '{section}'")
     stopped = [line for line in early.splitlines() if line.startswith("- not reached (the check stopped")]
-    check(stopped and "bench env sweep" in stopped[0] and "build" not in stopped[0],
+    check(stopped and "bench env sweep" in stopped[0] and "build" not in stopped[0] and "GPU tests" not in stopped[0],
           f"the early summary does not name the stages not reached: {stopped}")
     check("did not finish" in early, "the early summary does not say the check did not finish")
+    check("- ran, but left no results (see gpu-check.log and tests.log): GPU tests" in early,
+          "the early summary does not name the stage that ran without results")
 
     # Real surge outputs at small sizes on the CPU.
     doctor = run([surge, "doctor", "--json"], scratch).stdout

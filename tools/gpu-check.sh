@@ -392,8 +392,12 @@ if t=$(allow 300); then
   started "CPU tests"
   say "CPU tests (reference, not slow; building them and running them in at most $t s)"
   timeout "$t" cmake --build "$build" -j "$jobs" -- "${keep_going[@]}" >>"$out/build.log" 2>&1
-  t=$(allow 180) && timeout "$t" ctest --test-dir "$build" -L cpu -LE slow --timeout 120 >>"$out/tests.log" 2>&1
-  tail -4 "$out/tests.log" | tee -a "$log"
+  if t=$(allow 180); then
+    timeout "$t" ctest --test-dir "$build" -L cpu -LE slow --timeout 120 >>"$out/tests.log" 2>&1
+    tail -4 "$out/tests.log" | tee -a "$log"
+  else
+    skipped "CPU tests" "ctest, after building them"
+  fi
 else
   skipped "CPU tests"
 fi

@@ -8,9 +8,9 @@
 # initcheck) over a short subset of the GPU tests; the throughput sweeps and rooflines; last, the CPU tests
 # for reference. Everything shares one time budget counted from the start, build included
 # (SURGE_GPU_CHECK_SECONDS, default 480): a stage the remaining time cannot hold is skipped, and the
-# summary says so; a stage that fails does not stop the ones after it. Works on a bare machine (nvcc,
-# CMake, Python; no Debian packages, no network) when .deps/ was made beforehand by tools/gpu-deps.sh and
-# carried along.
+# summary says so; a stage that fails does not stop the ones after it. Builds in build-gpu
+# (SURGE_GPU_CHECK_BUILD_DIR). Works on a bare machine (nvcc, CMake, Python; no Debian packages, no
+# network) when .deps/ was made beforehand by tools/gpu-deps.sh and carried along.
 #
 # Writes 8 files into OUTDIR, each kept current as the stages run, so that a check stopped at any point
 # leaves what it had: summary.md (every figure in one page, from tools/gpu_summary.py), gpu-check.log
@@ -38,7 +38,7 @@ allow() {
 }
 record() { python3 tools/gpu_summary.py record "$out" "$@" 2>>"$log"; }
 summarise() { python3 tools/gpu_summary.py summary "$out" 2>>"$log"; }
-started() { record stage --field "stage=$1"; }
+stage_begins() { record stage --field "stage=$1"; }
 # skipped STAGE [WHAT] [REASON]: STAGE is one of gpu_summary.py's STAGES.
 skipped() {
   local reason=${3:-out of the ${budget} s budget}
@@ -166,7 +166,7 @@ summarise
 if ((configure_status != 0)); then
   skipped "kernel report" "" "the build was not configured"
 elif t=$(allow 60); then
-  started "kernel report"
+  stage_begins "kernel report"
   rm -f "$build/kernel-report.json"
   timeout "$t" cmake --build "$build" -j "$jobs" --target kernel_report >"$scratch/kernel-report.log" 2>&1
   status=$?
@@ -188,7 +188,7 @@ summarise
 
 echo "== GPU tests" >>"$out/tests.log"
 if t=$(allow 240); then
-  started "GPU tests"
+  stage_begins "GPU tests"
   say "GPU tests (at most $t s)"
   timeout "$t" ctest --test-dir "$build" -L gpu --output-on-failure --timeout 120 >>"$out/tests.log" 2>&1
   tail -15 "$out/tests.log" | tee -a "$log"
@@ -204,7 +204,7 @@ for run in cartpole acrobot mountain_car pendulum mountain_car_continuous \
            "cartpole --physics masspole=0.05:0.2,length=0.4:0.6"; do
   [[ -n $surge ]] || { skipped "surge train per scenario" "$run" "no surge program"; continue; }
   t=$(allow 60) || { skipped "surge train per scenario" "$run"; continue; }
-  started "surge train per scenario"
+  stage_begins "surge train per scenario"
   dir="$scratch/train-${run//[^A-Za-z0-9_.]/_}"
   echo "== surge train --scenario $run" >>"$out/tests.log"
   begin=$EPOCHREALTIME
@@ -220,7 +220,7 @@ summarise
 if [[ -z $surge ]]; then
   skipped "CartPole to 475" "" "no surge program"
 elif t=$(allow 90); then
-  started "CartPole to 475"
+  stage_begins "CartPole to 475"
   say "surge train --scenario cartpole --device cuda --target-return 475 (at most $t s)"
   echo "== surge train --scenario cartpole --device cuda --target-return 475" >>"$out/tests.log"
   begin=$EPOCHREALTIME
@@ -240,7 +240,7 @@ summarise
 if [[ -z $surge ]]; then
   skipped "bench env sweep" "" "no surge program"
 elif t=$(allow 90); then
-  started "bench env sweep"
+  stage_begins "bench env sweep"
   say "bench env sweep: cartpole, N = 2^10 .. 2^24 (fused; per step at even powers)"
   printf "%10s %8s %14s %10s %10s %10s\n" num_envs steps env_steps/s write_GB/s copy_GB/s fraction | tee -a "$log"
   stage_end=$(($(date +%s) + t))
@@ -282,7 +282,7 @@ summarise
 for n in 1048576 65536 4096; do
   [[ -n $surge ]] || { skipped "bench train" "N=$n" "no surge program"; continue; }
   t=$(allow 60) || { skipped "bench train" "N=$n"; continue; }
-  started "bench train"
+  stage_begins "bench train"
   say "bench train: cartpole, N=$n, graphs on and off"
   rm -f "$scratch/bench-train.json"
   timeout "$t" "$surge" bench train --scenario cartpole --device cuda --num-envs $n --json "$scratch/bench-train.json" 2>&1 |
@@ -310,7 +310,7 @@ done
 if [[ -z $sanitizer ]]; then
   skipped "compute-sanitizer" "" "compute-sanitizer not found beside nvcc"
 elif t=$(allow 150); then
-  started "compute-sanitizer"
+  stage_begins "compute-sanitizer"
   say "compute-sanitizer ($sanitizer): ${#sanitizer_runs[@]} runs in at most $t s"
   stage_end=$(($(date +%s) + t))
   for entry in "${sanitizer_runs[@]}"; do
@@ -363,7 +363,7 @@ else
              "roofline-env:roofline --what env" "roofline-train:roofline --what train --repeats 3"; do
     name=${job%%:*}
     t=$(allow 120) || { skipped "throughput sweeps" "$name"; continue; }
-    started "throughput sweeps"
+    stage_begins "throughput sweeps"
     # shellcheck disable=SC2086  # the job's flags split into words
     timeout "$t" "$surge" bench ${job#*:} --scenario cartpole --device cuda --json "$scratch/$name.json" \
       --svg "$scratch/$name.svg" 2>>"$log" | tee -a "$log"
@@ -389,7 +389,7 @@ summarise
 
 echo "== CPU tests" >>"$out/tests.log"
 if t=$(allow 300); then
-  started "CPU tests"
+  stage_begins "CPU tests"
   say "CPU tests (reference, not slow; building them and running them in at most $t s)"
   timeout "$t" cmake --build "$build" -j "$jobs" -- "${keep_going[@]}" >>"$out/build.log" 2>&1
   if t=$(allow 180); then

@@ -18,12 +18,7 @@
 #include "tests/support/synthetic_rollout.hpp"
 
 namespace fs = std::filesystem;
-using surge::testing::read_text;
-using surge::testing::Result;
-using surge::testing::run_program;
-using surge::testing::run_surge;
-using surge::testing::ScratchFolder;
-using surge::testing::SyntheticRollout;
+using namespace surge::testing;
 
 namespace {
 

@@ -95,15 +95,21 @@ def main():
         with open(os.path.join(out, name), mode, encoding="utf-8") as file:
             file.write(content)
 
+    def summary(which):
+        """Writes summary.md from what the check recorded so far, and checks it has every section."""
+        run(tool + ["summary", out], scratch)
+        with open(os.path.join(out, "summary.md"), encoding="utf-8") as file:
+            written = file.read()
+        for section in SECTIONS:
+            check(section in written, f"the {which} lacks '{section}'")
+        return written
+
     # A check stopped right after its build: the summary still comes, and names the stages it did not reach.
     text("gpu-check.log", LOG)
     record("build", "--field", "status=0", "--field", "arch=90-real", "--field", "seconds=151", "--field",
            "hdf5=1.10.8 from .deps/hdf5")
     record("stage", "--field", "stage=GPU tests")
-    run(tool + ["summary", out], scratch)
-    early = open(os.path.join(out, "summary.md"), encoding="utf-8").read()
-    for section in SECTIONS:
-        check(section in early, f"the early summary lacks '{section}'")
+    early = summary("early summary")
     stopped = [line for line in early.splitlines() if line.startswith("- not reached (the check stopped")]
     check(stopped and "bench env sweep" in stopped[0] and "build" not in stopped[0] and "GPU tests" not in stopped[0],
           f"the early summary does not name the stages not reached: {stopped}")
@@ -165,10 +171,7 @@ def main():
     record("skipped", "--field", "stage=throughput sweeps", "--field", "what=roofline-train", "--field",
            "reason=out of the 480 s budget")
     text("gpu-check.log", "gpu-check: done in 478 s\n", "a")
-    run(tool + ["summary", out], scratch)
-    summary = open(os.path.join(out, "summary.md"), encoding="utf-8").read()
-    for section in SECTIONS:
-        check(section in summary, f"the summary lacks '{section}'")
+    full = summary("summary")
     expected = {
         "the GPU tests' counts": "1 passed, 2 failed, 1 skipped (of 4)",
         "the failed GPU tests": "scenarios_gpu (Failed)",
@@ -195,14 +198,14 @@ def main():
         "the whole time": "Whole check: 478 s",
     }
     for what, snippet in expected.items():
-        check(snippet in summary, f"the summary lacks {what}: '{snippet}'")
-    check("- not reached" not in summary, "a finished check's summary names stages as not reached")
+        check(snippet in full, f"the summary lacks {what}: '{snippet}'")
+    check("- not reached" not in full, "a finished check's summary names stages as not reached")
     if failures:
-        print(summary)
+        print(full)
         for failure in failures:
             print("FAILED:", failure)
         return 1
-    print(f"summary.md: {len(summary.splitlines())} lines, every section and figure present")
+    print(f"summary.md: {len(full.splitlines())} lines, every section and figure present")
     return 0
 
 

@@ -17,23 +17,6 @@
 
 namespace surge::testing {
 
-struct StepBuffers {
-  DeviceBuffer<std::int32_t> actions;                // [N] (discrete scenarios)
-  DeviceBuffer<float> obs, final_obs;                // [N][obs_dim]
-  DeviceBuffer<float> reward;                        // [N]
-  DeviceBuffer<std::uint8_t> terminated, truncated;  // [N]
-
-  StepBuffers(Device device, std::int64_t n, int obs_dim)
-      : actions(device, n),
-        obs(device, n * obs_dim),
-        final_obs(device, n * obs_dim),
-        reward(device, n),
-        terminated(device, n),
-        truncated(device, n) {}
-  StepViews views() const { return {obs.span(), reward.span(), terminated.span(), truncated.span(), final_obs.span()}; }
-  ActionView action_view() const { return {actions.cspan(), {}}; }
-};
-
 // Every view a discrete engine's user can export: step outputs, actions, engine state, rollout fields,
 // parameters and gradients, with prefixed names.
 inline constexpr std::size_t kStepAndEngineViews = 5 + 1 + 5;

@@ -33,25 +33,6 @@ namespace {
 
 using namespace surge;
 
-// What one step of N environments reads and writes, in Surge's memory. Shared with the tensors below,
-// whose deleters keep it alive.
-struct StepBuffers {
-  DeviceBuffer<std::int32_t> actions;                // [N]
-  DeviceBuffer<float> obs, final_obs;                // [N][obs_dim]
-  DeviceBuffer<float> reward;                        // [N]
-  DeviceBuffer<std::uint8_t> terminated, truncated;  // [N]
-
-  StepBuffers(Device device, std::int64_t n, int obs_dim)
-      : actions(device, n),
-        obs(device, n * obs_dim),
-        final_obs(device, n * obs_dim),
-        reward(device, n),
-        terminated(device, n),
-        truncated(device, n) {}
-  StepViews views() const { return {obs.span(), reward.span(), terminated.span(), truncated.span(), final_obs.span()}; }
-  ActionView action_view() const { return {actions.cspan(), {}}; }
-};
-
 int run(const std::vector<std::string>& args) {
   cli::Command command("torch_policy", "drive Surge's environments with a torch policy, through zero-copy tensors");
   command.option("scenario", "NAME", "a discrete-action scenario", "cartpole")

@@ -206,11 +206,11 @@ void Normalization::normalize(const Stream& stream, float* obs) const {
 
 const float* Normalization::scale(const Stream& stream, const float* reward, const std::uint8_t* terminated,
                                   const std::uint8_t* truncated) {
-  if (!config_.normalize_reward) return reward;
-  scale_rewards(stream, num_steps_, num_envs_, config_.gamma, config_.reward_clip, reward, terminated, truncated,
-                data(b_.reward_accumulator), data(b_.scaled_reward), data(b_.reward_moments), data(b_.reward_step_sums),
-                data(b_.scratch));
-  return data(b_.scaled_reward);
+  if (config_.normalize_reward)
+    scale_rewards(stream, num_steps_, num_envs_, config_.gamma, config_.reward_clip, reward, terminated, truncated,
+                  data(b_.reward_accumulator), data(b_.scaled_reward), data(b_.reward_moments),
+                  data(b_.reward_step_sums), data(b_.scratch));
+  return learner_rewards(reward);
 }
 
 }  // namespace surge::rl

@@ -71,6 +71,10 @@ class Normalization {
   // (see scale_rewards), so the rollout keeps the environments' rewards; `reward` itself when off.
   const float* scale(const Stream& stream, const float* reward, const std::uint8_t* terminated,
                      const std::uint8_t* truncated);
+  // What scale() returns for `reward`, without scaling: the buffer of scaled rewards, or `reward` itself.
+  const float* learner_rewards(const float* reward) const {
+    return config_.normalize_reward ? data(b_.scaled_reward) : reward;
+  }
 
   // The statistics, [2*obs_dim + 1] and [3] (empty when off), and the latest scaled rewards [T][N].
   Span<double> obs_moments() const { return arena_[b_.obs_moments]; }

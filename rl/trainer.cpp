@@ -247,7 +247,7 @@ void Trainer::track_episodes() {
 
 void Trainer::advantages() {
   const PhaseMark mark(clock_, TrainPhase::Gae);
-  const float* reward = config_.normalize_reward ? normalization_.scaled_rewards().data : rollout_.reward(0);
+  const float* reward = normalization_.learner_rewards(rollout_.reward(0));
   compute_gae(stream_, config_.num_steps, config_.num_envs, static_cast<float>(config_.gamma),
               static_cast<float>(config_.gae_lambda), reward, rollout_.terminated(0), rollout_.truncated(0),
               rollout_.value(0), rollout_.final_value(0), rollout_.advantage(0), rollout_.returns(0));
@@ -360,10 +360,8 @@ std::vector<SavedBuffer> Trainer::save_state() const {
 
 void Trainer::restore_state(const std::vector<SavedBuffer>& saved) {
   // The kernels index the ring of recent returns with these: a damaged file must not reach them.
-  for (const SavedBuffer& buffer : saved) {
-    if (buffer.name != "train_state" || buffer.bytes.size() != sizeof(TrainState)) continue;
-    TrainState state;
-    std::memcpy(&state, buffer.bytes.data(), sizeof state);
+  if (const std::optional<TrainState> saved_state = saved_value<TrainState>(saved, "train_state")) {
+    const TrainState& state = *saved_state;
     if (state.iteration < 0 || state.epochs_applied < 0 || state.last100_head < 0 ||
         state.last100_head >= kRecentEpisodes || state.last100_count < 0 || state.last100_count > kRecentEpisodes)
       throw InputError("the checkpoint's train_state (iteration " + std::to_string(state.iteration) + ", ring head " +

@@ -87,19 +87,25 @@ std::vector<SavedBuffer> save_buffers(const BufferArena& arena, const Stream& st
   return saved;
 }
 
+const SavedBuffer* find_saved(const std::vector<SavedBuffer>& saved, const std::string& name) {
+  for (const SavedBuffer& buffer : saved)
+    if (buffer.name == name) return &buffer;
+  return nullptr;
+}
+
 void restore_buffers(const BufferArena& arena, const std::vector<SavedBuffer>& saved, const std::string& what,
                      const Stream& stream) {
   for (std::size_t k = 0; k < arena.table().entries().size(); ++k) {
     const BufferEntry& entry = arena.table().entries()[k];
     if (!entry.saved() || entry.bytes() == 0) continue;
     const std::string name = entry.saved_name();
-    const SavedBuffer* found = nullptr;
-    for (const SavedBuffer& buffer : saved)
-      if (buffer.name == name) found = &buffer;
+    const SavedBuffer* found = find_saved(saved, name);
     if (!found) throw InputError(what + " lacks '" + name + "'; resume with a checkpoint of this run's kind");
     if (found->dtype != entry.dtype)
       throw InputError(what + "'s '" + name + "' holds " + dtype_name(found->dtype) + " values where this run keeps " +
-                       dtype_name(entry.dtype) + "; the file is damaged or from another program");
+                       dtype_name(entry.dtype) +
+                       " (it was written by another version of surge, or is damaged), so the run "
+                       "cannot continue exactly; evaluate the agent with 'surge eval' or train afresh");
     if (found->bytes.size() != entry.bytes())
       throw InputError(what + "'s '" + name + "' holds " +
                        std::to_string(found->bytes.size() / dtype_size(found->dtype)) + " values where this run has " +

@@ -16,7 +16,9 @@
 //   Span<float> obs = arena[b.obs];
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -139,6 +141,18 @@ struct SavedBuffer {
   bool agent = false;              // kAgent
   std::vector<std::byte> bytes;
 };
+// The saved buffer called `name`, or null.
+const SavedBuffer* find_saved(const std::vector<SavedBuffer>& saved, const std::string& name);
+// The saved buffer called `name` as one T (a struct such as TrainState), when it holds exactly one.
+template <class T>
+std::optional<T> saved_value(const std::vector<SavedBuffer>& saved, const std::string& name) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  const SavedBuffer* buffer = find_saved(saved, name);
+  if (!buffer || buffer->bytes.size() != sizeof(T)) return std::nullopt;
+  T value;
+  std::memcpy(&value, buffer->bytes.data(), sizeof value);
+  return value;
+}
 // Copies every kSaved entry of `arena` that holds anything to the host (waits for `stream`).
 std::vector<SavedBuffer> save_buffers(const BufferArena& arena, const Stream& stream);
 // Puts saved buffers back by name; throws InputError naming `what` when a non-empty entry is missing, or

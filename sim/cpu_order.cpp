@@ -18,7 +18,7 @@ CpuOrder cpu_order() {
     if (name.empty() || name == "sequential") return CpuOrder::kSequential;
     if (name == "reverse") return CpuOrder::kReverse;
     if (name == "shuffle") return CpuOrder::kShuffle;
-    throw Error("SURGE_CPU_ORDER=" + name + ": use sequential, reverse or shuffle (or leave it unset)");
+    throw InputError("SURGE_CPU_ORDER=" + name + ": use sequential, reverse or shuffle (or leave it unset)");
   }();
   return order;
 }

@@ -12,7 +12,7 @@ Device copy_device(Device dst_device, Device src_device, const Stream& stream);
 
 // The order in which the CPU backend visits the items of a parallel_for: the plain sequential OpenMP loop,
 // or a test mode (SURGE_CPU_ORDER=reverse|shuffle, read once) that proves kernels do not rely on that order,
-// as the GPU does not. An unknown value throws surge::Error.
+// as the GPU does not. An unknown value throws surge::InputError.
 enum class CpuOrder { kSequential, kReverse, kShuffle };
 CpuOrder cpu_order();
 // The visiting order of [0, n) under cpu_order() (not kSequential): n-1 down to 0, or a permutation that

@@ -113,6 +113,16 @@ TEST_CASE("unknown commands and options exit 2 with one line", "[cli]") {
     CHECK(is_one_line(r.err));
     CHECK(r.err.find(c.named) != std::string::npos);
   }
+  // A bad order-free test mode in the environment: refused before anything is written.
+  const std::string out =
+      (std::filesystem::temp_directory_path() / ("surge_test_cli_order_" + std::to_string(::getpid()))).string();
+  const Result order = surge::testing::run_program(
+      "env", "SURGE_CPU_ORDER=sideways '" + std::string(SURGE_BINARY) + "' train --device cpu --out '" + out + "'");
+  INFO("stderr: " << order.err);
+  CHECK(order.exit_code == 2);
+  CHECK(is_one_line(order.err));
+  CHECK(order.err.find("sideways") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(out));
   // No arguments at all: usage, and the exit code of a usage error.
   const Result bare = run_surge("");
   CHECK(bare.exit_code == 2);

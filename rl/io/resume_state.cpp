@@ -34,12 +34,6 @@ std::vector<SavedBuffer> agent_buffers(const Checkpoint& agent) {
           of("obs_moments", agent.obs_moments), of("reward_moments", agent.reward_moments)};
 }
 
-const SavedBuffer* find_saved(const std::vector<SavedBuffer>& saved, const std::string& name) {
-  for (const SavedBuffer& buffer : saved)
-    if (buffer.name == name) return &buffer;
-  return nullptr;
-}
-
 }  // namespace
 
 ResumeState ResumeState::capture(const Trainer& trainer, Engine& engine) {
@@ -51,13 +45,6 @@ ResumeState ResumeState::capture(const Trainer& trainer, Engine& engine) {
 }
 
 void ResumeState::restore(const Checkpoint& agent, Trainer& trainer, Engine& engine) const {
-  const SavedBuffer* params = find_saved(this->engine, "params");
-  if (params && params->dtype != engine.spec().param_dtype)
-    throw InputError(
-        std::string("the checkpoint holds ") + engine.spec().name + "'s physics parameters in " +
-        dtype_name(params->dtype) + " where this build keeps them in " + dtype_name(engine.spec().param_dtype) +
-        " (it was written by a build from before the change), so the run cannot continue exactly; evaluate "
-        "the agent with 'surge eval' or train afresh");
   restore_buffers(engine.buffers(), this->engine, "the checkpoint's environment state", trainer.stream());
   std::vector<SavedBuffer> saved = agent_buffers(agent);
   saved.insert(saved.end(), this->trainer.begin(), this->trainer.end());

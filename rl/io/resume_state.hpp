@@ -51,13 +51,9 @@ struct ResumeState {
   void restore(const Checkpoint& agent, Trainer& trainer, Engine& engine) const;
   // Iterations the saved run had completed (its train_state).
   std::int64_t iteration() const {
-    for (const SavedBuffer& buffer : trainer) {
-      if (buffer.name != "train_state" || buffer.bytes.size() != sizeof(TrainState)) continue;
-      TrainState state;
-      std::memcpy(&state, buffer.bytes.data(), sizeof state);
-      return state.iteration;
-    }
-    throw InputError("the resume state holds no train_state; the checkpoint is damaged");
+    const std::optional<TrainState> state = saved_value<TrainState>(trainer, "train_state");
+    if (!state) throw InputError("the resume state holds no train_state; the checkpoint is damaged");
+    return state->iteration;
   }
 };
 

@@ -8,6 +8,7 @@
 #include "scenarios/registry.hpp"
 #include "sim/device.hpp"
 #include "sim/error.hpp"
+#include "sim/runtime_internal.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/version.hpp"
 
@@ -77,6 +78,7 @@ int main(int argc, char** argv) {
       print_version();
       return 0;
     }
+    surge::cpu_order();  // a bad SURGE_CPU_ORDER is refused before any command writes anything
     const std::string command = args[0];
     const surge::cli::Args rest(args.begin() + 1, args.end());
     if (command == "step") return surge::cli::run_step(rest);

@@ -22,6 +22,7 @@ struct Acrobot {
   static constexpr const char* kGymId = "Acrobot-v1";
   static constexpr int kObsDim = 6;  // cos theta1, sin theta1, cos theta2, sin theta2, dtheta1, dtheta2
   static constexpr int kMaxEpisodeSteps = 500;
+  static constexpr double kRewardThreshold = -100.0;  // Gymnasium's reward_threshold
   static constexpr ActionKind kActionKind = ActionKind::Discrete;
   static constexpr int kNumActions = 3;  // torques -1, 0, +1
 

@@ -12,6 +12,7 @@ struct CartPole {
   static constexpr const char* kGymId = "CartPole-v1";
   static constexpr int kObsDim = 4;
   static constexpr int kMaxEpisodeSteps = 500;
+  static constexpr double kRewardThreshold = 475.0;  // Gymnasium's reward_threshold
   static constexpr ActionKind kActionKind = ActionKind::Discrete;
   static constexpr int kNumActions = 2;  // 0 pushes left, 1 pushes right
 

@@ -14,6 +14,7 @@ struct MountainCar {
   static constexpr const char* kGymId = "MountainCar-v0";
   static constexpr int kObsDim = 2;
   static constexpr int kMaxEpisodeSteps = 200;
+  static constexpr double kRewardThreshold = -110.0;  // Gymnasium's reward_threshold
   static constexpr ActionKind kActionKind = ActionKind::Discrete;
   static constexpr int kNumActions = 3;  // 0 accelerates left, 1 does nothing, 2 accelerates right
 

@@ -16,6 +16,7 @@ struct MountainCarContinuous {
   static constexpr const char* kGymId = "MountainCarContinuous-v0";
   static constexpr int kObsDim = 2;
   static constexpr int kMaxEpisodeSteps = 999;
+  static constexpr double kRewardThreshold = 90.0;  // Gymnasium's reward_threshold
   static constexpr ActionKind kActionKind = ActionKind::Continuous;
   static constexpr int kActionDim = 1;  // the engine's force, as a fraction of the full power
   static constexpr std::array<float, 1> kActionLow = {-1.0f};

@@ -14,6 +14,7 @@ struct Pendulum {
   static constexpr const char* kGymId = "Pendulum-v1";
   static constexpr int kObsDim = 3;  // cos(theta), sin(theta), theta_dot
   static constexpr int kMaxEpisodeSteps = 200;
+  static constexpr double kRewardThreshold = -250.0;  // Gymnasium has none; our bar for solved
   static constexpr ActionKind kActionKind = ActionKind::Continuous;
   static constexpr int kActionDim = 1;  // the torque
   static constexpr std::array<float, 1> kActionLow = {-2.0f};

@@ -35,6 +35,7 @@ struct ScenarioSpec {
   int action_dim = 0;                          // continuous: actions are float[action_dim]
   std::vector<float> action_low, action_high;  // continuous bounds
   int max_episode_steps = 0;
+  double reward_threshold = 0.0;  // a mean return that counts as solved (Gymnasium's, or ours where it has none)
   std::vector<std::string> state_names;
   std::vector<ParamInfo> params;
   DType param_dtype = DType::Float32;  // what the parameters are held in: Float32, or Float64 where the scenario says

@@ -34,6 +34,18 @@ std::string format_compact(double value) {
   return format_number(extreme ? "%.3g" : "%.6g", value);
 }
 
+std::string format_significant(double value) {
+  if (std::isnan(value)) return "nan";
+  // %#.4g keeps trailing zeros (475.0, not 475); the exponent form past 1e6 keeps its four digits.
+  std::string text = format_number("%#.4g", value);
+  if (!text.empty() && text.back() == '.') text.pop_back();
+  return text;
+}
+
+std::string plural(long long count, const std::string& noun) {
+  return std::to_string(count) + " " + noun + (count == 1 || count == -1 ? "" : "s");
+}
+
 std::string format_rate(double per_second) { return format_number("%.4g", per_second); }
 
 std::string format_grouped(double value) {

@@ -19,6 +19,12 @@ std::string format_shortest(double value);
 // Six significant digits, three for very large or very small values: axis labels.
 std::string format_compact(double value);
 
+// Four significant digits for summaries people read: -198.0, -83.89, 475.0, 1.235e+06.
+std::string format_significant(double value);
+
+// "1 episode", "2 episodes": a count and its noun, singular or plural.
+std::string plural(long long count, const std::string& noun);
+
 // Events per second, four significant digits: "1.235e+06".
 std::string format_rate(double per_second);
 

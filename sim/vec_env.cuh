@@ -64,6 +64,7 @@ ScenarioSpec make_spec() {
     spec.action_high.assign(S::kActionHigh.begin(), S::kActionHigh.end());
   }
   spec.max_episode_steps = S::kMaxEpisodeSteps;
+  spec.reward_threshold = S::kRewardThreshold;
   for (const char* name : S::kStateNames) spec.state_names.emplace_back(name);
   spec.params.assign(S::kParams.begin(), S::kParams.end());
   spec.param_dtype = dtype_of<typename S::ParamType>;

@@ -70,3 +70,19 @@ TEST_CASE("format_bytes picks the unit") {
                                                        {std::size_t(3) << 29, "1.50 GiB"}};
   for (const auto& [bytes, text] : cases) CHECK(format_bytes(bytes) == text);
 }
+
+TEST_CASE("format_significant gives four significant digits and keeps them") {
+  CHECK(format_significant(-198.019397) == "-198.0");
+  CHECK(format_significant(-83.89) == "-83.89");
+  CHECK(format_significant(475.0) == "475.0");
+  CHECK(format_significant(1234.0) == "1234");
+  CHECK(format_significant(0.001234567) == "0.001235");
+  CHECK(format_significant(1234567.0) == "1.235e+06");
+  CHECK(format_significant(std::nan("")) == "nan");
+}
+
+TEST_CASE("plural agrees with its count") {
+  CHECK(plural(1, "episode") == "1 episode");
+  CHECK(plural(0, "episode") == "0 episodes");
+  CHECK(plural(2, "iteration") == "2 iterations");
+}

@@ -78,6 +78,13 @@ Key bool_key(const char* name, bool TrainConfig::*field) {
 
 const std::vector<Key>& keys() {
   static const std::vector<Key> table = {
+      {"scenario", "a scenario name such as \"cartpole\"",
+       [](TrainConfig& c, const toml::node& n, const std::string& where) {
+         const auto* value = n.as_string();
+         if (!value) bad_type(where, "scenario", "a scenario name such as \"cartpole\"");
+         c.scenario = value->get();
+       },
+       [](const TrainConfig& c) { return "\"" + c.scenario + "\""; }},
       integer_key("num_envs", &TrainConfig::num_envs),
       integer_key("num_steps", &TrainConfig::num_steps),
       integer_key("total_steps", &TrainConfig::total_steps),
@@ -132,6 +139,8 @@ const std::vector<Key>& keys() {
          c.activation = value->get();
        },
        [](const TrainConfig& c) { return "\"" + c.activation + "\""; }},
+      integer_key("eval_every", &TrainConfig::eval_every),
+      integer_key("eval_episodes", &TrainConfig::eval_episodes),
       bool_key("cuda_graph", &TrainConfig::cuda_graph),
       bool_key("tf32", &TrainConfig::tf32),
       integer_key("cpu_threads", &TrainConfig::cpu_threads),
@@ -259,6 +268,9 @@ void TrainConfig::validate() const {
   require_range(reward_clip > 0 && !std::isnan(reward_clip), "reward_clip", text(reward_clip), "it must be positive");
   require_range(cpu_threads >= 0 && cpu_threads <= 4096, "cpu_threads", text(cpu_threads),
                 "it must lie in 0..4096 (0 leaves OpenMP's default)");
+  require_range(eval_every >= 0, "eval_every", text(eval_every), "it must be >= 0 (0 turns evaluation off)");
+  require_range(eval_episodes >= 1 && eval_episodes <= (std::int64_t(1) << 24), "eval_episodes", text(eval_episodes),
+                "it must lie in 1..16777216");
   require_range(!hidden.empty(), "hidden", "[]", "give at least one hidden layer, e.g. [64, 64]");
   if (batch_size() % num_minibatches != 0)
     throw InputError("the batch of num_envs x num_steps = " + text(num_envs) + " x " + text(num_steps) + " = " +
@@ -274,7 +286,9 @@ void TrainConfig::validate() const {
 
 std::string TrainConfig::to_toml() const {
   std::string text;
-  for (const Key& key : keys()) text += std::string(key.name) + " = " + key.write(*this) + "\n";
+  for (const Key& key : keys())
+    if (std::string(key.name) != "scenario" || !scenario.empty())  // a config that leaves it open says nothing
+      text += std::string(key.name) + " = " + key.write(*this) + "\n";
   if (!physics.empty()) {
     text += "\n[physics]\n";
     for (const PhysicsSetting& setting : physics) text += physics_toml_line(setting) + "\n";

@@ -13,6 +13,7 @@ namespace surge::rl {
 // One config of the whole run. The learner's parts are its bases (rl/learner_configs.hpp): the network,
 // loss, optimiser and normalisation each take a reference to their part of it.
 struct TrainConfig : NetworkConfig, PpoLossConfig, AdamConfig, NormalizationConfig {
+  std::string scenario;  // the scenario trained on; empty in a config that leaves it to --scenario
   // Rollout
   std::int64_t num_envs = 4;
   std::int64_t num_steps = 128;       // T: steps per environment per iteration
@@ -25,6 +26,10 @@ struct TrainConfig : NetworkConfig, PpoLossConfig, AdamConfig, NormalizationConf
   std::int64_t num_minibatches = 4;
   std::int64_t update_epochs = 4;
   double target_kl = 0.0;  // 0: no early stop
+  // Evaluation during training: every eval_every iterations (0: never), eval_episodes greedy episodes
+  // on environments of their own, so the learner's environments are untouched.
+  std::int64_t eval_every = 0;
+  std::int64_t eval_episodes = 32;
   // Runtime
   bool cuda_graph = true;        // capture an iteration as a CUDA graph and replay it
   bool tf32 = false;             // let cuBLASLt round GEMM inputs to TF32

@@ -36,6 +36,7 @@ std::string format_compact(double value) {
 
 std::string format_significant(double value) {
   if (std::isnan(value)) return "nan";
+  if (value == 0.0) return "0";
   // %#.4g keeps trailing zeros (475.0, not 475); the exponent form past 1e6 keeps its four digits.
   std::string text = format_number("%#.4g", value);
   if (!text.empty() && text.back() == '.') text.pop_back();

@@ -79,6 +79,7 @@ TEST_CASE("format_significant gives four significant digits and keeps them") {
   CHECK(format_significant(0.001234567) == "0.001235");
   CHECK(format_significant(1234567.0) == "1.235e+06");
   CHECK(format_significant(std::nan("")) == "nan");
+  CHECK(format_significant(0.0) == "0");
 }
 
 TEST_CASE("plural agrees with its count") {

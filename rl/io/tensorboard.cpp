@@ -158,6 +158,71 @@ std::string encode_scalar_event(double wall_time, std::int64_t step, const Scala
   return event;
 }
 
+namespace {
+
+// One Summary.Value carrying plugin metadata { plugin_data { plugin_name, content } } and, for text, a
+// string tensor { dtype = DT_STRING (7), tensor_shape = {} (a scalar), string_val }.
+std::string plugin_value(std::string_view tag, std::string_view plugin, std::string_view content,
+                         const std::string* text) {
+  std::string plugin_data, metadata, value;
+  put_bytes_field(plugin_data, 1, plugin);
+  if (!content.empty()) put_bytes_field(plugin_data, 2, content);
+  put_bytes_field(metadata, 1, plugin_data);
+  put_bytes_field(value, kValueTag, tag);
+  put_bytes_field(value, 9, metadata);
+  if (text) {
+    std::string tensor;
+    put_key(tensor, 1, kVarint);
+    put_varint(tensor, 7);
+    put_bytes_field(tensor, 2, "");
+    put_bytes_field(tensor, 8, *text);
+    put_bytes_field(value, 8, tensor);
+  }
+  return value;
+}
+
+std::string event_of_values(double wall_time, std::int64_t step, const std::string& values) {
+  std::string summary, event;
+  put_bytes_field(summary, kSummaryValue, values);
+  put_double_field(event, kEventWallTime, wall_time);
+  put_key(event, kEventStep, kVarint);
+  put_varint(event, static_cast<std::uint64_t>(step));
+  put_bytes_field(event, kEventSummary, summary);
+  return event;
+}
+
+}  // namespace
+
+std::string encode_text_event(double wall_time, std::int64_t step, const std::string& tag, const std::string& text) {
+  return event_of_values(wall_time, step, plugin_value(tag, "text", "", &text));
+}
+
+std::string encode_hparams_event(double wall_time, const HParams& hparams) {
+  // HParamsPluginData { version = 1 (0); session_start_info = 3 { map<string, Value> hparams = 1;
+  // double start_time_secs = 5 } }, Value { number_value = 2 (double); string_value = 3; bool_value = 4 }.
+  std::string start;
+  for (const auto& [name, value] : hparams) {
+    std::string encoded, entry;
+    if (const double* number = std::get_if<double>(&value)) {
+      put_double_field(encoded, 2, *number);
+    } else if (const bool* flag = std::get_if<bool>(&value)) {
+      put_key(encoded, 4, kVarint);
+      put_varint(encoded, *flag ? 1 : 0);
+    } else {
+      put_bytes_field(encoded, 3, std::get<std::string>(value));
+    }
+    put_bytes_field(entry, 1, name);
+    put_bytes_field(entry, 2, encoded);
+    put_bytes_field(start, 1, entry);
+  }
+  put_double_field(start, 5, wall_time);
+  std::string data;
+  put_key(data, 1, kVarint);
+  put_varint(data, 0);
+  put_bytes_field(data, 3, start);
+  return event_of_values(wall_time, 0, plugin_value("_hparams_/session_start_info", "hparams", data, nullptr));
+}
+
 TensorBoardEvent decode_event(std::string_view message) {
   TensorBoardEvent event;
   FieldReader fields(message, "Event");
@@ -253,6 +318,16 @@ TensorBoardWriter::~TensorBoardWriter() { close(); }
 void TensorBoardWriter::add_scalars(std::int64_t step, const ScalarValues& scalars, double wall_time) {
   SURGE_CHECK(file_, "TensorBoard writer used after close()");
   write_record(encode_scalar_event(wall_time, step, scalars));
+}
+
+void TensorBoardWriter::add_text(std::int64_t step, const std::string& tag, const std::string& text) {
+  SURGE_CHECK(file_, "TensorBoard writer used after close()");
+  write_record(encode_text_event(wall_clock_seconds(), step, tag, text));
+}
+
+void TensorBoardWriter::add_hparams(const HParams& hparams) {
+  SURGE_CHECK(file_, "TensorBoard writer used after close()");
+  write_record(encode_hparams_event(wall_clock_seconds(), hparams));
 }
 
 void TensorBoardWriter::write_record(const std::string& data) {

@@ -5,17 +5,21 @@
 //   Event         { double wall_time = 1; int64 step = 2; string file_version = 3; Summary summary = 5; }
 //   Summary       { repeated Value value = 1; }
 //   Summary.Value { string tag = 1; float simple_value = 2; }
+// and, for a run's config, a text summary (the text plugin's string tensor) and the hparams plugin's
+// session_start_info, so TensorBoard's HPARAMS tab lists the run with its config.
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <variant>
 #include <vector>
 
 namespace surge::rl {
 
 using ScalarValues = std::vector<std::pair<std::string, float>>;  // (tag, value)
+using HParams = std::vector<std::pair<std::string, std::variant<double, bool, std::string>>>;
 
 // One decoded Event; fields a record did not carry keep their defaults.
 struct TensorBoardEvent {
@@ -29,7 +33,10 @@ struct TensorBoardEvent {
 std::string encode_tfrecord(std::string_view data);
 std::string encode_file_version_event(double wall_time);  // the "brain.Event:2" header event
 std::string encode_scalar_event(double wall_time, std::int64_t step, const ScalarValues& scalars);
-TensorBoardEvent decode_event(std::string_view message);  // throws surge::Error on malformed input
+std::string encode_text_event(double wall_time, std::int64_t step, const std::string& tag, const std::string& text);
+std::string encode_hparams_event(double wall_time, const HParams& hparams);
+// Scalars only (text and hparams values are skipped); throws surge::Error on malformed input.
+TensorBoardEvent decode_event(std::string_view message);
 
 // Every event in an event file, in order. Throws surge::Error naming the byte offset of a record
 // whose framing or checksum is wrong, or that is cut short.
@@ -51,6 +58,9 @@ class TensorBoardWriter {
 
   // Throws surge::Error if the write fails (a full disk, say).
   void add_scalars(std::int64_t step, const ScalarValues& scalars, double wall_time = wall_clock_seconds());
+  // A text summary (Markdown), and the run's hyperparameters for the HPARAMS tab; same errors.
+  void add_text(std::int64_t step, const std::string& tag, const std::string& text);
+  void add_hparams(const HParams& hparams);
   void close();  // idempotent; the destructor calls it
   const std::filesystem::path& path() const { return path_; }
 

@@ -1,119 +1,64 @@
-// surge train: PPO on one scenario, with metrics.csv, config.toml and a checkpoint in the output folder.
+// surge train: PPO on one scenario (or several seeds of it), into a run folder that holds metrics.csv,
+// config.toml, checkpoint.h5 (best.h5 with evaluation) and TensorBoard events.
 #include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <optional>
-#include <sstream>
 
 #include "rl/io/checkpoint.hpp"
 #include "rl/io/resume_state.hpp"
-#include "rl/train_config.hpp"
 #include "rl/trainer.hpp"
 #include "scenarios/registry.hpp"
-#include "scenarios/train_configs.hpp"
 #include "sim/error.hpp"
+#include "sim/format.hpp"
 #include "sim/memory_plan.hpp"
 #include "tools/cli/args.hpp"
 #include "tools/cli/auto_num_envs.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/io.hpp"
-#include "tools/cli/physics_option.hpp"
+#include "tools/cli/run_folder.hpp"
 #include "tools/cli/stop_signal.hpp"
+#include "tools/cli/train_eval.hpp"
 #include "tools/cli/train_output.hpp"
 #include "tools/cli/train_rollout_log.hpp"
+#include "tools/cli/train_seeds.hpp"
+#include "tools/cli/train_setup.hpp"
 
 namespace surge::cli {
 namespace {
 
-// The config: file (built-in or --config), its [cuda] table on a GPU, the preset, then the flags, then --set.
-rl::TrainConfig build_config(const Command& cmd, const std::string& scenario, Device device) {
-  std::string text, source;
-  if (cmd.has("config")) {
-    source = cmd.get("config");
-    std::ifstream in(source);
-    if (!in) throw InputError(cmd.complaint("cannot read config file '" + source + "'"));
-    std::ostringstream contents;
-    contents << in.rdbuf();
-    text = contents.str();
-  } else {
-    text = default_train_config(scenario);
-    source = default_train_config_name(scenario);
-    if (text.empty() && cmd.has("preset"))
-      throw InputError(cmd.complaint("scenario " + scenario + " has no built-in config to take preset '" +
-                                     cmd.get("preset") + "' from; pass --config FILE.toml"));
-  }
-  rl::TrainConfig config =
-      rl::load_train_config(text, source, device.is_cuda(), cmd.has("preset") ? cmd.get("preset") : "");
-  const bool auto_num_envs = cmd.has("num-envs") && cmd.get("num-envs") == "auto";
-  if (cmd.has("num-envs") && !auto_num_envs) config.num_envs = cmd.get_int("num-envs", 1, std::int64_t(1) << 32);
-  if (cmd.has("num-steps")) config.num_steps = cmd.get_int("num-steps", 1, std::int64_t(1) << 24);
-  if (cmd.has("total-steps")) config.total_steps = cmd.get_int("total-steps", 1, std::int64_t(1) << 50);
-  if (cmd.has("seed")) config.seed = cmd.get_u64("seed");
-  if (cmd.flag_set("no-graph")) config.cuda_graph = false;
-  set_physics(config.physics, physics_options(cmd));
-  for (const std::string& setting : cmd.get_all("set")) rl::apply_config_setting(config, setting);
-  if (auto_num_envs) {
-    // The rest of the config first: the sweep trains with it, only N varies.
-    const AutoNumEnvs choice = recommend_num_envs(scenario, device, config);
-    std::cerr << "surge train: " << choice.summary << "\n";
-    config.num_envs = choice.num_envs;
-  }
-  config.validate();
-  return config;
-}
+// Everything a run needs, checked before anything is written.
+struct RunPlan {
+  rl::TrainConfig config;
+  PhysicsConfig physics;
+  Device device = Device::cpu();
+  double target = NAN;
+  std::int64_t checkpoint_every = 0, stop_after = -1;
+  std::optional<RolloutLogRequest> log;
+  RunFolder::Reuse reuse = RunFolder::Reuse::Refuse;
+  std::optional<rl::Checkpoint> resumed;
+  rl::ResumeState resume_state;
+  std::string resume_path;
+};
 
-std::string keys_note() {
-  std::string note = "Config keys (for --set and config files; `surge train --help` shows the built-in values):\n  ";
-  std::size_t column = 2;
-  const auto keys = rl::train_config_keys();
-  for (std::size_t k = 0; k < keys.size(); ++k) {
-    const std::string item = keys[k] + (k + 1 < keys.size() ? ", " : "");
-    if (column + item.size() > 100) {
-      note += "\n  ";
-      column = 2;
-    }
-    note += item;
-    column += item.size();
-  }
-  return note;
-}
-
-}  // namespace
-
-int run_train(const Args& args) {
-  Command cmd("train",
-              "Trains a PPO agent (separate actor and critic MLPs; a categorical policy for discrete actions,\n"
-              "a diagonal Gaussian with a state-independent log-std for continuous ones, whose samples reach\n"
-              "the environment clipped to the action bounds) on N environments of a scenario. Every iteration\n"
-              "steps each environment T times, computes GAE, and runs E epochs of M minibatch updates, all on\n"
-              "one device with no host synchronisation inside the iteration.\n"
-              "Writes DIR/metrics.csv (one row per iteration), DIR/config.toml (the config used) and\n"
-              "DIR/checkpoint.h5 (parameters, optimiser state, config; see `surge eval`), and ends with a\n"
-              "one-line summary.");
-  cmd.option("scenario", "NAME", "scenario to train on", "cartpole")
+void declare(Command& cmd) {
+  add_config_options(cmd)
       .option("device", "DEV", device_help(), "auto")
-      .option("num-envs", "N",
-              "environments stepped together (config key num_envs), or auto: what a short training "
-              "sweep on this device recommends (surge bench sweep --what train)")
-      .option("num-steps", "T", "steps per environment per iteration (num_steps)")
-      .option("total-steps", "S", "environment steps in the whole run (total_steps)")
-      .option("seed", "K", "random seed of environments, initialisation, actions and shuffles (seed)")
-      .option("config", "FILE.toml", "read the config from FILE instead of the scenario's built-in one")
-      .option("preset", "NAME", "apply the config's [presets.NAME] table, e.g. cleanrl (CleanRL's ppo.py defaults)")
-      .repeated("set", "KEY=VALUE",
-                "set one config key, in TOML syntax (e.g. learning_rate=1e-3, hidden=[32,32], "
-                "physics.masspole=[0.05,0.2])");
-  add_physics_option(cmd)
+      .option("seeds", "LIST",
+              "train several seeds one after another, e.g. 1-5 or 1,4,9: DIR/seed<K> each, then a table "
+              "across them (DIR/seeds.csv)")
       .option("target-return", "R", "stop once the mean return of the last 100 finished episodes reaches R")
-      .option("out", "DIR", "output folder (created if missing)", "runs/<scenario>")
+      .option("out", "DIR",
+              "the run's folder; by default a new one, runs/<scenario>/<date>-<time>-seed<K>. An existing "
+              "folder that holds files is refused unless --overwrite or --resume")
+      .flag("overwrite", "replace the run in --out (its metrics.csv, config.toml, checkpoints and tb/)")
       .flag("no-graph", "on CUDA, launch every kernel instead of replaying a CUDA graph (cuda_graph = false)")
-      .flag("dry-run", "print the memory plan (every buffer, the total, whether it fits) and stop")
+      .flag("dry-run",
+            "print the memory plan (every buffer, the total, whether it fits) and stop: exit 0 if it "
+            "fits, 2 if not")
       .option("checkpoint-every", "K", "also write DIR/checkpoint.h5 every K iterations (0: at the end only)", "0")
       .option("stop-after", "K", "stop after K iterations of this run, writing the checkpoint as at the end")
       .option("resume", "CKPT",
@@ -127,113 +72,91 @@ int run_train(const Args& args) {
               "is dropped (and counted) rather than slowing training",
               "4")
       .note(
-          "Precedence: built-in defaults < config file < its [cuda] table (on a GPU) < --preset < the flags\n"
-          "above < --set.")
+          "Config: the scenario's built-in config (or --config FILE) < its [cuda] table (on a GPU) < --preset <\n"
+          "the flags above < --set. `surge config show --scenario S` prints every key with its value and where it\n"
+          "came from; a run's DIR/config.toml holds them all, so `surge train --config DIR/config.toml` repeats\n"
+          "the run (bit for bit on the CPU).")
+      .note(
+          "Evaluation: --set eval_every=K runs eval_episodes greedy episodes (--set eval_episodes=N, default 32)\n"
+          "every K iterations on environments of their own; metrics.csv gets eval_return_mean and\n"
+          "eval_return_std, and DIR/best.h5 keeps the checkpoint with the best evaluation.")
       .note(
           "Domain randomisation: a config's [physics] table (masspole = 0.2 fixes a value, masspole = [0.05, 0.2]\n"
           "draws it from U(0.05, 0.2) per environment at every reset), --physics or --set physics.NAME=...; the\n"
           "start line names what differs from the defaults, and config.toml and the checkpoint keep it.")
       .note(
           "SIGINT (Ctrl-C) or SIGTERM stops the run at the end of the current iteration: metrics.csv, the\n"
-          "rollout log and DIR/checkpoint.h5 are written whole, and the run can go on with --resume. A second\n"
-          "signal ends the process at once. Metrics also go to DIR/tb as TensorBoard scalars.")
-      .note(keys_note())
+          "rollout log and DIR/checkpoint.h5 are written whole (a further signal is ignored while they are),\n"
+          "and the run can go on with --resume. Metrics also go to DIR/tb as TensorBoard scalars.")
       .example("surge train --scenario cartpole --device cpu --target-return 475")
-      .example("surge train --scenario cartpole --preset cleanrl --out runs/cleanrl")
+      .example("surge train --scenario acrobot --seeds 1-3 --out runs/acrobot-seeds")
+      .example("surge train --config runs/cartpole/20261201-120000-seed1/config.toml --out runs/again")
+      .example("surge train --scenario cartpole --preset cleanrl --set eval_every=10 --out runs/cleanrl")
       .example("surge train --device cuda --num-envs 1048576 --set learning_rate=1e-3 --out runs/big")
       .example("surge train --device cuda --num-envs 16777216 --dry-run")
-      .example("surge train --out runs/a --log-rollouts runs/a/rollouts.h5 --log-every 5 --log-envs 256")
+      .example("surge train --out runs/a --log-rollouts runs/a-rollouts.h5 --log-every 5 --log-envs 256")
       .example("surge train --scenario cartpole --physics masspole=0.05:0.2,length=0.4:0.6 --out runs/dr")
       .example("surge train --resume runs/a/checkpoint.h5");
-  if (!cmd.parse(args)) {
-    std::cout << cmd.usage();
-    return 0;
-  }
-  // --resume takes the scenario and config from the checkpoint; flags that would change them are refused.
-  const std::string resume_path = cmd.has("resume") ? cmd.get("resume") : "";
-  if (!resume_path.empty())
-    for (const char* fixed : {"scenario", "config", "preset", "set", "physics", "num-envs", "num-steps", "seed"})
-      if (!cmd.get_all(fixed).empty())
-        throw InputError(cmd.complaint("--resume continues the run as it was configured, so --" + std::string(fixed) +
-                                       " cannot be given with it"));
-  std::optional<rl::Checkpoint> resumed;
-  rl::ResumeState resume_state;
-  if (!resume_path.empty()) {
-    resumed = rl::read_checkpoint(resume_path);
-    resume_state = rl::read_resume_state(resume_path);
-    if (resume_state.metrics_columns != TrainOutput::columns())
-      throw InputError("checkpoint '" + resume_path +
-                       "' keeps metrics with other columns; it was written by another "
-                       "version of surge train");
-  }
-  const std::string scenario = resumed ? resumed->scenario : cmd.get("scenario");
-  const ScenarioSpec& spec = scenario_spec(scenario);
-  const Device device = resolve_device(cmd.get("device"));
-  rl::TrainConfig config = resume_path.empty() ? build_config(cmd, scenario, device) : rl::TrainConfig{};
-  if (resumed) {
-    config = resumed->config;
-    if (cmd.has("total-steps")) config.total_steps = cmd.get_int("total-steps", 1, std::int64_t(1) << 50);
-    if (cmd.flag_set("no-graph")) config.cuda_graph = false;
-    config.validate();
-  }
-  // Checked against the scenario before anything is written.
-  const PhysicsConfig physics = resolve_physics(spec, config.physics);
-  const double target = cmd.has("target-return") ? cmd.get_double("target-return", -1e300, 1e300) : NAN;
-  // Every buffer is sized from the config: a run that would not fit stops here, before it allocates.
-  MemoryPlan plan = engine_memory_plan(scenario, device, config.num_envs);
-  plan.append(rl::Trainer::memory_plan(config, spec, device));
-  if (cmd.flag_set("dry-run")) {
-    std::cout << plan.table(available_memory(device));
-    return 0;
-  }
-  plan.require_fits("surge train on " + device.str(),
-                    "lower --num-envs or --num-steps, or raise num_minibatches (--dry-run shows the plan)");
-  const std::int64_t checkpoint_every = cmd.get_int("checkpoint-every", 0, std::int64_t(1) << 40);
-  const std::int64_t stop_after = cmd.has("stop-after") ? cmd.get_int("stop-after", 1, std::int64_t(1) << 40) : -1;
-  std::string out_dir = cmd.get("out");
-  if (out_dir == "runs/<scenario>") {
-    const std::string resume_folder = std::filesystem::path(resume_path).parent_path().string();
-    out_dir = !resume_path.empty() ? (resume_folder.empty() ? "." : resume_folder) : "runs/" + scenario;
-  }
-  TrainOutput output(out_dir, cmd.complaint("cannot use --out " + out_dir));
-  const std::string checkpoint_path = output.dir() + "/checkpoint.h5";
+}
 
-  auto engine = make_engine(scenario, device, config.num_envs, config.seed, physics);
+// Reads the checkpoint to continue and checks that nothing would change its config.
+void read_resume(const Command& cmd, RunPlan& plan) {
+  plan.resume_path = cmd.get("resume");
+  for (const char* fixed :
+       {"scenario", "config", "preset", "set", "physics", "num-envs", "num-steps", "seed", "seeds", "overwrite"})
+    if (!cmd.get_all(fixed).empty() || (std::string(fixed) == "overwrite" && cmd.flag_set("overwrite")))
+      throw InputError(cmd.complaint("--resume continues the run as it was configured, so --" + std::string(fixed) +
+                                     " cannot be given with it"));
+  plan.resumed = rl::read_checkpoint(plan.resume_path);
+  plan.resume_state = rl::read_resume_state(plan.resume_path);
+  plan.config = plan.resumed->config;
+  plan.config.scenario = plan.resumed->scenario;
+  if (cmd.has("total-steps")) plan.config.total_steps = cmd.get_int("total-steps", 1, std::int64_t(1) << 50);
+  if (cmd.flag_set("no-graph")) plan.config.cuda_graph = false;
+  plan.config.validate();
+  plan.reuse = RunFolder::Reuse::Resume;
+}
+
+struct RunOutcome {
+  int exit_code = 0;
+  SeedResult result;
+};
+
+RunOutcome train_run(const RunPlan& plan, const std::string& out_dir) {
+  const rl::TrainConfig& config = plan.config;
+  const ScenarioSpec& spec = scenario_spec(config.scenario);
+  RunFolder folder(out_dir, plan.reuse, "surge train");
+  const std::string checkpoint_path = folder.dir() + "/checkpoint.h5";
+
+  auto engine = make_engine(config.scenario, plan.device, config.num_envs, config.seed, plan.physics);
   rl::Trainer trainer(*engine, config);
   std::int64_t first_iteration = 0;  // iterations already done by the run this one continues
-  if (resumed) {
-    resume_state.restore(*resumed, trainer, *engine);
-    output.restore_rows(resume_state.metrics_rows);
-    first_iteration = resume_state.iteration();
+  if (plan.resumed) {
+    plan.resume_state.restore(*plan.resumed, trainer, *engine);
+    first_iteration = plan.resume_state.iteration();
   }
   std::unique_ptr<rl::RolloutLog> rollout_log;
-  if (cmd.has("log-rollouts")) {
-    RolloutLogRequest request;
-    request.path = cmd.get("log-rollouts");
-    request.every = cmd.get_int("log-every", 1, std::int64_t(1) << 40);
-    // The default takes at most all the environments there are; a number asked for must fit.
-    request.envs = cmd.get_all("log-envs").empty() ? std::min<std::int64_t>(64, config.num_envs)
-                                                   : cmd.get_int("log-envs", 1, config.num_envs);
-    request.queue_depth = static_cast<int>(cmd.get_int("log-queue", 1, 64));
-    rollout_log = open_train_rollout_log(request, *engine, trainer, resumed ? first_iteration + 1 : -1);
-  }
-  output.write_config(config, spec, device);
+  if (plan.log)
+    rollout_log = open_train_rollout_log(*plan.log, *engine, trainer, plan.resumed ? first_iteration + 1 : -1);
+  TrainOutput output(folder.dir());
+  if (plan.resumed) output.restore_rows(plan.resume_state.metrics_rows, plan.resume_state.metrics_columns);
+  output.write_config(config, spec, plan.device);
+  folder.keep();
 
-  const bool tty = ::isatty(STDERR_FILENO);
-  std::cerr << "surge train: " << scenario << " on " << device.str() << ", " << config.num_envs << " envs x "
-            << config.num_steps << " steps, " << trainer.num_iterations() << " iterations ("
+  std::cerr << "surge train: " << config.scenario << " on " << plan.device.str() << ", " << config.num_envs
+            << " envs x " << config.num_steps << " steps, " << plural(trainer.num_iterations(), "iteration") << " ("
             << config.num_iterations() * config.batch_size() << " steps)"
             << (trainer.uses_graph() ? ", CUDA graph" : "");
-  if (physics.any_randomized() || !config.physics.empty())
-    std::cerr << ", physics: " << describe_physics(spec, physics);
-  if (!resume_path.empty()) std::cerr << ", resumed after iteration " << first_iteration;
-  std::cerr << "\n";
+  if (plan.physics.any_randomized() || !config.physics.empty())
+    std::cerr << ", physics: " << describe_physics(spec, plan.physics);
+  if (plan.resumed) std::cerr << ", resumed after iteration " << first_iteration;
+  std::cerr << "; into " << folder.dir() << "\n";
 
   const auto start = std::chrono::steady_clock::now();
   auto seconds_since_start = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
-  ProgressPrinter progress(tty, trainer.num_iterations());
+  ProgressPrinter progress(::isatty(STDERR_FILENO), trainer.num_iterations());
   double target_time = NAN, target_step = NAN;
   bool stop = false;
   auto consume = [&](const std::vector<rl::IterationMetrics>& ready) {
@@ -241,54 +164,86 @@ int run_train(const Args& args) {
       const double wall = seconds_since_start();
       output.add_row(m, wall);
       progress.update(m, wall);
-      if (!std::isnan(target) && std::isnan(target_time) && m.recent_episodes >= rl::kRecentEpisodes &&
-          m.return_last100 >= target) {
+      if (!std::isnan(plan.target) && std::isnan(target_time) && m.recent_episodes >= rl::kRecentEpisodes &&
+          m.return_last100 >= plan.target) {
         target_time = wall;
         target_step = m.global_step;
         stop = true;
       }
     }
   };
-  // A checkpoint carries the metrics rows so far, so it waits for the latest iteration first. A build
-  // without HDF5 writes none, and says so at the end.
-  auto save_checkpoint = [&] {
-    if (!rl::checkpoints_available()) return;
+  // A checkpoint carries the metrics rows so far, so it waits for the latest iteration first. It is
+  // written beside its target and renamed over it, so a failed write leaves the last good one.
+  auto save_checkpoint = [&](const std::string& path) {
+    if (!rl::checkpoints_available()) return true;
     consume(trainer.drain());
     rl::ResumeState state = rl::ResumeState::capture(trainer, *engine);
     state.metrics_columns = TrainOutput::columns();
     state.metrics_rows = output.rows();
-    rl::write_resumable_checkpoint(checkpoint_path, trainer, state);
+    try {
+      rl::write_resumable_checkpoint(path, trainer, state);
+      return true;
+    } catch (const std::exception& e) {
+      std::cerr << "surge train: could not write " << path << ": " << e.what() << "\n";
+      return false;
+    }
   };
+  const TrainEvaluator evaluator(config.scenario, plan.physics, config);
+  bool periodic_checkpoints = plan.checkpoint_every > 0, best_checkpoints = true;
   StopSignals signals;
   std::int64_t done = first_iteration;
   for (std::int64_t k = first_iteration; k < trainer.num_iterations() && !stop && !signals.requested(); ++k) {
-    if (stop_after >= 0 && k - first_iteration >= stop_after) break;
+    if (plan.stop_after >= 0 && k - first_iteration >= plan.stop_after) break;
     // Iterations are numbered from 1 in the log, as in metrics.csv.
     if (rollout_log) rollout_log->begin_iteration(k + 1, trainer.stream());
     trainer.iterate();
     if (rollout_log) rollout_log->end_iteration((k + 1) * config.batch_size(), trainer.stream());
     done = k + 1;
     consume(trainer.ready_metrics());
+    if (evaluator.due(done)) {
+      consume(trainer.drain());
+      const double best = output.best_eval();
+      const EvalResult eval = evaluator.run(trainer, done);
+      output.set_eval(eval.mean, eval.std);
+      if (best_checkpoints && !(eval.mean <= best)) best_checkpoints = save_checkpoint(folder.dir() + "/best.h5");
+    }
     output.flush_every(5.0);
-    if (checkpoint_every > 0 && done % checkpoint_every == 0 && done < trainer.num_iterations()) save_checkpoint();
+    if (periodic_checkpoints && done % plan.checkpoint_every == 0 && done < trainer.num_iterations())
+      periodic_checkpoints = save_checkpoint(checkpoint_path);
   }
   consume(trainer.drain());
   progress.finish();
-  output.write_metrics();
+  signals.shield();  // what follows is written whole: a further Ctrl-C waits for it
+  std::string failed;
+  try {
+    output.write_metrics();
+  } catch (const std::exception& e) {
+    std::cerr << "surge train: could not write " << output.dir() << "/metrics.csv: " << e.what() << "\n";
+    failed = "metrics.csv";
+  }
   if (rollout_log) {
     rollout_log->close();
     const rl::RolloutLogStats logged = rollout_log->stats();
     if (!logged.failed)
-      std::cerr << "surge train: logged " << logged.written << " iterations to " << rollout_log->path()
+      std::cerr << "surge train: logged " << plural(logged.written, "iteration") << " to " << rollout_log->path()
                 << (logged.dropped ? " (" + std::to_string(logged.dropped) + " dropped: the disk did not keep up)" : "")
                 << "\n";
   }
-  save_checkpoint();
+  if (!save_checkpoint(checkpoint_path)) failed += failed.empty() ? "checkpoint.h5" : " and checkpoint.h5";
   if (!rl::checkpoints_available())
     std::cerr
         << "surge train: this build has no HDF5, so no checkpoint.h5 was written (install libhdf5-dev and rebuild)\n";
-  const RunSummary summary = output.summary(target, target_time, target_step);
-  std::cout << summary.line << "\n";
+  std::cout << output.summary(plan.target, target_time, target_step).line << "\n";
+
+  RunOutcome outcome;
+  const double threshold = std::isnan(plan.target) ? spec.reward_threshold : plan.target;
+  outcome.result = summarize_run(output.rows(), threshold, target_time, target_step, folder.dir(), config.seed);
+  if (!failed.empty()) {
+    std::cerr << "surge train: " << failed << " could not be written (is the disk full?); what " << folder.dir()
+              << " held before stays\n";
+    outcome.exit_code = 2;
+    return outcome;
+  }
   const bool cut_short = done < trainer.num_iterations() && !stop;
   if (cut_short) {
     const std::string why = signals.requested()
@@ -297,8 +252,108 @@ int run_train(const Args& args) {
     std::cerr << "surge train: " << why << " after iteration " << done << " of " << trainer.num_iterations()
               << "; metrics.csv and checkpoint.h5 are written; continue with: surge train --resume " << checkpoint_path
               << "\n";
-    if (signals.requested()) return StopSignals::exit_code(signals.signal_number());
+    if (signals.requested()) outcome.exit_code = StopSignals::exit_code(signals.signal_number());
   }
+  if (outcome.exit_code == 0) outcome.result.greedy = final_evaluation(trainer, plan.physics, config);
+  return outcome;
+}
+
+}  // namespace
+
+int run_train(const Args& args) {
+  Command cmd("train",
+              "Trains a PPO agent (separate actor and critic MLPs; a categorical policy for discrete actions,\n"
+              "a diagonal Gaussian with a state-independent log-std for continuous ones, whose samples reach\n"
+              "the environment clipped to the action bounds) on N environments of a scenario. Every iteration\n"
+              "steps each environment T times, computes GAE, and runs E epochs of M minibatch updates, all on\n"
+              "one device with no host synchronisation inside the iteration.\n"
+              "Writes DIR/metrics.csv (one row per iteration), DIR/config.toml (the whole config, scenario and\n"
+              "seed included), DIR/checkpoint.h5 (parameters, optimiser state, config; see `surge eval`) and\n"
+              "DIR/tb (TensorBoard), and ends with a one-line summary.");
+  declare(cmd);
+  if (!cmd.parse(args)) {
+    std::cout << cmd.usage();
+    return 0;
+  }
+  RunPlan plan;
+  plan.device = resolve_device(cmd.get("device"));
+  std::vector<std::uint64_t> seeds;
+  if (cmd.has("resume")) {
+    read_resume(cmd, plan);
+  } else {
+    BuiltConfig built = build_train_config(cmd, plan.device);
+    if (cmd.has("seeds")) {
+      if (cmd.has("seed")) throw InputError(cmd.complaint("give --seed or --seeds, not both"));
+      seeds = parse_seeds(cmd.get("seeds"), cmd);
+    }
+    if (built.auto_num_envs) {
+      // The rest of the config first: the sweep trains with it, only N varies.
+      const AutoNumEnvs choice = recommend_num_envs(built.config.scenario, plan.device, built.config);
+      std::cerr << "surge train: " << choice.summary << "\n";
+      built.config.num_envs = choice.num_envs;
+      built.config.validate();
+    }
+    plan.config = built.config;
+    plan.reuse = cmd.flag_set("overwrite") ? RunFolder::Reuse::Overwrite : RunFolder::Reuse::Refuse;
+  }
+  const std::string& scenario = plan.config.scenario;
+  const ScenarioSpec& spec = scenario_spec(scenario);
+  plan.physics = resolve_physics(spec, plan.config.physics);
+  if (cmd.has("target-return")) plan.target = cmd.get_double("target-return", -1e300, 1e300);
+  // Every buffer is sized from the config: a run that would not fit stops here, before it allocates.
+  MemoryPlan memory = engine_memory_plan(scenario, plan.device, plan.config.num_envs);
+  memory.append(rl::Trainer::memory_plan(plan.config, spec, plan.device));
+  if (cmd.flag_set("dry-run")) {
+    const AvailableMemory available = available_memory(plan.device);
+    std::cout << memory.table(available);
+    return memory.fits(available) || !available.known ? 0 : 2;
+  }
+  memory.require_fits("surge train on " + plan.device.str(),
+                      "lower --num-envs or --num-steps, or raise num_minibatches (--dry-run shows the plan)");
+  plan.checkpoint_every = cmd.get_int("checkpoint-every", 0, std::int64_t(1) << 40);
+  if (cmd.has("stop-after")) plan.stop_after = cmd.get_int("stop-after", 1, std::int64_t(1) << 40);
+
+  std::string out_dir = cmd.get_all("out").empty() ? "" : cmd.get("out");
+  if (out_dir.empty()) {
+    const std::string resume_folder = std::filesystem::path(plan.resume_path).parent_path().string();
+    out_dir = plan.resumed     ? (resume_folder.empty() ? "." : resume_folder)
+              : !seeds.empty() ? RunFolder::default_dir(scenario, "seeds" + cmd.get("seeds"))
+                               : RunFolder::default_dir(scenario, "seed" + std::to_string(plan.config.seed));
+  }
+  if (cmd.has("log-rollouts")) {
+    if (!seeds.empty())
+      throw InputError(cmd.complaint("--log-rollouts takes one run; train the seed to log on its own (--seed K)"));
+    RolloutLogRequest request;
+    request.path = cmd.get("log-rollouts");
+    request.every = cmd.get_int("log-every", 1, std::int64_t(1) << 40);
+    // The default takes at most all the environments there are; a number asked for must fit.
+    request.envs = cmd.get_all("log-envs").empty() ? std::min<std::int64_t>(64, plan.config.num_envs)
+                                                   : cmd.get_int("log-envs", 1, plan.config.num_envs);
+    request.queue_depth = static_cast<int>(cmd.get_int("log-queue", 1, 64));
+    RunFolder::require_not_an_output(out_dir, request.path, "--log-rollouts", "surge train");
+    // A log inside the run's folder may wait for the folder; anywhere else its folder must exist.
+    std::error_code error;
+    const std::filesystem::path folder = std::filesystem::absolute(request.path).parent_path();
+    if (std::filesystem::weakly_canonical(folder, error) !=
+        std::filesystem::weakly_canonical(std::filesystem::absolute(out_dir), error))
+      require_writable(request.path, "the rollout log");
+    plan.log = request;
+  }
+  if (seeds.empty()) {
+    if (plan.reuse == RunFolder::Reuse::Refuse) RunFolder::require_free(out_dir, false, "surge train");
+    return train_run(plan, out_dir).exit_code;
+  }
+  // Several seeds: every folder is checked before the first run starts.
+  for (std::uint64_t seed : seeds)
+    RunFolder::require_free(seed_dir(out_dir, seed), plan.reuse == RunFolder::Reuse::Overwrite, "surge train");
+  std::vector<SeedResult> results;
+  for (std::uint64_t seed : seeds) {
+    plan.config.seed = seed;
+    RunOutcome outcome = train_run(plan, seed_dir(out_dir, seed));
+    results.push_back(outcome.result);
+    if (outcome.exit_code != 0) return outcome.exit_code;
+  }
+  report_seeds(results, spec, out_dir);
   return 0;
 }
 

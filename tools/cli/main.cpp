@@ -24,13 +24,20 @@ Surge steps thousands to millions of reinforcement-learning environments in para
 or on the CPU, and writes their observations straight into rollout buffers.
 
 Commands:
-  step        one batched transition of given states (CSV in, CSV out)
-  bench env   environment throughput: env-steps per second and bytes written per step
-  train       PPO on a scenario: metrics.csv, a progress line and a summary
-  eval        a trained policy's mean return over K episodes, from its checkpoint
-  h5          read a rollout log: info, episodes, export as CSV
-  doctor      what this machine offers: driver, CUDA, GPUs, architectures, libraries, and a verdict
-  plot        a training run's learning curve (return against steps and wall time) as SVG
+  train           PPO on a scenario (or several seeds): a run folder with metrics.csv, config.toml,
+                  checkpoint.h5 and TensorBoard events; a progress line and a summary
+  config show     the effective training config as TOML, and where each value came from
+  eval            a trained policy's mean return over K episodes, from its checkpoint
+  plot            learning curves (one run, or seeds of a config as a band) as SVG
+  step            one batched transition of given states (CSV in, CSV out)
+  bench env       environment throughput: env-steps per second and bytes written per step
+  bench train     end-to-end PPO training throughput, CUDA graphs on and off
+  bench sweep     env-steps/s against the number of environments, the knee, a recommended N
+  bench roofline  each training phase's FLOPs and bytes against this machine's measured roofs
+  h5 info         a rollout log's contents: fields, iterations logged, environments
+  h5 episodes     the episodes a rollout log holds, as CSV
+  h5 export       one logged iteration (or more) as CSV
+  doctor          what this machine offers: driver, CUDA, GPUs, architectures, libraries, and a verdict
 
 Options:
   --help      show this help (every command takes --help too)
@@ -48,6 +55,16 @@ void print_usage() {
     for (int j = 0; j < spec.param_count(); ++j) line += (j ? ", " : "") + std::string(spec.params[j].name);
     std::cout << line << "\n";
   }
+}
+
+// "surge train", "surge bench env", "surge h5 info": what the user typed, for the start of an error line.
+std::string command_name(const std::vector<std::string>& args) {
+  std::string name = "surge";
+  if (args.empty()) return name;
+  name += " " + args[0];
+  const bool has_subcommands = args[0] == "bench" || args[0] == "h5" || args[0] == "config";
+  if (has_subcommands && args.size() > 1 && !args[1].empty() && args[1][0] != '-') name += " " + args[1];
+  return name;
 }
 
 void print_version() {
@@ -88,10 +105,13 @@ int main(int argc, char** argv) {
     if (command == "h5") return surge::cli::run_h5(rest);
     if (command == "doctor") return surge::cli::run_doctor(rest);
     if (command == "plot") return surge::cli::run_plot(rest);
+    if (command == "config") return surge::cli::run_config(rest);
     std::cerr << "surge: unknown command '" << command << "'; see 'surge --help'\n";
     return 2;
   } catch (const surge::InputError& e) {
-    std::cerr << e.what() << "\n";
+    // Every error line starts with the command's name; messages from shared code get it here.
+    const std::string message = e.what();
+    std::cerr << (message.rfind("surge", 0) == 0 ? "" : command_name(args) + ": ") << message << "\n";
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "surge: error: " << e.what() << "\n";

@@ -29,6 +29,14 @@ StopSignals::~StopSignals() {
   sigaction(SIGTERM, &previous_term, nullptr);
 }
 
+void StopSignals::shield() {
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  sigaction(SIGINT, &ignore, nullptr);
+  sigaction(SIGTERM, &ignore, nullptr);
+}
+
 bool StopSignals::requested() const { return received != 0; }
 int StopSignals::signal_number() const { return received; }
 

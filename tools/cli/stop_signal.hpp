@@ -14,6 +14,8 @@ class StopSignals {
   int signal_number() const;  // 0 until a signal came
   // "SIGINT" or "SIGTERM", and the exit code a shell expects after it (128 + the signal number).
   static const char* name(int signal_number);
+  // From now on SIGINT and SIGTERM are ignored: the final writes finish whole (SIGKILL still ends it).
+  void shield();
   static int exit_code(int signal_number) { return 128 + signal_number; }
 };
 

@@ -1,73 +1,173 @@
 #include "tools/cli/train_output.hpp"
 
+#include <sys/ioctl.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <sstream>
 
 #include "rl/io/tensorboard.hpp"
-#include "rl/trainer.hpp"
 #include "sim/error.hpp"
 #include "sim/format.hpp"
 #include "tools/cli/io.hpp"
 
 namespace surge::cli {
+namespace {
 
-TrainOutput::TrainOutput(std::string dir, const std::string& complaint) : dir_(std::move(dir)) {
-  std::error_code error;
-  std::filesystem::create_directories(dir_, error);
-  if (error) throw InputError(complaint + ": " + error.message());
+constexpr std::size_t kEvalMean = 15, kEvalStd = 16;  // column indices
+
+// A cell of metrics.csv: counts as whole numbers, values with nine significant digits, nothing for NaN.
+std::string cell(std::size_t column, double value) {
+  if (std::isnan(value)) return "";
+  return column == 0 || column == 1 || column == 4 ? std::to_string(std::llround(value)) : format_precise(value);
+}
+
+}  // namespace
+
+TrainOutput::TrainOutput(std::string dir) : dir_(std::move(dir)) {
   require_writable(dir_ + "/metrics.csv", "metrics");
-  tensorboard_ = std::make_unique<rl::TensorBoardWriter>(dir_ + "/tb");
-  last_flush_ = std::chrono::steady_clock::now();
+  write_metrics();
+  open_tensorboard();
 }
 
 TrainOutput::~TrainOutput() = default;
 
-void TrainOutput::restore_rows(std::vector<std::vector<double>> rows) {
-  rows_ = std::move(rows);
-  wall_time_offset_s_ = rows_.empty() ? 0.0 : rows_.back()[2];
+void TrainOutput::open_tensorboard() {
+  std::error_code error;
+  std::filesystem::remove_all(dir_ + "/tb", error);  // one event file per run
+  try {
+    tensorboard_ = std::make_unique<rl::TensorBoardWriter>(dir_ + "/tb");
+  } catch (const std::exception& e) {
+    std::cerr << "surge train: " << e.what() << "; no TensorBoard events, metrics.csv goes on\n";
+  }
 }
 
 const std::vector<std::string>& TrainOutput::columns() {
   static const std::vector<std::string> names = {
-      "iteration",      "global_step",          "wall_time_s",  "sps",        "episodes", "episodic_return_mean",
-      "return_last100", "episodic_length_mean", "policy_loss",  "value_loss", "entropy",  "approx_kl",
-      "clipfrac",       "explained_variance",   "learning_rate"};
+      "iteration",      "global_step",          "wall_time_s",    "sps",
+      "episodes",       "episodic_return_mean", "return_last100", "episodic_length_mean",
+      "policy_loss",    "value_loss",           "entropy",        "approx_kl",
+      "clipfrac",       "explained_variance",   "learning_rate",  "eval_return_mean",
+      "eval_return_std"};
+  return names;
+}
+
+const std::vector<std::string>& TrainOutput::tags() {
+  static const std::vector<std::string> names = {"",
+                                                 "",
+                                                 "",
+                                                 "charts/SPS",
+                                                 "charts/episodes",
+                                                 "charts/episodic_return",
+                                                 "charts/return_last100",
+                                                 "charts/episodic_length",
+                                                 "losses/policy_loss",
+                                                 "losses/value_loss",
+                                                 "losses/entropy",
+                                                 "losses/approx_kl",
+                                                 "losses/clipfrac",
+                                                 "losses/explained_variance",
+                                                 "charts/learning_rate",
+                                                 "eval/return_mean",
+                                                 "eval/return_std"};
   return names;
 }
 
 void TrainOutput::write_config(const rl::TrainConfig& config, const ScenarioSpec& spec, Device device) {
   scenario_ = spec.name;
   device_ = device.str();
-  AtomicFile file(dir_ + "/config.toml");
-  file.stream() << "# surge train: " << spec.name << " (" << spec.gym_id << ") on " << device.str() << "\n"
-                << config.to_toml();
-  file.commit();
-}
-
-void TrainOutput::add_row(const rl::IterationMetrics& m, double wall_time_s) {
-  wall_time_s += wall_time_offset_s_;
-  rows_.push_back({m.iteration, m.global_step, wall_time_s, wall_time_s > 0 ? m.global_step / wall_time_s : NAN,
-                   m.episodes, m.episodic_return_mean, m.return_last100, m.episodic_length_mean, m.policy_loss,
-                   m.value_loss, m.entropy, m.approx_kl, m.clipfrac, m.explained_variance, m.learning_rate});
+  const std::string header = "# surge train: " + spec.name + " (" + spec.gym_id + ") on " + device.str() + "\n";
+  write_atomically(dir_ + "/config.toml", header + config.to_toml());
   if (!tensorboard_) return;
-  rl::ScalarValues scalars;
-  for (std::size_t k = 0; k < columns().size(); ++k)
-    scalars.emplace_back(columns()[k], static_cast<float>(rows_.back()[k]));
+  rl::HParams hparams;
+  std::istringstream lines(config.to_toml());
+  std::string line, prefix;
+  while (std::getline(lines, line)) {
+    if (!line.empty() && line.front() == '[') prefix = line.substr(1, line.find(']') - 1) + ".";
+    const std::size_t equals = line.find(" = ");
+    if (equals == std::string::npos) continue;
+    const std::string name = prefix + line.substr(0, equals), value = line.substr(equals + 3);
+    char* end = nullptr;
+    const double number = std::strtod(value.c_str(), &end);
+    if (value == "true" || value == "false")
+      hparams.emplace_back(name, value == "true");
+    else if (!value.empty() && *end == '\0')
+      hparams.emplace_back(name, number);
+    else
+      hparams.emplace_back(name, value.front() == '"' ? value.substr(1, value.size() - 2) : value);
+  }
   try {
-    tensorboard_->add_scalars(static_cast<std::int64_t>(m.global_step), scalars);
+    tensorboard_->add_text(0, "config", "```toml\n" + header + config.to_toml() + "```");
+    tensorboard_->add_hparams(hparams);
   } catch (const std::exception& e) {
     std::cerr << "surge train: " << e.what() << "; TensorBoard events stop here, metrics.csv goes on\n";
     tensorboard_.reset();
   }
 }
 
+void TrainOutput::to_tensorboard(const std::vector<double>& row, bool eval_only) {
+  if (!tensorboard_) return;
+  rl::ScalarValues scalars;
+  for (std::size_t k = eval_only ? kEvalMean : 0; k < row.size(); ++k)
+    if (!tags()[k].empty() && !std::isnan(row[k])) scalars.emplace_back(tags()[k], static_cast<float>(row[k]));
+  if (scalars.empty()) return;
+  try {
+    tensorboard_->add_scalars(static_cast<std::int64_t>(row[1]), scalars);
+  } catch (const std::exception& e) {
+    std::cerr << "surge train: " << e.what() << "; TensorBoard events stop here, metrics.csv goes on\n";
+    tensorboard_.reset();
+  }
+}
+
+void TrainOutput::restore_rows(std::vector<std::vector<double>> rows, const std::vector<std::string>& columns) {
+  for (std::size_t k = 0; k < columns.size() && k < TrainOutput::columns().size(); ++k)
+    if (columns[k] != TrainOutput::columns()[k] || columns.size() > TrainOutput::columns().size())
+      throw InputError("surge train: the checkpoint keeps metrics with other columns (" + columns[k] +
+                       "); it was written by another version of surge train");
+  for (auto& row : rows) row.resize(TrainOutput::columns().size(), NAN);
+  rows_ = std::move(rows);
+  wall_time_offset_s_ = rows_.empty() ? 0.0 : rows_.back()[2];
+  for (const auto& row : rows_) to_tensorboard(row, false);
+}
+
+void TrainOutput::add_row(const rl::IterationMetrics& m, double wall_time_s) {
+  wall_time_s += wall_time_offset_s_;
+  rows_.push_back({m.iteration, m.global_step, wall_time_s, wall_time_s > 0 ? m.global_step / wall_time_s : NAN,
+                   m.episodes, m.episodic_return_mean, m.return_last100, m.episodic_length_mean, m.policy_loss,
+                   m.value_loss, m.entropy, m.approx_kl, m.clipfrac, m.explained_variance, m.learning_rate, NAN, NAN});
+  to_tensorboard(rows_.back(), false);
+}
+
+void TrainOutput::set_eval(double mean, double std) {
+  if (rows_.empty()) return;
+  rows_.back()[kEvalMean] = mean;
+  rows_.back()[kEvalStd] = std;
+  to_tensorboard(rows_.back(), true);
+}
+
+double TrainOutput::best_eval() const {
+  double best = NAN;
+  for (const auto& row : rows_)
+    if (!std::isnan(row[kEvalMean]) && !(row[kEvalMean] <= best)) best = row[kEvalMean];
+  return best;
+}
+
 void TrainOutput::flush_every(double seconds) {
   const auto now = std::chrono::steady_clock::now();
   if (std::chrono::duration<double>(now - last_flush_).count() < seconds) return;
-  write_metrics();
+  try {
+    write_metrics();
+    flush_failed_ = false;
+  } catch (const std::exception& e) {
+    last_flush_ = now;
+    if (!flush_failed_)
+      std::cerr << "surge train: " << e.what() << "; training goes on and metrics.csv is tried again\n";
+    flush_failed_ = true;
+  }
 }
 
 void TrainOutput::write_metrics() {
@@ -76,9 +176,7 @@ void TrainOutput::write_metrics() {
   for (std::size_t k = 0; k < names.size(); ++k) file.stream() << (k ? "," : "") << names[k];
   file.stream() << "\n";
   for (const auto& row : rows_) {
-    for (std::size_t k = 0; k < row.size(); ++k)
-      file.stream() << (k ? "," : "")
-                    << (k == 0 || k == 1 || k == 4 ? std::to_string(std::llround(row[k])) : format_precise(row[k]));
+    for (std::size_t k = 0; k < row.size(); ++k) file.stream() << (k ? "," : "") << cell(k, row[k]);
     file.stream() << "\n";
   }
   file.commit();
@@ -92,33 +190,71 @@ RunSummary TrainOutput::summary(double target, double target_time_s, double targ
   const double last100 = rows_.empty() ? NAN : rows_.back()[6];
   line << "surge train: " << scenario_ << " on " << device_ << ": " << format_grouped(steps) << " steps in "
        << format_number("%.2f", wall) << " s (" << format_grouped(wall > 0 ? steps / wall : 0.0)
-       << " SPS), return_last100 " << format_precise(last100);
+       << " SPS), return_last100 " << (std::isnan(last100) ? "— (no episode ended)" : format_significant(last100));
+  const double best = best_eval();
+  if (!std::isnan(best)) line << ", best eval " << format_significant(best);
   if (!std::isnan(target)) {
     if (std::isnan(target_time_s)) {
-      line << "; target " << format_precise(target) << " not reached";
+      line << "; target " << format_significant(target) << " not reached";
     } else {
-      line << "; target " << format_precise(target) << " reached at " << format_number("%.2f", target_time_s)
+      line << "; target " << format_significant(target) << " reached at " << format_number("%.2f", target_time_s)
            << " s (step " << format_grouped(target_step) << ")";
     }
   }
   return {line.str()};
 }
 
-void ProgressPrinter::update(const rl::IterationMetrics& m, double wall_time_s) {
+namespace {
+std::size_t terminal_width() {
+  winsize size{};
+  if (::ioctl(STDERR_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 0) return size.ws_col;
+  if (const char* columns = std::getenv("COLUMNS"))
+    if (const long value = std::atol(columns); value > 0) return static_cast<std::size_t>(value);
+  return 80;
+}
+
+std::string value_or_dash(double value) {
+  return std::isnan(value) ? "—" : format_precise(std::round(value * 10) / 10);
+}
+
+// Cuts `text` to `width` columns, counting a UTF-8 character (the dash) as one column.
+std::string cut(const std::string& text, std::size_t width) {
+  std::size_t columns = 0;
+  for (std::size_t k = 0; k < text.size(); ++k) {
+    if ((static_cast<unsigned char>(text[k]) & 0xC0) == 0x80) continue;  // continuation byte
+    if (columns++ == width) return text.substr(0, k);
+  }
+  return text;
+}
+}  // namespace
+
+ProgressPrinter::ProgressPrinter(bool tty, std::int64_t iterations)
+    : tty_(tty), iterations_(iterations), width_(tty ? terminal_width() : 1000) {}
+
+std::string ProgressPrinter::line(const rl::IterationMetrics& m, std::int64_t iterations, double wall_time_s,
+                                  std::size_t width) {
   const double sps = wall_time_s > 0 ? m.global_step / wall_time_s : 0.0;
-  const double remaining = (static_cast<double>(iterations_) - m.iteration) * wall_time_s / m.iteration;
-  std::ostringstream line;
-  char buffer[160];
-  std::snprintf(buffer, sizeof buffer, "iter %lld/%lld  steps %s  SPS %s  return %s  last100 %s  ETA %s",
-                static_cast<long long>(m.iteration), static_cast<long long>(iterations_),
-                format_grouped(m.global_step).c_str(), format_grouped(sps).c_str(),
-                format_precise(std::round(m.episodic_return_mean * 10) / 10).c_str(),
-                format_precise(std::round(m.return_last100 * 10) / 10).c_str(), format_duration(remaining).c_str());
-  last_line_ = buffer;
+  const double remaining = (static_cast<double>(iterations) - m.iteration) * wall_time_s / m.iteration;
+  const std::string text = "iter " + std::to_string(static_cast<long long>(m.iteration)) + "/" +
+                           std::to_string(static_cast<long long>(iterations)) + "  steps " +
+                           format_grouped(m.global_step) + "  SPS " + format_grouped(sps) + "  return " +
+                           value_or_dash(m.episodic_return_mean) + "  last100 " + value_or_dash(m.return_last100) +
+                           "  ETA " + format_duration(remaining);
+  return cut(text, width);
+}
+
+void ProgressPrinter::update(const rl::IterationMetrics& m, double wall_time_s) {
   if (tty_) {
-    std::cerr << "\r" << last_line_ << "   " << std::flush;
+    // At most ten redraws a second; the last line is drawn by finish().
+    last_line_ = line(m, iterations_, wall_time_s, width_ - 1);
+    last_line_printed_ = wall_time_s - last_print_ >= 0.1;
+    if (last_line_printed_) {
+      std::cerr << "\r\033[K" << last_line_ << std::flush;
+      last_print_ = wall_time_s;
+    }
     return;
   }
+  last_line_ = line(m, iterations_, wall_time_s, width_);
   last_line_printed_ = wall_time_s - last_print_ >= 2.0;
   if (last_line_printed_) {
     std::cerr << last_line_ << "\n";
@@ -127,10 +263,12 @@ void ProgressPrinter::update(const rl::IterationMetrics& m, double wall_time_s) 
 }
 
 void ProgressPrinter::finish() {
-  if (tty_)
-    std::cerr << "\n";
-  else if (!last_line_.empty() && !last_line_printed_)
+  if (tty_) {
+    if (!last_line_.empty() && !last_line_printed_) std::cerr << "\r\033[K" << last_line_;
+    if (!last_line_.empty()) std::cerr << "\n";
+  } else if (!last_line_.empty() && !last_line_printed_) {
     std::cerr << last_line_ << "\n";
+  }
 }
 
 }  // namespace surge::cli

@@ -1,6 +1,7 @@
 #pragma once
-// What `surge train` leaves behind and shows while it runs: metrics.csv (and the same columns as
-// TensorBoard scalars in DIR/tb), config.toml, the progress line and the closing summary.
+// What `surge train` leaves behind and shows while it runs: metrics.csv (and the same values as
+// TensorBoard scalars in DIR/tb, grouped as charts/, losses/ and eval/), config.toml (also in
+// TensorBoard, as text and as hyperparameters), the progress line and the closing summary.
 #include <chrono>
 #include <memory>
 #include <string>
@@ -12,7 +13,6 @@
 #include "sim/engine.hpp"
 
 namespace surge::rl {
-class Trainer;
 class TensorBoardWriter;
 }  // namespace surge::rl
 
@@ -24,46 +24,65 @@ struct RunSummary {
 
 class TrainOutput {
  public:
-  // Creates `dir` if needed; throws InputError starting with `complaint` if it cannot be written.
-  TrainOutput(std::string dir, const std::string& complaint);
+  // Writes into the existing folder `dir`: metrics.csv (its header at once, so an interrupted run
+  // always leaves one) and DIR/tb.
+  explicit TrainOutput(std::string dir);
   ~TrainOutput();
 
-  // The columns of metrics.csv, in order.
+  // The columns of metrics.csv, in order. A value that does not exist (the mean return of an
+  // iteration in which no episode ended, an evaluation that did not run) is an empty cell in
+  // metrics.csv and no point in TensorBoard; in memory it is NaN.
   static const std::vector<std::string>& columns();
+  // The TensorBoard tag of each column ("" for the ones that are not scalars: iteration, steps, time).
+  static const std::vector<std::string>& tags();
 
   void write_config(const rl::TrainConfig& config, const ScenarioSpec& spec, Device device);
-  // Adds a row to metrics.csv and its values, tagged by column, to DIR/tb at step global_step.
+  // Adds a row to metrics.csv and its values to DIR/tb at step global_step.
   void add_row(const rl::IterationMetrics& metrics, double wall_time_s);
-  // The rows so far (a checkpoint keeps them); a resumed run starts from the rows of the run it
-  // continues, and its wall times go on from theirs.
+  // The evaluation after the latest row's iteration: into that row and TensorBoard's eval/.
+  void set_eval(double mean, double std);
+  // The best eval_return_mean so far (NaN before the first evaluation).
+  double best_eval() const;
+  // The rows so far (a checkpoint keeps them). A resumed run starts from the rows of the run it
+  // continues, written with `columns` (an older release's columns are a prefix of today's): its wall
+  // times go on from theirs, and DIR/tb is written anew from them, so that the run has one event file.
   const std::vector<std::vector<double>>& rows() const { return rows_; }
-  void restore_rows(std::vector<std::vector<double>> rows);
-  // Rewrites metrics.csv (whole, atomically) if `seconds` passed since it was last written.
+  void restore_rows(std::vector<std::vector<double>> rows, const std::vector<std::string>& columns);
+  // Rewrites metrics.csv (whole, atomically) if `seconds` passed since it was last written; a failure
+  // (a full disk) is reported once and retried at the next flush.
   void flush_every(double seconds);
-  void write_metrics();
+  void write_metrics();  // throws what the write throws
 
   RunSummary summary(double target, double target_time_s, double target_step) const;
   const std::string& dir() const { return dir_; }
 
  private:
+  void to_tensorboard(const std::vector<double>& row, bool eval_only);
+  void open_tensorboard();
   std::string dir_;
   std::string scenario_, device_;
   std::vector<std::vector<double>> rows_;
   double wall_time_offset_s_ = 0.0;  // wall time of the run a resumed one continues
   std::unique_ptr<rl::TensorBoardWriter> tensorboard_;
   std::chrono::steady_clock::time_point last_flush_;
+  bool flush_failed_ = false;
 };
 
-// The live line on a terminal (rewritten in place), or plain lines at most every few seconds otherwise.
+// The live line on a terminal (rewritten in place, at most ten times a second, cut to the terminal's
+// width), or plain lines at most every few seconds otherwise.
 class ProgressPrinter {
  public:
-  ProgressPrinter(bool tty, std::int64_t iterations) : tty_(tty), iterations_(iterations) {}
+  ProgressPrinter(bool tty, std::int64_t iterations);
   void update(const rl::IterationMetrics& metrics, double wall_time_s);
   void finish();
+  // The line for one iteration, cut to `width` columns: "—" where no episode has ended.
+  static std::string line(const rl::IterationMetrics& metrics, std::int64_t iterations, double wall_time_s,
+                          std::size_t width);
 
  private:
   bool tty_;
   std::int64_t iterations_;
+  std::size_t width_;
   double last_print_ = -1e300;
   std::string last_line_;
   bool last_line_printed_ = false;

@@ -36,7 +36,7 @@ TEST_CASE("surge train writes metrics.csv, config.toml and a summary", "[train][
   REQUIRE(r.exit_code == 0);
   CHECK(r.output().find("surge train: cartpole on cpu: 768 steps in") != std::string::npos);
   const auto table = surge::cli::CsvTable::read((dir / "metrics.csv").string());
-  CHECK(table.header.size() == 15);
+  CHECK(table.header.size() == 17);
   REQUIRE(table.rows.size() == 3);  // 768 steps of 16 x 16
   for (std::size_t row = 0; row < 3; ++row) {
     CHECK(surge::cli::parse_cell(table, row, table.column("iteration")) == row + 1);

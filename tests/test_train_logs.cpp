@@ -63,10 +63,10 @@ std::vector<std::vector<std::string>> deterministic_metrics(const fs::path& dir)
 
 }  // namespace
 
-TEST_CASE("Every metrics.csv column also goes to TensorBoard scalars in DIR/tb", "[train][logs]") {
+TEST_CASE("Every metrics.csv value also goes to TensorBoard, grouped as CleanRL names them", "[train][logs]") {
   const fs::path dir = fresh_dir("tb");
-  const Result r =
-      run_surge(kSmallRun + "--total-steps " + std::to_string(5 * kBatch) + " --out '" + dir.string() + "'");
+  const Result r = run_surge(kSmallRun + "--total-steps " + std::to_string(6 * kBatch) + " --set eval_every=3 --out '" +
+                             dir.string() + "'");
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   std::vector<fs::path> files;
@@ -75,23 +75,55 @@ TEST_CASE("Every metrics.csv column also goes to TensorBoard scalars in DIR/tb",
   CHECK(files[0].filename().string().rfind("events.out.tfevents.", 0) == 0);
   const std::vector<rl::TensorBoardEvent> events = rl::read_tensorboard_events(files[0]);
   const cli::CsvTable metrics = cli::CsvTable::read((dir / "metrics.csv").string());
-  REQUIRE(events.size() == 1 + metrics.rows.size());
+  // The header, the config as text and as hparams (no scalars), then one event per row, and one more
+  // for each evaluation (rows 3 and 6).
+  REQUIRE(events.size() == 3 + metrics.rows.size() + 2);
   CHECK(events[0].file_version == "brain.Event:2");
+  CHECK(events[1].scalars.empty());
+  CHECK(events[2].scalars.empty());
+  const std::map<std::string, std::string> tags = {{"sps", "charts/SPS"},
+                                                   {"episodes", "charts/episodes"},
+                                                   {"episodic_return_mean", "charts/episodic_return"},
+                                                   {"return_last100", "charts/return_last100"},
+                                                   {"episodic_length_mean", "charts/episodic_length"},
+                                                   {"policy_loss", "losses/policy_loss"},
+                                                   {"value_loss", "losses/value_loss"},
+                                                   {"entropy", "losses/entropy"},
+                                                   {"approx_kl", "losses/approx_kl"},
+                                                   {"clipfrac", "losses/clipfrac"},
+                                                   {"explained_variance", "losses/explained_variance"},
+                                                   {"learning_rate", "charts/learning_rate"},
+                                                   {"eval_return_mean", "eval/return_mean"},
+                                                   {"eval_return_std", "eval/return_std"}};
+  // Every (step, tag) -> value that TensorBoard holds.
+  std::map<std::pair<std::int64_t, std::string>, float> held;
+  for (std::size_t e = 3; e < events.size(); ++e)
+    for (const auto& [tag, value] : events[e].scalars) held[{events[e].step, tag}] = value;
+  std::size_t expected = 0;
   for (std::size_t row = 0; row < metrics.rows.size(); ++row) {
-    const rl::TensorBoardEvent& event = events[row + 1];
-    CHECK(event.step == (static_cast<std::int64_t>(row) + 1) * kBatch);
-    REQUIRE(event.scalars.size() == metrics.header.size());
+    const std::int64_t step = (static_cast<std::int64_t>(row) + 1) * kBatch;
+    CHECK(metrics.rows[row][1] == std::to_string(step));
     for (std::size_t c = 0; c < metrics.header.size(); ++c) {
-      CHECK(event.scalars[c].first == metrics.header[c]);
-      const double csv = std::stod(metrics.rows[row][c]);  // 9 significant digits of the same double
-      const double tb = event.scalars[c].second;
-      if (std::isnan(csv)) {
-        CHECK(std::isnan(tb));
-      } else {
-        CHECK(std::abs(tb - csv) <= 1e-6 * std::abs(csv) + 1e-30);
+      const auto tag = tags.find(metrics.header[c]);
+      if (tag == tags.end()) continue;  // iteration, global_step (the step), wall_time_s
+      const std::string& cell = metrics.rows[row][c];
+      INFO("row " << row + 1 << " column " << metrics.header[c]);
+      const auto it = held.find({step, tag->second});
+      if (cell.empty()) {  // no episode ended, no evaluation: no point either
+        CHECK(it == held.end());
+        continue;
       }
+      CHECK(cell != "nan");
+      REQUIRE(it != held.end());
+      ++expected;
+      const double csv = std::stod(cell);  // 9 significant digits of the same double
+      CHECK(std::abs(it->second - csv) <= 1e-6 * std::abs(csv) + 1e-30);
     }
   }
+  CHECK(held.size() == expected);
+  CHECK(!metrics.rows[2][metrics.column("eval_return_mean")].empty());
+  CHECK(metrics.rows[1][metrics.column("eval_return_mean")].empty());
+  CHECK(fs::exists(dir / "best.h5"));
 }
 
 TEST_CASE("Episodes rebuilt from the rollout log agree with the returns the trainer reported", "[train][logs]") {

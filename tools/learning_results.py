@@ -43,7 +43,7 @@ def first_crossing(rows, threshold):
     finished = 0.0
     for row in rows:
         finished += float(row["episodes"])
-        value = float(row["return_last100"])
+        value = float(row["return_last100"] or "nan")  # empty: no episode has ended yet
         if finished >= 100 and not math.isnan(value) and value >= threshold:
             return int(row["global_step"]), float(row["wall_time_s"])
     return None
@@ -67,7 +67,7 @@ def run_seed(surge, scenario, seed, device, out_dir):
     crossing = first_crossing(rows, THRESHOLDS[scenario])
     return {
         "seed": seed,
-        "final_return_last100": float(rows[-1]["return_last100"]),
+        "final_return_last100": float(rows[-1]["return_last100"] or "nan"),
         "steps": int(rows[-1]["global_step"]),
         "wall_time_s": float(rows[-1]["wall_time_s"]),
         "threshold_step": crossing[0] if crossing else None,

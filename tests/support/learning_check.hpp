@@ -37,9 +37,11 @@ inline void check_learns(const LearningGoal& goal) {
 
   const auto table = surge::cli::CsvTable::read((dir / "metrics.csv").string());
   const std::vector<std::string> columns = {
-      "iteration",      "global_step",          "wall_time_s",  "sps",        "episodes", "episodic_return_mean",
-      "return_last100", "episodic_length_mean", "policy_loss",  "value_loss", "entropy",  "approx_kl",
-      "clipfrac",       "explained_variance",   "learning_rate"};
+      "iteration",      "global_step",          "wall_time_s",    "sps",
+      "episodes",       "episodic_return_mean", "return_last100", "episodic_length_mean",
+      "policy_loss",    "value_loss",           "entropy",        "approx_kl",
+      "clipfrac",       "explained_variance",   "learning_rate",  "eval_return_mean",
+      "eval_return_std"};
   CHECK(table.header == columns);
   REQUIRE_FALSE(table.rows.empty());
   const std::size_t last = table.rows.size() - 1;
@@ -48,7 +50,7 @@ inline void check_learns(const LearningGoal& goal) {
   // It learnt: the first finished episodes were far below the goal.
   const int mean_column = table.column("episodic_return_mean");
   for (std::size_t row = 0; row <= last; ++row) {
-    if (table.rows[row][static_cast<std::size_t>(mean_column)] == "nan") continue;  // no episode finished yet
+    if (table.rows[row][static_cast<std::size_t>(mean_column)].empty()) continue;  // no episode finished yet
     CHECK(surge::cli::parse_cell(table, row, mean_column) < goal.target_return);
     break;
   }

@@ -111,12 +111,13 @@ std::string roofline_svg(const RooflineReport& r) {
   if (!above_memory.empty())
     chart.note("Above the memory roof (" + list(above_memory) + "): that roof is the rate of a " +
                format_bytes(r.copy_bytes) +
-               " copy, far larger than any cache, so it measures main memory; a phase whose data stays in "
-               "cache between its kernels moves its bytes (counted as if each went to memory) faster than that.");
+               " copy, sized to exceed the caches and so measure main memory; a phase whose data stay in cache "
+               "between its kernels moves its bytes (counted as if each went to memory) faster than that.");
   if (!above_compute.empty())
-    chart.note("Above the compute roof (" + list(above_compute) + "): that roof is the rate of one fp32 SGEMM of " +
-               std::to_string(r.gemm_size) + "^3 through " + r.gemm_source +
-               ", not the device's peak; this phase's kernels ran faster than that GEMM did.");
+    chart.note("Above the compute roof (" + list(above_compute) +
+               "): that roof is the rate of one SGEMM of m = n = k = " + std::to_string(r.gemm_size) + " through " +
+               r.gemm_source +
+               ", not the device's peak (a small GEMM falls well short of it); a phase's kernels can run faster.");
   return chart.svg();
 }
 

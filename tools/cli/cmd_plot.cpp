@@ -109,7 +109,12 @@ int run_plot(const Args& args) {
   const std::string scenario = common_scenario(runs);
   LineFigure figure;
   set_threshold(cmd, scenario, figure);
-  require_writable(out_path, "figure");
+  try {
+    require_writable(out_path, "figure");
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    throw InputError(what.rfind("surge ", 0) == 0 ? what : "surge plot: " + what);
+  }
   if (smooth > 1)
     for (PlotRun& run : runs) run.y = trailing_mean(run.y, smooth);
   const std::vector<PlotGroup> groups = group_runs(runs);

@@ -27,11 +27,18 @@ struct Range {
   double base;
 };
 
-Range axis_range(TickStyle style, double min_value, double max_value) {
+// With `margin`, the range also leaves 6% of its span free beyond the extreme values, so that a
+// value at a whole power (a roof just under 10^10) does not lie on the frame.
+Range axis_range(TickStyle style, double min_value, double max_value, bool margin) {
   const double base = style == TickStyle::PowersOfTwo ? 2.0 : 10.0;
-  const double low = std::floor(std::log(min_value) / std::log(base) + 1e-9);
-  double high = std::ceil(std::log(max_value) / std::log(base) - 1e-9);
+  const double log_min = std::log(min_value) / std::log(base), log_max = std::log(max_value) / std::log(base);
+  double low = std::floor(log_min + 1e-9), high = std::ceil(log_max - 1e-9);
   if (high <= low) high = low + 1;
+  if (margin) {
+    const double room = 0.06 * (high - low);
+    low = std::min(low, log_min - room);
+    high = std::max(high, log_max + room);
+  }
   return {low, high, base};
 }
 
@@ -51,7 +58,8 @@ std::string power_label(int base, int exponent) {
 
 std::vector<Tick> axis_ticks(TickStyle style, const Range& range) {
   std::vector<Tick> ticks;
-  const int low = static_cast<int>(range.low), high = static_cast<int>(range.high);
+  // Whole powers inside the range; a range widened by a margin may start or end between two.
+  const int low = static_cast<int>(std::ceil(range.low - 1e-9)), high = static_cast<int>(std::floor(range.high + 1e-9));
   if (style == TickStyle::PowersOfTwo) {
     const int stride = std::max(1, (high - low + 11) / 12);  // at most about a dozen labels
     for (int k = low; k <= high; ++k)
@@ -59,11 +67,12 @@ std::vector<Tick> axis_ticks(TickStyle style, const Range& range) {
     return ticks;
   }
   const bool label_minor = high - low < 2;
-  for (int k = low; k <= high; ++k) {
+  for (int k = low - 1; k <= high; ++k) {
     const double decade = std::pow(10.0, k);
-    ticks.push_back({decade, power_label(10, k), true});
-    if (k == high) break;
+    if (k >= low) ticks.push_back({decade, power_label(10, k), true});
     for (int m = 2; m <= 9; ++m) {
+      const double at = std::log10(m * decade);
+      if (at < range.low || at > range.high) continue;
       const bool labelled = label_minor && (m == 2 || m == 5);
       ticks.push_back({m * decade, labelled ? std::to_string(m) + "\u00d7" + power_label(10, k) : "", false});
     }
@@ -157,9 +166,10 @@ void place_marker_labels(std::ostringstream& out, const std::vector<ChartMarker>
   std::vector<Box> placed, circles;
   for (const ChartMarker& m : markers)
     circles.push_back({px(m.at.x) - 8, py(m.at.y) - 8, px(m.at.x) + 8, py(m.at.y) + 8});
-  auto obstacles = [&](const Box& box) {
+  auto obstacles = [&](const Box& label) {
+    const Box box{label.left - 3, label.top - 3, label.right + 3, label.bottom + 3};  // keep lines a little away
     int count = 0;
-    for (const Box& c : circles) count += box.overlaps(c, 1) ? 1 : 0;
+    for (const Box& c : circles) count += box.overlaps(c, 0) ? 1 : 0;
     for (const ChartSeries& s : series)
       for (std::size_t k = 1; k < s.points.size(); ++k)
         count += segment_hits(box, px(s.points[k - 1].x), py(s.points[k - 1].y), px(s.points[k].x), py(s.points[k].y))
@@ -265,7 +275,7 @@ std::string LogLogChart::svg() const {
     for (const ChartPoint& p : s.points) take(p);
   for (const ChartMarker& m : markers_) take(m.at);
   SURGE_CHECK(max_x > 0, "log-log chart '" + title_ + "' has nothing to draw");
-  const Range xr = axis_range(x_.ticks, min_x, max_x), yr = axis_range(y_.ticks, min_y, max_y);
+  const Range xr = axis_range(x_.ticks, min_x, max_x, false), yr = axis_range(y_.ticks, min_y, max_y, true);
   auto px = [&](double x) { return kLeft + position(xr, x) * kPlotWidth; };
   auto py = [&](double y) { return kTop + (1.0 - position(yr, y)) * kPlotHeight; };
   std::vector<std::string> wrapped_notes;

@@ -113,8 +113,8 @@ PlotRun read_run(const std::string& folder, const fs::path& csv_path, const std:
                        " goes backwards; give the metrics.csv of one surge train run");
   }
   if (std::none_of(run.y.begin(), run.y.end(), [](double v) { return std::isfinite(v); }))
-    throw InputError("surge plot: '" + table.path + "' has no value of " + y_column +
-                     " yet (no episode has ended); train longer, or leave this run out");
+    throw InputError("surge plot: '" + table.path + "' has no value in column " + y_column +
+                     " (every cell is empty); train longer, choose another --y, or leave this run out");
   return run;
 }
 

@@ -79,7 +79,7 @@ int run_plot(const Args& args) {
           "metrics.csv, or a folder whose subfolders are run folders (DIR/seed1, DIR/seed2, ...).\n"
           "Cells left empty (or `nan`, in older files) are gaps in the curve, not zeros.")
       .example("surge train --scenario cartpole --out runs/cartpole && surge plot runs/cartpole")
-      .example("surge plot runs/seeds --smooth 10 --out seeds.svg    # runs/seeds/seed1, seed2, seed3")
+      .example("surge train --scenario cartpole --seeds 1-3 --out runs/seeds && surge plot runs/seeds --smooth 10")
       .example("surge plot runs/lr-a runs/lr-b --x time --threshold none --out compare.svg");
   // Run folders come first or between options; every option takes a value.
   std::vector<std::string> paths, options;

@@ -140,8 +140,9 @@ TEST_CASE("labels of markers at the same place are moved apart") {
     const std::size_t y = svg.find(" y=\"", text) + 4;
     return std::stod(svg.substr(y, svg.find('"', y) - y));
   };
-  // The first keeps its place 10 px above the marker; the second moves a line (14 px) down.
-  CHECK(baseline("second label") - baseline("first label") == Approx(14.0));
+  // The first keeps its place 10 px above the marker; the second moves at least a line (14 px) up or
+  // down, to where it stays inside the frame (the marker sits on its bottom corner).
+  CHECK(std::abs(baseline("second label") - baseline("first label")) >= 14.0);
 }
 
 TEST_CASE("a long subtitle is broken at a space into two lines") {

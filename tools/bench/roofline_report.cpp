@@ -75,24 +75,49 @@ std::string roofline_svg(const RooflineReport& r) {
                     {"arithmetic intensity (FLOP per byte)", TickStyle::PowersOfTen},
                     {"FLOP per second", TickStyle::PowersOfTen});
   chart.subtitle(r.command);
-  chart.add(ChartSeries{"copy bandwidth " + format_number("%.3g", r.ceilings.bytes_per_s * 1e-9) + " GB/s",
+  chart.add(ChartSeries{"memory roof: copy bandwidth " + format_number("%.3g", r.ceilings.bytes_per_s * 1e-9) +
+                            " GB/s (a copy of " + format_bytes(r.copy_bytes) + ", read + write)",
                         {{low, r.ceilings.bytes_per_s * low}, {ridge, r.ceilings.flops_per_s}},
                         "#555555",
                         false,
                         false});
-  chart.add(ChartSeries{r.gemm_source + " " + format_number("%.3g", r.ceilings.flops_per_s * 1e-9) + " GFLOP/s",
+  chart.add(ChartSeries{"compute roof: " + r.gemm_source + " " + format_number("%.3g", r.ceilings.flops_per_s * 1e-9) +
+                            " GFLOP/s (m = n = k = " + std::to_string(r.gemm_size) + ")",
                         {{ridge, r.ceilings.flops_per_s}, {high, r.ceilings.flops_per_s}},
                         "#555555",
                         false,
                         true});
-  const char* colours[] = {"#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2"};
+  // Okabe and Ito's colour-blind-safe palette, without its yellow.
+  const char* colours[] = {"#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000"};
+  std::vector<std::string> above_memory, above_compute;
   for (std::size_t k = 0; k < r.phases.size(); ++k) {
     const RooflinePhase& phase = r.phases[k];
-    chart.add(ChartMarker{
-        {phase.placement.intensity, phase.placement.achieved_flops_per_s},
-        phase.work.name + ": " + format_number("%.0f", 100.0 * phase.placement.fraction_of_roof) + "% of its roof",
-        colours[k % 7]});
+    const double percent = 100.0 * phase.placement.fraction_of_roof;
+    chart.add(ChartMarker{{phase.placement.intensity, phase.placement.achieved_flops_per_s},
+                          phase.work.name + " " + format_number("%.0f%%", percent),
+                          colours[k % 7]});
+    if (phase.placement.fraction_of_roof > 1.0)
+      (phase.placement.bound == Bound::Memory ? above_memory : above_compute)
+          .push_back(phase.work.name + " " + format_number("%.0f%%", percent));
   }
+  chart.note(
+      "Both roofs are measured in this run (the same device, before the phases), not taken from a data sheet. "
+      "A phase's percentage is its FLOP/s over the roof at its intensity: the lower of the two roofs there.");
+  auto list = [](const std::vector<std::string>& names) {
+    std::string text;
+    for (std::size_t k = 0; k < names.size(); ++k) text += (k ? ", " : "") + names[k];
+    return text;
+  };
+  if (!above_memory.empty())
+    chart.note("Above the memory roof (" + list(above_memory) + "): that roof is the rate of a " +
+               format_bytes(r.copy_bytes) +
+               " copy, sized to exceed the caches and so measure main memory; a phase whose data stay in cache "
+               "between its kernels moves its bytes (counted as if each went to memory) faster than that.");
+  if (!above_compute.empty())
+    chart.note("Above the compute roof (" + list(above_compute) +
+               "): that roof is the rate of one SGEMM of m = n = k = " + std::to_string(r.gemm_size) + " through " +
+               r.gemm_source +
+               ", not the device's peak (a small GEMM falls well short of it); a phase's kernels can run faster.");
   return chart.svg();
 }
 

@@ -1,7 +1,9 @@
 #pragma once
 // A small SVG writer for log-log charts: the sweep's throughput against N and the roofline. Lines
-// with point markers, labelled markers (the knee, a phase), labelled ticks on both axes and a light
-// grid. Self-contained: the document needs no fonts, scripts or styles from outside.
+// with point markers, labelled markers (the knee, a phase), labelled ticks on both axes, a light
+// grid, and the legend with its notes below the data area. Marker labels are placed where they
+// overlap no other label and stay inside the frame (boxes estimated from font size and text, see
+// text_width). Self-contained: the document needs no fonts, scripts or styles from outside.
 #include <string>
 #include <vector>
 
@@ -46,6 +48,9 @@ class LogLogChart {
   LogLogChart& add(ChartMarker marker);
   // A line of small print under the title (the command, the machine).
   LogLogChart& subtitle(std::string text);
+  // A line of small print in the legend, under the series (what a number means, a caveat); long
+  // lines are broken at spaces.
+  LogLogChart& note(std::string text);
 
   // The whole SVG document. Throws surge::Error when a point is not positive and finite, or when the
   // chart has nothing to draw.
@@ -56,7 +61,12 @@ class LogLogChart {
   ChartAxis x_, y_;
   std::vector<ChartSeries> series_;
   std::vector<ChartMarker> markers_;
+  std::vector<std::string> notes_;
 };
+
+// A generous estimate of the width in pixels of `text` in a sans-serif font of `font_size` px: at
+// least 0.62 em per character, more for wide letters (DejaVu Sans, the common default, is wide).
+double text_width(const std::string& text, double font_size);
 
 // Text made safe for XML character data and attribute values.
 std::string xml_escape(const std::string& text);

@@ -1,148 +1,140 @@
-// surge plot: the learning curve of a training run, as SVG, from its metrics.csv.
+// surge plot: learning curves of training runs, as SVG, from their metrics.csv: seeds of one
+// configuration as a mean with a min-max band, the scenario's threshold as a dashed line.
 #include <algorithm>
-#include <cmath>
 #include <filesystem>
 #include <iostream>
-#include <sstream>
 
+#include "scenarios/registry.hpp"
 #include "sim/error.hpp"
 #include "sim/format.hpp"
 #include "tools/cli/args.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/io.hpp"
+#include "tools/cli/plot_chart.hpp"
+#include "tools/cli/plot_runs.hpp"
 
 namespace surge::cli {
 namespace {
 
-struct Series {
-  std::vector<double> x, y;
-};
-
-// A "nice" step for about `count` ticks over `span`: 1, 2 or 5 times a power of ten.
-double tick_step(double span, int count) {
-  const double raw = span / count;
-  const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
-  for (double m : {1.0, 2.0, 5.0, 10.0})
-    if (m * magnitude >= raw) return m * magnitude;
-  return 10.0 * magnitude;
+// What a metrics.csv column holds, for the axis label.
+std::string describe_column(const std::string& column) {
+  if (column == "return_last100") return "mean return of the last 100 episodes";
+  if (column == "episodic_return_mean") return "mean return of the episodes ended in the iteration";
+  if (column == "eval_return_mean") return "mean return of the evaluation episodes";
+  return column;
 }
 
-// One panel on linear axes at (left, top) of size (width, height): the series as lines.
-void panel(std::ostringstream& svg, double left, double top, double width, double height, const std::string& x_label,
-           const std::vector<std::pair<std::string, Series>>& lines, const std::vector<std::string>& colours) {
-  double x_min = 0, x_max = 0, y_min = 0, y_max = 0;
-  bool first = true;
-  for (const auto& [name, series] : lines)
-    for (std::size_t k = 0; k < series.x.size(); ++k) {
-      if (first) {
-        x_min = x_max = series.x[k];
-        y_min = y_max = series.y[k];
-        first = false;
-      }
-      x_min = std::min(x_min, series.x[k]);
-      x_max = std::max(x_max, series.x[k]);
-      y_min = std::min(y_min, series.y[k]);
-      y_max = std::max(y_max, series.y[k]);
-    }
-  x_min = std::min(x_min, 0.0);
-  if (x_max <= x_min) x_max = x_min + 1;
-  if (y_max <= y_min) {
-    y_max += 1;
-    y_min -= 1;
+// The one scenario of all the runs; refused when they disagree. Empty when no run names one.
+std::string common_scenario(const std::vector<PlotRun>& runs) {
+  std::string scenario, where;
+  for (const PlotRun& run : runs) {
+    if (run.scenario.empty()) continue;
+    if (!scenario.empty() && run.scenario != scenario)
+      throw InputError("surge plot: the runs are of different scenarios (" + scenario + " in " + where + ", " +
+                       run.scenario + " in " + run.folder + "); plot each scenario on its own");
+    scenario = run.scenario;
+    where = run.folder;
   }
-  const double y_step = tick_step(y_max - y_min, 5), x_step = tick_step(x_max - x_min, 5);
-  y_min = std::floor(y_min / y_step) * y_step;
-  y_max = std::ceil(y_max / y_step) * y_step;
-  auto px = [&](double x) { return left + (x - x_min) / (x_max - x_min) * width; };
-  auto py = [&](double y) { return top + height - (y - y_min) / (y_max - y_min) * height; };
-  svg << "<rect x='" << left << "' y='" << top << "' width='" << width << "' height='" << height
-      << "' fill='none' stroke='#444'/>\n";
-  for (double y = y_min; y <= y_max + 1e-9 * y_step; y += y_step) {
-    svg << "<line x1='" << left << "' x2='" << left + width << "' y1='" << py(y) << "' y2='" << py(y)
-        << "' stroke='#ddd'/>\n<text x='" << left - 6 << "' y='" << py(y) + 4 << "' font-size='11' text-anchor='end'>"
-        << format_compact(y) << "</text>\n";
+  return scenario;
+}
+
+bool known_scenario(const std::string& name) {
+  const std::vector<std::string> known = scenario_names();
+  return std::find(known.begin(), known.end(), name) != known.end();
+}
+
+// --threshold: a number, `none`, or by default the scenario's reward threshold (none if unknown).
+void set_threshold(const Command& cmd, const std::string& scenario, LineFigure& figure) {
+  if (cmd.has("threshold")) {
+    if (cmd.get("threshold") == "none") return;
+    figure.threshold = cmd.get_double("threshold", -1e300, 1e300);
+    figure.has_threshold = true;
+    return;
   }
-  for (double x = x_min; x <= x_max + 1e-9 * x_step; x += x_step)
-    svg << "<text x='" << px(x) << "' y='" << top + height + 16 << "' font-size='11' text-anchor='middle'>"
-        << format_compact(x) << "</text>\n";
-  svg << "<text x='" << left + width / 2 << "' y='" << top + height + 34 << "' font-size='12' text-anchor='middle'>"
-      << x_label << "</text>\n";
-  for (std::size_t s = 0; s < lines.size(); ++s) {
-    const Series& series = lines[s].second;
-    svg << "<polyline fill='none' stroke='" << colours[s % colours.size()] << "' stroke-width='1.5' points='";
-    for (std::size_t k = 0; k < series.x.size(); ++k)
-      svg << (k ? " " : "") << px(series.x[k]) << "," << py(series.y[k]);
-    svg << "'/>\n";
-    svg << "<text x='" << left + 8 << "' y='" << top + 16 + 14 * s << "' font-size='11' fill='"
-        << colours[s % colours.size()] << "'>" << lines[s].first << "</text>\n";
-  }
+  if (scenario.empty()) return;
+  if (!known_scenario(scenario))
+    throw InputError("surge plot: the runs' config.toml names scenario '" + scenario +
+                     "', which this build does not know; give --threshold R or --threshold none");
+  figure.threshold = scenario_spec(scenario).reward_threshold;
+  figure.has_threshold = true;
 }
 
 }  // namespace
 
 int run_plot(const Args& args) {
   Command cmd("plot",
-              "Draws the learning curve of a training run: the mean return against environment steps and\n"
-              "against wall time, from DIR/metrics.csv, into DIR/learning_curve.svg.");
-  cmd.option("out", "FILE.svg", "where to write the figure [default: DIR/learning_curve.svg]")
-      .note("Usage: surge plot DIR [--out FILE.svg]")
-      .example("surge train --scenario cartpole --out runs/cartpole && surge plot runs/cartpole");
-  if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
-    std::cout << cmd.usage();
-    return 0;
+              "Draws learning curves: the return against environment steps (or wall time), from each run's\n"
+              "metrics.csv. Runs whose config.toml are identical but for the seed are one group, drawn as their\n"
+              "mean with a shaded min-max band; their curves are resampled by linear interpolation onto the x\n"
+              "values of the group's first run, clipped to the x range every run of the group covers. A single\n"
+              "run is a line. The scenario's reward threshold is a dashed line.");
+  cmd.option("smooth", "K", "a trailing moving average over K iterations, applied to each run (1: none)", "1")
+      .option("threshold", "R",
+              "the dashed threshold line at return R, or 'none' [default: the scenario's reward threshold]")
+      .option("x", "AXIS", "steps (environment steps) or time (wall time in s)", "steps")
+      .option("y", "COLUMN", "the metrics.csv column to draw", "return_last100")
+      .option("out", "FILE.svg", "where to write the figure [default: DIR/learning_curve.svg for one DIR]")
+      .note(
+          "Usage: surge plot DIR... [options]. Each DIR is a run folder (metrics.csv, config.toml), a\n"
+          "metrics.csv, or a folder whose subfolders are run folders (DIR/seed1, DIR/seed2, ...).\n"
+          "Cells left empty (or `nan`, in older files) are gaps in the curve, not zeros.")
+      .example("surge train --scenario cartpole --out runs/cartpole && surge plot runs/cartpole")
+      .example("surge train --scenario cartpole --seeds 1-3 --out runs/seeds && surge plot runs/seeds --smooth 10")
+      .example("surge plot runs/lr-a runs/lr-b --x time --threshold none --out compare.svg");
+  // Run folders come first or between options; every option takes a value.
+  std::vector<std::string> paths, options;
+  for (std::size_t k = 0; k < args.size(); ++k) {
+    if (args[k].rfind("-", 0) != 0) {
+      paths.push_back(args[k]);
+      continue;
+    }
+    options.push_back(args[k]);
+    if (args[k].rfind("--", 0) == 0 && args[k].find('=') == std::string::npos && k + 1 < args.size())
+      options.push_back(args[++k]);
   }
-  if (args.empty() || args[0].rfind("--", 0) == 0)
-    throw InputError(cmd.complaint("name the run folder: surge plot DIR"));
-  const std::string dir = args[0];
-  if (!cmd.parse_or_print_usage(Args(args.begin() + 1, args.end()))) return 0;
-  const std::string csv_path = (std::filesystem::path(dir) / "metrics.csv").string();
-  if (!std::filesystem::is_directory(dir))
-    throw InputError("surge plot: '" + dir + "' is not a folder; give the --out folder of a surge train run");
-  if (!std::filesystem::exists(csv_path))
-    throw InputError("surge plot: '" + csv_path + "' does not exist; run surge train --out " + dir + " first");
-  const std::string out_path =
-      cmd.has("out") ? cmd.get("out") : (std::filesystem::path(dir) / "learning_curve.svg").string();
-  require_writable(out_path, "figure");
-  const CsvTable table = CsvTable::read(csv_path);
-  const int step_col = table.column("global_step"), time_col = table.column("wall_time_s");
-  const int last100_col = table.column("return_last100"), mean_col = table.column("episodic_return_mean");
-  const int episodes_col = table.column("episodes");
-  if (step_col < 0 || time_col < 0 || last100_col < 0 || mean_col < 0 || episodes_col < 0)
-    throw InputError("surge plot: '" + csv_path +
-                     "' lacks the columns global_step, wall_time_s, episodes, episodic_return_mean, return_last100");
-  Series last100_steps, mean_steps, last100_time, mean_time;
-  for (std::size_t row = 0; row < table.rows.size(); ++row) {
-    if (parse_cell(table, row, episodes_col) <= 0) continue;  // no episode finished yet: no return to draw
-    const double step = parse_cell(table, row, step_col), time = parse_cell(table, row, time_col);
-    const double last100 = parse_cell(table, row, last100_col), mean = parse_cell(table, row, mean_col);
-    last100_steps.x.push_back(step);
-    last100_steps.y.push_back(last100);
-    mean_steps.x.push_back(step);
-    mean_steps.y.push_back(mean);
-    last100_time.x.push_back(time);
-    last100_time.y.push_back(last100);
-    mean_time.x.push_back(time);
-    mean_time.y.push_back(mean);
-  }
-  if (last100_steps.x.empty())
-    throw InputError("surge plot: '" + csv_path + "' has no iteration with a finished episode yet");
+  if (!cmd.parse_or_print_usage(options)) return 0;
+  if (paths.empty()) throw InputError(cmd.complaint("name the run folder: surge plot DIR"));
+  const int smooth = static_cast<int>(cmd.get_int("smooth", 1, 1000000));
+  const std::string x_axis = cmd.get("x");
+  if (x_axis != "steps" && x_axis != "time")
+    throw InputError(cmd.complaint("--x '" + x_axis + "' is neither steps nor time"));
+  if (paths.size() > 1 && !cmd.has("out"))
+    throw InputError(cmd.complaint("several runs given; name the figure with --out FILE.svg"));
+  const std::string out_path = cmd.has("out") ? cmd.get("out")
+                               : std::filesystem::is_regular_file(paths[0])
+                                   ? (std::filesystem::path(paths[0]).parent_path() / "learning_curve.svg").string()
+                                   : (std::filesystem::path(paths[0]) / "learning_curve.svg").string();
 
-  const std::vector<std::string> colours = {"#9ecae1", "#1f77b4"};
-  std::ostringstream svg;
-  svg << "<?xml version='1.0' encoding='UTF-8'?>\n"
-      << "<svg xmlns='http://www.w3.org/2000/svg' width='1000' height='420' viewBox='0 0 1000 420' "
-         "font-family='sans-serif'>\n"
-      << "<rect width='1000' height='420' fill='white'/>\n"
-      << "<text x='500' y='24' font-size='15' text-anchor='middle'>Learning curve: " << dir << "</text>\n"
-      << "<text x='20' y='210' font-size='12' transform='rotate(-90 20 210)' text-anchor='middle'>episodic "
-         "return</text>\n";
-  panel(svg, 80, 50, 380, 300, "environment steps",
-        {{"mean return of the iteration", mean_steps}, {"mean of the last 100 episodes", last100_steps}}, colours);
-  panel(svg, 580, 50, 380, 300, "wall time (s)",
-        {{"mean return of the iteration", mean_time}, {"mean of the last 100 episodes", last100_time}}, colours);
-  svg << "</svg>\n";
-  write_atomically(out_path, svg.str());
-  std::cerr << "surge plot: " << last100_steps.x.size() << " iterations -> " << out_path << "\n";
+  std::vector<PlotRun> runs = read_runs(paths, x_axis == "steps" ? "global_step" : "wall_time_s", cmd.get("y"));
+  const std::string scenario = common_scenario(runs);
+  LineFigure figure;
+  set_threshold(cmd, scenario, figure);
+  try {
+    require_writable(out_path, "figure");
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    throw InputError(what.rfind("surge ", 0) == 0 ? what : "surge plot: " + what);
+  }
+  if (smooth > 1)
+    for (PlotRun& run : runs) run.y = trailing_mean(run.y, smooth);
+  const std::vector<PlotGroup> groups = group_runs(runs);
+
+  figure.title = scenario.empty() ? std::string("Learning curves")
+                 : known_scenario(scenario)
+                     ? "Learning curves: " + scenario_spec(scenario).gym_id + " (" + scenario + ")"
+                     : "Learning curves: " + scenario;
+  figure.subtitle = smooth > 1 ? "each run smoothed by a trailing mean over " + plural(smooth, "iteration") : "";
+  figure.x_label = x_axis == "steps" ? "environment steps" : "wall time (s)";
+  figure.y_label = describe_column(cmd.get("y"));
+  for (std::size_t k = 0; k < groups.size(); ++k) {
+    const PlotGroup& group = groups[k];
+    figure.curves.push_back({group.label, okabe_ito()[k % okabe_ito().size()], group.x, group.mean,
+                             group.runs > 1 ? group.low : std::vector<double>{},
+                             group.runs > 1 ? group.high : std::vector<double>{}});
+  }
+  write_atomically(out_path, line_figure_svg(figure));
+  std::cerr << "surge plot: " << plural(static_cast<long long>(runs.size()), "run") << " in "
+            << plural(static_cast<long long>(groups.size()), "group") << " -> " << out_path << "\n";
   return 0;
 }
 

@@ -77,7 +77,7 @@ void write_checkpoint(const std::string& path, const Checkpoint& c) {
                   c.reward_moments.size() == (c.config.normalize_reward ? 3u : 0u),
               "checkpoint normalisation statistics do not match the config");
   const std::string temporary = path + ".partial." + std::to_string(::getpid());
-  {
+  try {  // a write that fails part way (a full disk) leaves no temporary behind
     hdf5::Lock lock;
     hdf5::Handle file(H5Fcreate(temporary.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), "create " + temporary);
     const hid_t root = file.get();
@@ -121,6 +121,9 @@ void write_checkpoint(const std::string& path, const Checkpoint& c) {
       std::remove(temporary.c_str());
       throw Error("could not finish writing checkpoint '" + path + "': " + hdf5::error_stack());
     }
+  } catch (...) {
+    std::remove(temporary.c_str());
+    throw;
   }
   if (std::rename(temporary.c_str(), path.c_str()) != 0) {
     std::remove(temporary.c_str());

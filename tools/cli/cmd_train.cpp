@@ -184,7 +184,8 @@ RunOutcome train_run(const RunPlan& plan, const std::string& out_dir) {
       rl::write_resumable_checkpoint(path, trainer, state);
       return true;
     } catch (const std::exception& e) {
-      std::cerr << "surge train: could not write " << path << ": " << e.what() << "\n";
+      std::cerr << "surge train: could not write " << path << " (" << e.what()
+                << "); the last good one stays, and no further one is tried before the end\n";
       return false;
     }
   };
@@ -207,7 +208,6 @@ RunOutcome train_run(const RunPlan& plan, const std::string& out_dir) {
       output.set_eval(eval.mean, eval.std);
       if (best_checkpoints && !(eval.mean <= best)) best_checkpoints = save_checkpoint(folder.dir() + "/best.h5");
     }
-    output.flush_every(5.0);
     if (periodic_checkpoints && done % plan.checkpoint_every == 0 && done < trainer.num_iterations())
       periodic_checkpoints = save_checkpoint(checkpoint_path);
   }
@@ -215,11 +215,13 @@ RunOutcome train_run(const RunPlan& plan, const std::string& out_dir) {
   progress.finish();
   signals.shield();  // what follows is written whole: a further Ctrl-C waits for it
   std::string failed;
-  try {
-    output.write_metrics();
-  } catch (const std::exception& e) {
-    std::cerr << "surge train: could not write " << output.dir() << "/metrics.csv: " << e.what() << "\n";
-    failed = "metrics.csv";
+  if (!output.append_rows(true)) {
+    try {
+      output.write_metrics();  // whole, in case the appends left a gap
+    } catch (const std::exception& e) {
+      std::cerr << "surge train: " << e.what() << "\n";
+      failed = "metrics.csv";
+    }
   }
   if (rollout_log) {
     rollout_log->close();

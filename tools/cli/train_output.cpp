@@ -1,11 +1,14 @@
 #include "tools/cli/train_output.hpp"
 
+#include <fcntl.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <sstream>
@@ -34,7 +37,9 @@ TrainOutput::TrainOutput(std::string dir) : dir_(std::move(dir)) {
   open_tensorboard();
 }
 
-TrainOutput::~TrainOutput() = default;
+TrainOutput::~TrainOutput() {
+  if (metrics_fd_ >= 0) ::close(metrics_fd_);
+}
 
 void TrainOutput::open_tensorboard() {
   std::error_code error;
@@ -130,6 +135,7 @@ void TrainOutput::restore_rows(std::vector<std::vector<double>> rows, const std:
                        "); it was written by another version of surge train");
   for (auto& row : rows) row.resize(TrainOutput::columns().size(), NAN);
   rows_ = std::move(rows);
+  write_metrics();
   wall_time_offset_s_ = rows_.empty() ? 0.0 : rows_.back()[2];
   for (const auto& row : rows_) to_tensorboard(row, false);
 }
@@ -140,6 +146,7 @@ void TrainOutput::add_row(const rl::IterationMetrics& m, double wall_time_s) {
                    m.episodes, m.episodic_return_mean, m.return_last100, m.episodic_length_mean, m.policy_loss,
                    m.value_loss, m.entropy, m.approx_kl, m.clipfrac, m.explained_variance, m.learning_rate, NAN, NAN});
   to_tensorboard(rows_.back(), false);
+  append_rows();
 }
 
 void TrainOutput::set_eval(double mean, double std) {
@@ -156,31 +163,49 @@ double TrainOutput::best_eval() const {
   return best;
 }
 
-void TrainOutput::flush_every(double seconds) {
-  const auto now = std::chrono::steady_clock::now();
-  if (std::chrono::duration<double>(now - last_flush_).count() < seconds) return;
-  try {
-    write_metrics();
-    flush_failed_ = false;
-  } catch (const std::exception& e) {
-    last_flush_ = now;
-    if (!flush_failed_)
-      std::cerr << "surge train: " << e.what() << "; training goes on and metrics.csv is tried again\n";
-    flush_failed_ = true;
+std::string TrainOutput::csv_rows(std::size_t first, std::size_t end) const {
+  std::ostringstream text;
+  for (std::size_t r = first; r < end; ++r) {
+    for (std::size_t k = 0; k < rows_[r].size(); ++k) text << (k ? "," : "") << cell(k, rows_[r][k]);
+    text << "\n";
   }
+  return text.str();
+}
+
+bool TrainOutput::append_rows(bool include_latest) {
+  // The latest row waits for its evaluation, unless the run is over.
+  const std::size_t end = include_latest || rows_.empty() ? rows_.size() : rows_.size() - 1;
+  if (rows_in_file_ >= end) return true;
+  if (metrics_fd_ < 0) return false;
+  const std::string text = csv_rows(rows_in_file_, end);
+  const off_t size = ::lseek(metrics_fd_, 0, SEEK_END);
+  const ssize_t written = ::write(metrics_fd_, text.data(), text.size());
+  if (written == static_cast<ssize_t>(text.size())) {
+    rows_in_file_ = end;
+    append_failed_ = false;
+    return true;
+  }
+  const int error = errno;
+  if (size >= 0 && ::ftruncate(metrics_fd_, size) != 0) {
+    // The file keeps a cut row; write_metrics() at the end writes it whole again.
+  }
+  if (!append_failed_)
+    std::cerr << "surge train: cannot add to " << dir_ << "/metrics.csv ("
+              << std::strerror(written < 0 ? error : ENOSPC)
+              << "); training goes on, and the missing rows are tried again with the next ones\n";
+  append_failed_ = true;
+  return false;
 }
 
 void TrainOutput::write_metrics() {
   AtomicFile file(dir_ + "/metrics.csv");
   const auto& names = columns();
   for (std::size_t k = 0; k < names.size(); ++k) file.stream() << (k ? "," : "") << names[k];
-  file.stream() << "\n";
-  for (const auto& row : rows_) {
-    for (std::size_t k = 0; k < row.size(); ++k) file.stream() << (k ? "," : "") << cell(k, row[k]);
-    file.stream() << "\n";
-  }
+  file.stream() << "\n" << csv_rows(0, rows_.size());
   file.commit();
-  last_flush_ = std::chrono::steady_clock::now();
+  if (metrics_fd_ >= 0) ::close(metrics_fd_);
+  metrics_fd_ = ::open((dir_ + "/metrics.csv").c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  rows_in_file_ = rows_.size();
 }
 
 RunSummary TrainOutput::summary(double target, double target_time_s, double target_step) const {

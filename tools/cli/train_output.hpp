@@ -2,7 +2,6 @@
 // What `surge train` leaves behind and shows while it runs: metrics.csv (and the same values as
 // TensorBoard scalars in DIR/tb, grouped as charts/, losses/ and eval/), config.toml (also in
 // TensorBoard, as text and as hyperparameters), the progress line and the closing summary.
-#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -48,24 +47,31 @@ class TrainOutput {
   // times go on from theirs, and DIR/tb is written anew from them, so that the run has one event file.
   const std::vector<std::vector<double>>& rows() const { return rows_; }
   void restore_rows(std::vector<std::vector<double>> rows, const std::vector<std::string>& columns);
-  // Rewrites metrics.csv (whole, atomically) if `seconds` passed since it was last written; a failure
-  // (a full disk) is reported once and retried at the next flush.
-  void flush_every(double seconds);
-  void write_metrics();  // throws what the write throws
+  // metrics.csv grows by whole rows: each row is appended with one write() once the next row exists (the
+  // latest may still get its evaluation), so a killed run leaves whole rows, at most the latest two
+  // missing. A failed append (a full disk) is cut back to the last whole row, reported once, and retried
+  // with the rows still missing when the next one comes.
+  // With `include_latest` (at the end of a run) the latest row too. Returns whether the file holds them.
+  bool append_rows(bool include_latest = false);
+  // Writes metrics.csv whole, every row included (atomically: the old file stays until the new one is
+  // complete); throws what the write throws.
+  void write_metrics();
 
   RunSummary summary(double target, double target_time_s, double target_step) const;
   const std::string& dir() const { return dir_; }
 
  private:
   void to_tensorboard(const std::vector<double>& row, bool eval_only);
+  std::string csv_rows(std::size_t first, std::size_t end) const;
   void open_tensorboard();
   std::string dir_;
   std::string scenario_, device_;
   std::vector<std::vector<double>> rows_;
   double wall_time_offset_s_ = 0.0;  // wall time of the run a resumed one continues
   std::unique_ptr<rl::TensorBoardWriter> tensorboard_;
-  std::chrono::steady_clock::time_point last_flush_;
-  bool flush_failed_ = false;
+  int metrics_fd_ = -1;           // metrics.csv, open for appending
+  std::size_t rows_in_file_ = 0;  // rows metrics.csv holds
+  bool append_failed_ = false;
 };
 
 // The live line on a terminal (rewritten in place, at most ten times a second, cut to the terminal's

@@ -37,6 +37,11 @@ std::string format_compact(double value) {
 std::string format_significant(double value) {
   if (std::isnan(value)) return "nan";
   if (value == 0.0) return "0";
+  // Past 10^4, whole numbers grouped in thousands, rounded to four significant digits: 66,300.
+  if (std::fabs(value) >= 1e4 && std::fabs(value) < 1e15) {
+    const double unit = std::pow(10.0, std::floor(std::log10(std::fabs(value))) - 3);
+    return format_grouped(std::round(value / unit) * unit);
+  }
   // %#.4g keeps trailing zeros (475.0, not 475); the exponent form past 1e6 keeps its four digits.
   std::string text = format_number("%#.4g", value);
   if (!text.empty() && text.back() == '.') text.pop_back();

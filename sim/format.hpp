@@ -19,7 +19,7 @@ std::string format_shortest(double value);
 // Six significant digits, three for very large or very small values: axis labels.
 std::string format_compact(double value);
 
-// Four significant digits for summaries people read: -198.0, -83.89, 475.0, 1.235e+06.
+// Four significant digits for summaries people read: -198.0, -83.89, 475.0, 66,300 (grouped past 10^4).
 std::string format_significant(double value);
 
 // "1 episode", "2 episodes": a count and its noun, singular or plural.

@@ -77,7 +77,9 @@ TEST_CASE("format_significant gives four significant digits and keeps them") {
   CHECK(format_significant(475.0) == "475.0");
   CHECK(format_significant(1234.0) == "1234");
   CHECK(format_significant(0.001234567) == "0.001235");
-  CHECK(format_significant(1234567.0) == "1.235e+06");
+  CHECK(format_significant(1234567.0) == "1,235,000");
+  CHECK(format_significant(-66304.0) == "-66,300");
+  CHECK(format_significant(1e20) == "1.000e+20");
   CHECK(format_significant(std::nan("")) == "nan");
   CHECK(format_significant(0.0) == "0");
 }

@@ -209,7 +209,7 @@ for run in cartpole acrobot mountain_car pendulum mountain_car_continuous \
   echo "== surge train --scenario $run" >>"$out/tests.log"
   begin=$EPOCHREALTIME
   # shellcheck disable=SC2086  # $run holds the scenario and its extra flags
-  timeout "$t" "$surge" train --scenario $run --device cuda --total-steps 1048576 --out "$dir" >>"$out/tests.log" 2>&1
+  timeout "$t" "$surge" train --scenario $run --device cuda --total-steps 1048576 --out "$dir" --overwrite >>"$out/tests.log" 2>&1
   status=$?
   say "  $run: exit $status, last row: $(tail -n 1 "$dir/metrics.csv" 2>/dev/null)"
   record train --csv "$dir/metrics.csv" --field "run=$run" --field "status=$status" --field "seconds=$(since "$begin")"
@@ -224,7 +224,7 @@ elif t=$(allow 90); then
   say "surge train --scenario cartpole --device cuda --target-return 475 (at most $t s)"
   echo "== surge train --scenario cartpole --device cuda --target-return 475" >>"$out/tests.log"
   begin=$EPOCHREALTIME
-  timeout "$t" "$surge" train --scenario cartpole --device cuda --target-return 475 --out "$scratch/target-475" \
+  timeout "$t" "$surge" train --scenario cartpole --device cuda --target-return 475 --out "$scratch/target-475" --overwrite \
     >"$scratch/target-475.log" 2>&1
   status=$?
   cat "$scratch/target-475.log" >>"$out/tests.log"

@@ -88,8 +88,8 @@ case "$action" in
     install_deps
     build
     say "running the main job: PPO on CartPole until the mean return of the last 100 episodes reaches 475"
-    "$build_dir/bin/surge" train --scenario cartpole --device auto --target-return 475 --out runs/cartpole
-    say "metrics in runs/cartpole/metrics.csv; environment throughput next"
+    "$build_dir/bin/surge" train --scenario cartpole --device auto --target-return 475
+    say "the run's folder (named above: runs/cartpole/<date>-<time>-seed1) holds metrics.csv and checkpoint.h5; environment throughput next"
     "$build_dir/bin/surge" bench env --scenario cartpole --device auto ;;
   test)
     install_deps

@@ -87,9 +87,11 @@ SeedResult summarize_run(const std::vector<std::vector<double>>& rows, double th
   result.return_last100 = rows.empty() ? NAN : rows.back()[6];
   result.threshold_time = target_time;
   result.threshold_step = target_step;
+  // As --target-return decides: the mean of the last 100 episodes, once 100 have ended.
+  double finished = 0.0;
   if (std::isnan(target_time))
     for (const auto& row : rows)
-      if (row[6] >= threshold) {
+      if ((finished += row[4]) >= 100 && row[6] >= threshold) {
         result.threshold_step = row[1];
         result.threshold_time = row[2];
         break;

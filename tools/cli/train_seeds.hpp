@@ -27,7 +27,8 @@ std::vector<std::uint64_t> parse_seeds(const std::string& text, const Command& c
 std::string seed_dir(const std::string& parent, std::uint64_t seed);  // parent/seed<K>
 
 // A finished run's row of the table, from its metrics rows (TrainOutput columns). With --target-return
-// the time it was met is known; otherwise the first row whose return_last100 reaches `threshold`.
+// the time it was met is known; otherwise the first row whose return_last100 reaches `threshold`
+// once 100 episodes have ended.
 SeedResult summarize_run(const std::vector<std::vector<double>>& rows, double threshold, double target_time,
                          double target_step, const std::string& dir, std::uint64_t seed);
 // 100 greedy episodes of the trained policy, as `surge eval` plays them.

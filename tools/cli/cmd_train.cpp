@@ -109,6 +109,8 @@ void read_resume(const Command& cmd, RunPlan& plan) {
                                      " cannot be given with it"));
   plan.resumed = rl::read_checkpoint(plan.resume_path);
   plan.resume_state = rl::read_resume_state(plan.resume_path);
+  TrainOutput::check_rows(plan.resume_state.metrics_rows, plan.resume_state.metrics_columns,
+                          "checkpoint '" + plan.resume_path + "'");
   plan.config = plan.resumed->config;
   plan.config.scenario = plan.resumed->scenario;
   if (cmd.has("total-steps")) plan.config.total_steps = cmd.get_int("total-steps", 1, std::int64_t(1) << 50);
@@ -138,8 +140,9 @@ RunOutcome train_run(const RunPlan& plan, const std::string& out_dir) {
   std::unique_ptr<rl::RolloutLog> rollout_log;
   if (plan.log)
     rollout_log = open_train_rollout_log(*plan.log, *engine, trainer, plan.resumed ? first_iteration + 1 : -1);
-  TrainOutput output(folder.dir());
-  if (plan.resumed) output.restore_rows(plan.resume_state.metrics_rows, plan.resume_state.metrics_columns);
+  TrainOutput output =
+      plan.resumed ? TrainOutput(folder.dir(), plan.resume_state.metrics_rows, plan.resume_state.metrics_columns)
+                   : TrainOutput(folder.dir());
   output.write_config(config, spec, plan.device);
   folder.keep();
 

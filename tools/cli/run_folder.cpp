@@ -93,7 +93,11 @@ RunFolder::RunFolder(std::string dir, Reuse reuse, const std::string& command) :
   fs::create_directories(dir_, error);
   if (error) throw InputError(command + ": cannot create --out " + dir_ + ": " + error.message());
   const std::string lock_path = (fs::path(dir_) / kLockName).string();
-  lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (lock_fd_ >= 0)
+    lock_created_ = lock_path;  // removed again if the run never starts
+  else if (errno == EEXIST)
+    lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CLOEXEC);
   if (lock_fd_ < 0)
     throw InputError(command + ": cannot write in --out " + dir_ + ": " + std::strerror(errno) +
                      "; give a folder you can write to");
@@ -101,6 +105,7 @@ RunFolder::RunFolder(std::string dir, Reuse reuse, const std::string& command) :
     const std::string pid = pid_in(lock_fd_);
     ::close(lock_fd_);
     lock_fd_ = -1;
+    lock_created_.clear();
     throw InputError(command + ": --out " + dir_ + " is in use by another run (process " + pid +
                      "); wait for it to finish or give another --out");
   }
@@ -127,7 +132,10 @@ void RunFolder::release() {
   if (!kept_ && !created_.empty()) {
     fs::remove_all(created_, error);
     created_.clear();
+  } else if (!kept_ && !lock_created_.empty()) {
+    fs::remove(lock_created_, error);  // the folder was there before: leave it as it was
   }
+  lock_created_.clear();
   if (lock_fd_ >= 0) {
     ::close(lock_fd_);  // releases the flock; the file stays, so a waiting run locks the same inode
     lock_fd_ = -1;

@@ -39,7 +39,8 @@ class RunFolder {
  private:
   void release();  // unlocks, and removes what was created unless kept
   std::string dir_;
-  std::string created_;  // the topmost folder this object created, removed if the run never started
+  std::string created_;       // the topmost folder this object created, removed if the run never started
+  std::string lock_created_;  // the lock file, if this object created it
   int lock_fd_ = -1;
   bool kept_ = false;
 };

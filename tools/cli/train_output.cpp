@@ -31,10 +31,17 @@ std::string cell(std::size_t column, double value) {
 
 }  // namespace
 
-TrainOutput::TrainOutput(std::string dir) : dir_(std::move(dir)) {
+TrainOutput::TrainOutput(std::string dir, std::vector<std::vector<double>> rows,
+                         const std::vector<std::string>& columns)
+    : dir_(std::move(dir)) {
+  check_rows(rows, columns, "the checkpoint");
+  for (auto& row : rows) row.resize(TrainOutput::columns().size(), NAN);
+  rows_ = std::move(rows);
+  wall_time_offset_s_ = rows_.empty() ? 0.0 : rows_.back()[2];
   require_writable(dir_ + "/metrics.csv", "metrics");
   write_metrics();
   open_tensorboard();
+  for (const auto& row : rows_) to_tensorboard(row, false);
 }
 
 TrainOutput::~TrainOutput() {
@@ -128,16 +135,20 @@ void TrainOutput::to_tensorboard(const std::vector<double>& row, bool eval_only)
   }
 }
 
-void TrainOutput::restore_rows(std::vector<std::vector<double>> rows, const std::vector<std::string>& columns) {
-  for (std::size_t k = 0; k < columns.size() && k < TrainOutput::columns().size(); ++k)
-    if (columns[k] != TrainOutput::columns()[k] || columns.size() > TrainOutput::columns().size())
-      throw InputError("surge train: the checkpoint keeps metrics with other columns (" + columns[k] +
-                       "); it was written by another version of surge train");
-  for (auto& row : rows) row.resize(TrainOutput::columns().size(), NAN);
-  rows_ = std::move(rows);
-  write_metrics();
-  wall_time_offset_s_ = rows_.empty() ? 0.0 : rows_.back()[2];
-  for (const auto& row : rows_) to_tensorboard(row, false);
+void TrainOutput::check_rows(const std::vector<std::vector<double>>& rows, const std::vector<std::string>& columns,
+                             const std::string& source) {
+  const auto& today = TrainOutput::columns();
+  bool prefix = columns.size() <= today.size() && columns.size() >= 3;
+  for (std::size_t k = 0; prefix && k < columns.size(); ++k) prefix = columns[k] == today[k];
+  if (!prefix)
+    throw InputError("surge train: " + source +
+                     " keeps metrics with other columns than surge train writes; it was written by another "
+                     "version of surge train, or damaged");
+  for (std::size_t r = 0; r < rows.size(); ++r)
+    if (rows[r].size() != columns.size())
+      throw InputError("surge train: " + source + " keeps a metrics row (" + std::to_string(r + 1) + ") of " +
+                       std::to_string(rows[r].size()) + " values for " + std::to_string(columns.size()) +
+                       " columns; the file is damaged");
 }
 
 void TrainOutput::add_row(const rl::IterationMetrics& m, double wall_time_s) {

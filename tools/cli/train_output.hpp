@@ -23,9 +23,15 @@ struct RunSummary {
 
 class TrainOutput {
  public:
-  // Writes into the existing folder `dir`: metrics.csv (its header at once, so an interrupted run
-  // always leaves one) and DIR/tb.
-  explicit TrainOutput(std::string dir);
+  // Writes into the existing folder `dir`: metrics.csv at once (its header and the rows of the run a
+  // resumed one continues, so an interrupted run always leaves one) and DIR/tb, written anew (one
+  // event file per run, the restored rows first). Restored rows were written with `columns`.
+  explicit TrainOutput(std::string dir, std::vector<std::vector<double>> rows = {},
+                       const std::vector<std::string>& columns = TrainOutput::columns());
+  // Throws InputError unless `columns` are today's or an older release's (a prefix of them) and every
+  // row has one value per column; `source` names the file for the message.
+  static void check_rows(const std::vector<std::vector<double>>& rows, const std::vector<std::string>& columns,
+                         const std::string& source);
   ~TrainOutput();
 
   // The columns of metrics.csv, in order. A value that does not exist (the mean return of an
@@ -42,11 +48,8 @@ class TrainOutput {
   void set_eval(double mean, double std);
   // The best eval_return_mean so far (NaN before the first evaluation).
   double best_eval() const;
-  // The rows so far (a checkpoint keeps them). A resumed run starts from the rows of the run it
-  // continues, written with `columns` (an older release's columns are a prefix of today's): its wall
-  // times go on from theirs, and DIR/tb is written anew from them, so that the run has one event file.
+  // The rows so far (a checkpoint keeps them); a resumed run's wall times go on from those it restored.
   const std::vector<std::vector<double>>& rows() const { return rows_; }
-  void restore_rows(std::vector<std::vector<double>> rows, const std::vector<std::string>& columns);
   // metrics.csv grows by whole rows: each row is appended with one write() once the next row exists (the
   // latest may still get its evaluation), so a killed run leaves whole rows, at most the latest two
   // missing. A failed append (a full disk) is cut back to the last whole row, reported once, and retried

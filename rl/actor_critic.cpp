@@ -127,22 +127,22 @@ void PpoGradient<Scalar>::compute_forward(const Stream& stream, const MinibatchV
 template <class Scalar>
 void PpoGradient<Scalar>::compute_backward(const Stream& stream, const PpoLossConfig& config,
                                            const MinibatchView<Scalar>& minibatch, const Scalar* params, Scalar* grads,
-                                           double* terms) {
+                                           double* terms, const Collective* ranks) {
   const std::int64_t batch = minibatch.size;
   if (net_->continuous()) {
     const int dims = net_->action_dim();
     Scalar* d_log_std = grads + net_->log_std_offset();
     gaussian_ppo_loss<Scalar>(stream, config, minibatch, dims, arena_.data(b_.logits), params + net_->log_std_offset(),
                               arena_.data(b_.values), arena_.data(b_.advantage_stats), arena_.data(b_.reduce_scratch),
-                              arena_.data(b_.d_logits), arena_.data(b_.d_log_std_rows), arena_.data(b_.d_values),
-                              terms);
+                              arena_.data(b_.d_logits), arena_.data(b_.d_log_std_rows), arena_.data(b_.d_values), terms,
+                              ranks);
     // d log_std [1][dims] = ones [1][B] x rows [B][dims]: a fixed-order sum, as the bias gradients are.
     gemm<Scalar>(stream, Transpose::No, Transpose::No, 1, dims, batch, Scalar(1), arena_.data(b_.ones), batch,
                  arena_.data(b_.d_log_std_rows), dims, Scalar(0), d_log_std, dims);
   } else {
     ppo_loss<Scalar>(stream, config, minibatch, net_->num_actions(), arena_.data(b_.logits), arena_.data(b_.values),
                      arena_.data(b_.advantage_stats), arena_.data(b_.reduce_scratch), arena_.data(b_.d_logits),
-                     arena_.data(b_.d_values), terms);
+                     arena_.data(b_.d_values), terms, ranks);
   }
   mlp_backward<Scalar>(stream, net_->actor(), params, minibatch.obs, batch, arena_.data(b_.actor_activations),
                        arena_.data(b_.d_logits), arena_.data(b_.ones), grads, arena_.data(b_.scratch));

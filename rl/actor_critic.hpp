@@ -82,8 +82,9 @@ class PpoGradient {
   // compute() in its two halves, for timing them apart: both networks' forward pass on the minibatch,
   // then the loss and both backward passes, which read what the forward pass left in the workspace.
   void compute_forward(const Stream& stream, const MinibatchView<Scalar>& minibatch, const Scalar* params);
+  // With `ranks`, the advantages are normalised over every rank's minibatch (rl/ppo_loss.hpp).
   void compute_backward(const Stream& stream, const PpoLossConfig& config, const MinibatchView<Scalar>& minibatch,
-                        const Scalar* params, Scalar* grads, double* terms);
+                        const Scalar* params, Scalar* grads, double* terms, const Collective* ranks = nullptr);
 
   std::int64_t max_batch() const { return max_batch_; }
   std::size_t device_bytes() const { return arena_.device_bytes(); }

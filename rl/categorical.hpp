@@ -65,13 +65,14 @@ SURGE_HD_INLINE int argmax(const Scalar* logits, int count) {
 // ------------------------------------------------------------------ launchers (categorical.cu)
 
 // Where a batch of draws sits in each environment's action stream: env i uses stream
-// (seed, rng_subsequence(Action, i)) from word (*draw_counter * draws_per_count + draw) * num_actions,
+// (seed, rng_subsequence(Action, first_env + i)) from word (*draw_counter * draws_per_count + draw) * num_actions,
 // so a counter kept on the device (the trainer's iteration) moves the draws on without the host.
 struct ActionDraw {
   std::uint64_t seed = 0;
   const std::int64_t* draw_counter = nullptr;  // device; null means 0
   std::int64_t draws_per_count = 0;
   std::int64_t draw = 0;
+  std::int64_t first_env = 0;  // the global index of row 0's environment (Engine::first_env)
 };
 
 // actions[i] ~ softmax(logits[i]) by Gumbel-max, logprob[i] = log p(actions[i]). logits [n][num_actions].

@@ -11,7 +11,7 @@ void sample_gaussian_actions(const Stream& stream, const float* mean, const floa
               "Gaussian actions need 1.." + std::to_string(kMaxGaussianDims) + " dimensions");
   const std::uint64_t seed = draw.seed;
   const std::int64_t* counter = draw.draw_counter;
-  const std::int64_t per_count = draw.draws_per_count, draw_index = draw.draw;
+  const std::int64_t per_count = draw.draws_per_count, draw_index = draw.draw, first = draw.first_env;
   const std::uint64_t words = static_cast<std::uint64_t>(gaussian_words_per_draw(dims));
   parallel_for(stream, n, [=] SURGE_HD(std::int64_t i) {
     const float* row_mean = mean + i * dims;
@@ -20,7 +20,7 @@ void sample_gaussian_actions(const Stream& stream, const float* mean, const floa
       for (int k = 0; k < dims; ++k) action[k] = row_mean[k];
     } else {
       const std::int64_t base = counter ? *counter * per_count : 0;
-      Rng rng(seed, rng_subsequence(RngPurpose::Action, static_cast<std::uint64_t>(i)),
+      Rng rng(seed, rng_subsequence(RngPurpose::Action, static_cast<std::uint64_t>(first + i)),
               static_cast<std::uint64_t>(base + draw_index) * words);
       sample_gaussian(row_mean, log_std, dims, rng, action);
     }

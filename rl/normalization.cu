@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "rl/collective.hpp"
 #include "rl/device_util.hpp"
 #include "sim/error.hpp"
 #include "sim/parallel.cuh"
@@ -48,7 +49,7 @@ void reset_moments(const Stream& stream, int dim, double* moments) {
 }
 
 void update_moments(const Stream& stream, const float* samples, std::int64_t count, int dim, double* moments,
-                    double* batch_sums, double* scratch) {
+                    double* batch_sums, double* scratch, const Collective* ranks) {
   SURGE_CHECK(dim >= 1 && dim <= kMaxNormalizedDim, "update_moments: dimension out of range");
   if (count <= 0) return;
   // Shifted by the running mean, so the sums stay small once the statistics have settled.
@@ -62,7 +63,9 @@ void update_moments(const Stream& stream, const float* samples, std::int64_t cou
         }
       },
       scratch, batch_sums);
-  const double n = static_cast<double>(count);
+  const int rank_count = ranks ? ranks->size() : 1;
+  if (rank_count > 1) ranks->all_reduce_sum({batch_sums, kSumsWidth, stream.device()}, stream);
+  const double n = static_cast<double>(count) * rank_count;
   parallel_for(stream, 1, [=] SURGE_HD(std::int64_t) {
     double* mean = moments;
     double* var = moments + dim;
@@ -94,7 +97,8 @@ void normalize_rows(const Stream& stream, float* rows, std::int64_t count, int d
 
 void scale_rewards(const Stream& stream, std::int64_t num_steps, std::int64_t num_envs, double gamma, double clip,
                    const float* reward, const std::uint8_t* terminated, const std::uint8_t* truncated,
-                   float* accumulator, float* scaled, double* moments, double* step_sums, double* scratch) {
+                   float* accumulator, float* scaled, double* moments, double* step_sums, double* scratch,
+                   double* shifts, const Collective* ranks) {
   const std::int64_t steps = num_steps, n = num_envs;
   if (steps <= 0 || n <= 0) return;
   SURGE_CHECK(scaled != reward, "scale_rewards: scaled must be a buffer of its own");
@@ -114,25 +118,38 @@ void scale_rewards(const Stream& stream, std::int64_t num_steps, std::int64_t nu
         accumulator[i] = running;
       },
       steps);
-  // Each step's batch sums, shifted by its first env's accumulator.
+  // Each step's batch sums, shifted by its first env's accumulator (rank 0's, across ranks).
+  const int rank_count = ranks ? ranks->size() : 1;
+  SURGE_CHECK(rank_count == 1 || shifts != nullptr, "scale_rewards: several ranks need the shifts buffer");
+  if (rank_count > 1) {
+    const bool first_rank = ranks->rank() == 0;
+    parallel_for(stream, steps, [=] SURGE_HD(std::int64_t t) {
+      shifts[t] = first_rank ? static_cast<double>(discounted[t * n]) : 0.0;
+    });
+    ranks->all_reduce_sum({shifts, steps, stream.device()}, stream);
+  }
+  const double* shared_shifts = rank_count > 1 ? shifts : nullptr;
   for (std::int64_t t = 0; t < steps; ++t) {
     const float* row = discounted + t * n;
+    const double* shift_at = shared_shifts ? shared_shifts + t : nullptr;
     parallel_reduce<2>(
         stream, n,
         [=] SURGE_HD(std::int64_t i, double* acc) {
-          const double d = static_cast<double>(row[i]) - static_cast<double>(row[0]);
+          const double shift = shift_at ? *shift_at : static_cast<double>(row[0]);
+          const double d = static_cast<double>(row[i]) - shift;
           acc[0] += d;
           acc[1] += d * d;
         },
         scratch, step_sums + 2 * t);
   }
+  if (rank_count > 1) ranks->all_reduce_sum({step_sums, 2 * steps, stream.device()}, stream);
   // The steps' merges in order; step_sums[2t] then holds step t's divisor.
-  const double count = static_cast<double>(n);
+  const double count = static_cast<double>(n) * rank_count;
   parallel_for(stream, 1, [=] SURGE_HD(std::int64_t) {
     for (std::int64_t t = 0; t < steps; ++t) {
       double b_mean = 0.0, b_var = 0.0;
-      batch_moments(static_cast<double>(discounted[t * n]), step_sums[2 * t], step_sums[2 * t + 1], count, b_mean,
-                    b_var);
+      const double shift = shared_shifts ? shared_shifts[t] : static_cast<double>(discounted[t * n]);
+      batch_moments(shift, step_sums[2 * t], step_sums[2 * t + 1], count, b_mean, b_var);
       merge_moments(moments[0], moments[1], moments[2], b_mean, b_var, count);
       moments[2] += count;
       step_sums[2 * t] = sqrt(moments[1] + kNormalizationEpsilon);
@@ -160,6 +177,8 @@ BufferTable Normalization::table(Device device, const NormalizationConfig& confi
                                       "each env's discounted return so far", kSaved);
   b.reward_step_sums = t.add<double>("normalization.reward_step_sums", {rewards * 2 * num_steps}, "[2*T]",
                                      "each step's sums over the accumulators");
+  b.reward_shifts = t.add<double>("normalization.reward_shifts", {rewards * num_steps}, "[T]",
+                                  "each step's shift of the sums: rank 0's first accumulator");
   b.scaled_reward = t.add<float>("normalization.scaled_reward", {rewards * num_steps, num_envs}, "[T][N]",
                                  "the scaled rewards GAE reads (the discounted returns until then)");
   b.scratch = t.add<double>("normalization.reduce_scratch", {any * normalization_scratch_doubles(device)}, "[scratch]",
@@ -174,8 +193,8 @@ BufferTable Normalization::table(Device device, const NormalizationConfig& confi
 }
 
 Normalization::Normalization(Device device, const NormalizationConfig& config, int obs_dim, std::int64_t num_steps,
-                             std::int64_t num_envs, const Stream& stream)
-    : config_(config), obs_dim_(obs_dim), num_steps_(num_steps), num_envs_(num_envs) {
+                             std::int64_t num_envs, const Stream& stream, const Collective* ranks)
+    : config_(config), obs_dim_(obs_dim), num_steps_(num_steps), num_envs_(num_envs), ranks_(ranks) {
   if (config.normalize_obs && (obs_dim < 1 || obs_dim > kMaxNormalizedDim))
     throw InputError("normalize_obs handles observations of up to " + std::to_string(kMaxNormalizedDim) +
                      " values, and this scenario has " + std::to_string(obs_dim) + "; set normalize_obs = false");
@@ -194,7 +213,7 @@ void Normalization::observe(const Stream& stream, float* obs, float* final_obs, 
                             const std::uint8_t* truncated) {
   if (!config_.normalize_obs) return;
   double* moments = data(b_.obs_moments);
-  update_moments(stream, obs, num_envs_, obs_dim_, moments, data(b_.obs_batch_sums), data(b_.scratch));
+  update_moments(stream, obs, num_envs_, obs_dim_, moments, data(b_.obs_batch_sums), data(b_.scratch), ranks_);
   normalize_rows(stream, obs, num_envs_, obs_dim_, moments, config_.obs_clip);
   if (final_obs)
     normalize_rows(stream, final_obs, num_envs_, obs_dim_, moments, config_.obs_clip, terminated, truncated);
@@ -209,7 +228,7 @@ const float* Normalization::scale(const Stream& stream, const float* reward, con
   if (config_.normalize_reward)
     scale_rewards(stream, num_steps_, num_envs_, config_.gamma, config_.reward_clip, reward, terminated, truncated,
                   data(b_.reward_accumulator), data(b_.scaled_reward), data(b_.reward_moments),
-                  data(b_.reward_step_sums), data(b_.scratch));
+                  data(b_.reward_step_sums), data(b_.scratch), data(b_.reward_shifts), ranks_);
   return learner_rewards(reward);
 }
 

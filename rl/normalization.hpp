@@ -16,6 +16,8 @@
 
 namespace surge::rl {
 
+class Collective;
+
 inline constexpr double kMomentsInitialCount = 1e-4;   // RunningMeanStd's epsilon
 inline constexpr double kNormalizationEpsilon = 1e-8;  // under the square root of the divisor
 // The widest sample normalize_obs handles: the batch sums are one fixed-width reduction.
@@ -32,8 +34,10 @@ void reset_moments(const Stream& stream, int dim, double* moments);
 // Merges the batch samples[count][dim] into the moments: the batch's mean and population variance
 // from sums shifted by the running mean (a deterministic reduction in double), then one thread
 // applies Chan's formula. batch_sums: [2 * kMaxNormalizedDim]; scratch: normalization_scratch_doubles.
+// With `ranks`, the batch is every rank's samples together (`count` on each): their shifted sums add up,
+// since every rank shifts by the same running mean, and every rank merges the same batch.
 void update_moments(const Stream& stream, const float* samples, std::int64_t count, int dim, double* moments,
-                    double* batch_sums, double* scratch);
+                    double* batch_sums, double* scratch, const Collective* ranks = nullptr);
 
 // In place, rows[count][dim]: x = clamp((x - mean) / sqrt(var + 1e-8), -clip, clip). Where `ended` is
 // given, only the rows n with terminated[n] or truncated[n] set (final observations).
@@ -46,17 +50,21 @@ void normalize_rows(const Stream& stream, float* rows, std::int64_t count, int d
 //   scaled[t][n] = clamp(reward[t][n] / sqrt(var + 1e-8), -clip, clip)
 //   accumulator[n] = 0 where the episode ended at t (terminated or truncated: the env was reset)
 // moments: [3]; accumulator: [N], carried across calls; step_sums: [2*T]. `scaled` holds the discounted
-// returns until the last pass, so it must not be `reward`.
+// returns until the last pass, so it must not be `reward`. Each step's sums are shifted by the first
+// environment's accumulator; with `ranks` (every rank's N accumulators are one batch) that of rank 0,
+// which `shifts` [T] carries to every rank.
 void scale_rewards(const Stream& stream, std::int64_t num_steps, std::int64_t num_envs, double gamma, double clip,
                    const float* reward, const std::uint8_t* terminated, const std::uint8_t* truncated,
-                   float* accumulator, float* scaled, double* moments, double* step_sums, double* scratch);
+                   float* accumulator, float* scaled, double* moments, double* step_sums, double* scratch,
+                   double* shifts = nullptr, const Collective* ranks = nullptr);
 
 // The trainer's normalisation state and scratch, one table. Buffers of a switched-off part are empty.
 class Normalization {
  public:
-  // Enqueues the zeroing of its buffers on `stream`.
+  // Enqueues the zeroing of its buffers on `stream`. With `ranks`, the statistics are those of every
+  // rank's environments together, the same on each.
   Normalization(Device device, const NormalizationConfig& config, int obs_dim, std::int64_t num_steps,
-                std::int64_t num_envs, const Stream& stream);
+                std::int64_t num_envs, const Stream& stream, const Collective* ranks = nullptr);
 
   const NormalizationConfig& config() const { return config_; }
   // Starting statistics and zero accumulators.
@@ -89,7 +97,7 @@ class Normalization {
 
  private:
   struct Buffers {
-    Slot<double> obs_moments, obs_batch_sums, reward_moments, reward_step_sums, scratch;
+    Slot<double> obs_moments, obs_batch_sums, reward_moments, reward_step_sums, reward_shifts, scratch;
     Slot<float> reward_accumulator, scaled_reward;
   };
   static BufferTable table(Device device, const NormalizationConfig& config, int obs_dim, std::int64_t num_steps,
@@ -102,6 +110,7 @@ class Normalization {
   NormalizationConfig config_;
   int obs_dim_;
   std::int64_t num_steps_, num_envs_;
+  const Collective* ranks_;
   Buffers b_;
   BufferArena arena_;
 };

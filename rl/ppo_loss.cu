@@ -2,6 +2,7 @@
 // per thread, fused with the reduction of the loss terms. The categorical and Gaussian heads share
 // everything but the log-probability and the entropy.
 #include "rl/categorical.hpp"
+#include "rl/collective.hpp"
 #include "rl/gaussian.hpp"
 #include "rl/ppo_loss.hpp"
 #include "rl/scalar_math.hpp"
@@ -64,7 +65,7 @@ SURGE_HD_INLINE void add_terms(double* acc, Scalar policy, Scalar value_loss, Sc
 
 template <class Scalar>
 void advantage_sums(const Stream& stream, const PpoLossConfig& config, const MinibatchView<Scalar>& minibatch,
-                    double* advantage_stats, double* scratch) {
+                    double* advantage_stats, double* scratch, const Collective* ranks) {
   SURGE_CHECK(minibatch.size >= 2 || !config.norm_adv,
               "normalising advantages needs a minibatch of at least 2 samples");
   if (!config.norm_adv) return;
@@ -77,13 +78,15 @@ void advantage_sums(const Stream& stream, const PpoLossConfig& config, const Min
         acc[1] += a * a;
       },
       scratch, advantage_stats);
+  // Across ranks the minibatch is the union of theirs: its mean and std come from the summed sums.
+  if (ranks && ranks->size() > 1) ranks->all_reduce_sum({advantage_stats, 2, stream.device()}, stream);
 }
 
 // What each sample's loss reads besides its policy head, copied out of the config and the minibatch
 // before the kernel so that its lambda captures plain values; the per-sample steps both heads share.
 template <class Scalar>
 struct SampleLoss {
-  std::int64_t batch;
+  std::int64_t batch;         // the samples the advantage statistics cover: B on every rank together
   const Scalar* advantage;    // [B]
   const Scalar* old_logprob;  // [B]
   const Scalar* old_value;    // [B]
@@ -108,8 +111,8 @@ struct SampleLoss {
 
 template <class Scalar>
 SampleLoss<Scalar> sample_loss(const PpoLossConfig& config, const MinibatchView<Scalar>& minibatch,
-                               const double* advantage_stats) {
-  return {minibatch.size,
+                               const double* advantage_stats, const Collective* ranks) {
+  return {minibatch.size * (ranks ? ranks->size() : 1),
           minibatch.advantage,
           minibatch.old_logprob,
           minibatch.old_value,
@@ -128,9 +131,9 @@ SampleLoss<Scalar> sample_loss(const PpoLossConfig& config, const MinibatchView<
 template <class Scalar>
 void ppo_loss(const Stream& stream, const PpoLossConfig& config, const MinibatchView<Scalar>& minibatch,
               int num_actions, const Scalar* logits, const Scalar* values, double* advantage_stats, double* scratch,
-              Scalar* d_logits, Scalar* d_values, double* terms) {
-  detail::advantage_sums(stream, config, minibatch, advantage_stats, scratch);
-  const detail::SampleLoss<Scalar> sample = detail::sample_loss(config, minibatch, advantage_stats);
+              Scalar* d_logits, Scalar* d_values, double* terms, const Collective* ranks) {
+  detail::advantage_sums(stream, config, minibatch, advantage_stats, scratch, ranks);
+  const detail::SampleLoss<Scalar> sample = detail::sample_loss(config, minibatch, advantage_stats, ranks);
   const std::int32_t* actions = minibatch.actions;
   const Scalar ent_coef = sample.ent_coef, inv_batch = sample.inv_batch;
   const int count = num_actions;
@@ -159,10 +162,10 @@ template <class Scalar>
 void gaussian_ppo_loss(const Stream& stream, const PpoLossConfig& config, const MinibatchView<Scalar>& minibatch,
                        int action_dim, const Scalar* means, const Scalar* log_std, const Scalar* values,
                        double* advantage_stats, double* scratch, Scalar* d_means, Scalar* d_log_std_rows,
-                       Scalar* d_values, double* terms) {
+                       Scalar* d_values, double* terms, const Collective* ranks) {
   SURGE_CHECK(minibatch.continuous_actions != nullptr, "a Gaussian policy's minibatch needs its continuous actions");
-  detail::advantage_sums(stream, config, minibatch, advantage_stats, scratch);
-  const detail::SampleLoss<Scalar> sample = detail::sample_loss(config, minibatch, advantage_stats);
+  detail::advantage_sums(stream, config, minibatch, advantage_stats, scratch, ranks);
+  const detail::SampleLoss<Scalar> sample = detail::sample_loss(config, minibatch, advantage_stats, ranks);
   const Scalar* actions = minibatch.continuous_actions;
   const Scalar ent_coef = sample.ent_coef, inv_batch = sample.inv_batch;
   const int dims = action_dim;
@@ -193,14 +196,14 @@ double total_loss(const PpoLossConfig& config, const double* term_sums, std::int
 }
 
 template void ppo_loss<float>(const Stream&, const PpoLossConfig&, const MinibatchView<float>&, int, const float*,
-                              const float*, double*, double*, float*, float*, double*);
+                              const float*, double*, double*, float*, float*, double*, const Collective*);
 template void ppo_loss<double>(const Stream&, const PpoLossConfig&, const MinibatchView<double>&, int, const double*,
-                               const double*, double*, double*, double*, double*, double*);
+                               const double*, double*, double*, double*, double*, double*, const Collective*);
 template void gaussian_ppo_loss<float>(const Stream&, const PpoLossConfig&, const MinibatchView<float>&, int,
                                        const float*, const float*, const float*, double*, double*, float*, float*,
-                                       float*, double*);
+                                       float*, double*, const Collective*);
 template void gaussian_ppo_loss<double>(const Stream&, const PpoLossConfig&, const MinibatchView<double>&, int,
                                         const double*, const double*, const double*, double*, double*, double*, double*,
-                                        double*, double*);
+                                        double*, double*, const Collective*);
 
 }  // namespace surge::rl

@@ -9,6 +9,8 @@
 
 namespace surge::rl {
 
+class Collective;
+
 // One minibatch, gathered into contiguous rows on the device.
 template <class Scalar>
 struct MinibatchView {
@@ -33,10 +35,12 @@ enum LossTerm : int { kPolicyLoss = 0, kValueLoss, kEntropy, kApproxKl, kClipFra
 // Writes dloss/dlogits [B][num_actions] and dloss/dvalues [B], and the sums of policy, value, entropy,
 // approx_kl ((ratio - 1) - log ratio) and clip fraction (|ratio - 1| > c) into terms. All device pointers;
 // scratch holds reduce_scratch_size(device, 2 and kLossTermCount) doubles, advantage_stats 2 doubles.
+// With `ranks` (data parallelism) the minibatch is the union of every rank's: the advantages are
+// normalised by the mean and std over all of them (the term sums and the gradient stay this rank's).
 template <class Scalar>
 void ppo_loss(const Stream& stream, const PpoLossConfig& config, const MinibatchView<Scalar>& minibatch,
               int num_actions, const Scalar* logits, const Scalar* values, double* advantage_stats, double* scratch,
-              Scalar* d_logits, Scalar* d_values, double* terms);
+              Scalar* d_logits, Scalar* d_values, double* terms, const Collective* ranks = nullptr);
 
 // The same loss for a diagonal Gaussian policy: means [B][action_dim] from the actor, log_std
 // [action_dim] (a parameter slice), the sampled actions in minibatch.continuous_actions. Writes
@@ -46,7 +50,7 @@ template <class Scalar>
 void gaussian_ppo_loss(const Stream& stream, const PpoLossConfig& config, const MinibatchView<Scalar>& minibatch,
                        int action_dim, const Scalar* means, const Scalar* log_std, const Scalar* values,
                        double* advantage_stats, double* scratch, Scalar* d_means, Scalar* d_log_std_rows,
-                       Scalar* d_values, double* terms);
+                       Scalar* d_values, double* terms, const Collective* ranks = nullptr);
 
 // The scalar loss from the term sums of a minibatch of `batch` samples (host).
 double total_loss(const PpoLossConfig& config, const double* term_sums, std::int64_t batch);

@@ -26,18 +26,26 @@ int cpu_threads_for(const TrainConfig& config) {
   return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 }
 
-const ScenarioSpec& checked_spec(const Engine& engine, const TrainConfig& config) {
+const ScenarioSpec& checked_spec(const Engine& engine, const TrainConfig& config, const Collective& ranks) {
   config.validate();
   const ScenarioSpec& spec = engine.spec();
   SURGE_CHECK(engine.num_envs() == config.num_envs, "the engine holds " + std::to_string(engine.num_envs()) +
                                                         " environments, the config asks for " +
                                                         std::to_string(config.num_envs));
+  SURGE_CHECK(engine.first_env() == ranks.rank() * config.num_envs,
+              "rank " + std::to_string(ranks.rank()) + "'s engine starts at environment " +
+                  std::to_string(engine.first_env()) + ", not at rank x num_envs");
+  if (config.total_steps < config.batch_size() * ranks.size())
+    throw InputError("total_steps = " + std::to_string(config.total_steps) + " is less than one iteration of " +
+                     std::to_string(ranks.size()) + " ranks x " + std::to_string(config.batch_size()) +
+                     " steps; raise total_steps or shrink the batch");
   return spec;
 }
 
 }  // namespace
 
-BufferTable Trainer::table(const TrainConfig& config, const ActorCritic& net, int obs_dim, Device device, Buffers& b) {
+BufferTable Trainer::table(const TrainConfig& config, const ActorCritic& net, int obs_dim, Device device, int ranks,
+                           Buffers& b) {
   const std::int64_t t = config.num_steps, n = config.num_envs, d = obs_dim, p = net.table().total();
   const std::int64_t mb = config.minibatch_size(), slots = config.batch_size(), a = net.head_width();
   const std::int64_t action_dim = net.action_dim(), continuous = net.continuous() ? 1 : 0;
@@ -77,6 +85,8 @@ BufferTable Trainer::table(const TrainConfig& config, const ActorCritic& net, in
                                            "ended episodes per group of chunks");
   b.recent_returns = table.add<double>("metrics.recent_returns", {kRecentEpisodes}, "[100]",
                                        "ring of the latest finished returns", kSaved);
+  b.recent_candidates = table.add<double>("metrics.recent_candidates", {ranks, kRecentCandidateWidth},
+                                          "[ranks][100][2]", "each rank's newest finished episodes: key, return");
   b.small_sums = table.add<double>("metrics.sums", {3 + 4}, "[7]", "episode statistics and explained-variance sums");
   b.reduce_scratch = table.add<double>("metrics.reduce_scratch", {reduce_scratch_doubles(device, 4)}, "[scratch]",
                                        "partial sums of the reductions");
@@ -85,17 +95,19 @@ BufferTable Trainer::table(const TrainConfig& config, const ActorCritic& net, in
   return table;
 }
 
-Trainer::Trainer(Engine& engine, const TrainConfig& config)
+Trainer::Trainer(Engine& engine, const TrainConfig& config, const Collective& ranks)
     : engine_(engine),
       config_(config),
+      ranks_(ranks),
+      num_iterations_(config.total_steps / (config.batch_size() * ranks.size())),
       device_(engine.device()),
       stream_(engine.device()),
-      network_(ActorCritic::for_scenario(checked_spec(engine, config), config)),
+      network_(ActorCritic::for_scenario(checked_spec(engine, config, ranks), config)),
       rollout_(device_, config.num_steps, config.num_envs, engine.spec().obs_dim, network_.action_dim()),
       minibatch_size_(config.minibatch_size()),
-      arena_(device_, table(config, network_, engine.spec().obs_dim, device_, b_), stream_),
+      arena_(device_, table(config, network_, engine.spec().obs_dim, device_, ranks.size(), b_), stream_),
       workspace_(device_, network_, std::max(config.num_envs, config.minibatch_size())),
-      normalization_(device_, config, engine.spec().obs_dim, config.num_steps, config.num_envs, stream_),
+      normalization_(device_, config, engine.spec().obs_dim, config.num_steps, config.num_envs, stream_, &ranks),
       permutation_(Permutation::make(config.batch_size(), config.seed, 0)),
       graph_(stream_),
       metrics_mirror_(device_, sizeof(IterationMetrics), 2) {
@@ -160,6 +172,7 @@ void Trainer::enqueue_iteration() {
       gather_minibatch(epoch, m);
       update_forward();
       update_backward(epoch, m);
+      average_gradients(epoch, m);
       optimiser_step();
     }
     end_epoch(epoch);
@@ -201,7 +214,7 @@ void Trainer::forward_policy(std::int64_t t) {
 
 void Trainer::sample_actions(std::int64_t t) {
   const PhaseMark mark(clock_, TrainPhase::Sampling);
-  const ActionDraw draw{config_.seed, &data(b_.state)->iteration, config_.num_steps, t};
+  const ActionDraw draw{config_.seed, &data(b_.state)->iteration, config_.num_steps, t, engine_.first_env()};
   const std::int64_t n = config_.num_envs;
   if (network_.continuous()) {
     // The rollout keeps the unclipped sample its log-probability belongs to; the engine gets it clipped.
@@ -259,12 +272,21 @@ void Trainer::episode_statistics() {
   const std::int64_t slots = config_.batch_size();
   count_finished(stream_, slots, rollout_.terminated(0), rollout_.truncated(0), data(b_.chunk_counts),
                  data(b_.group_counts));
-  update_recent_returns(stream_, slots, rollout_.terminated(0), rollout_.truncated(0), data(b_.ended_return),
-                        data(b_.chunk_counts), data(b_.group_counts), data(b_.recent_returns), data(b_.state));
+  // Each rank's newest episodes at its own place in the candidates: the sum over ranks gathers them all.
+  const Span<double> candidates = arena_[b_.recent_candidates];
+  fill(stream_, candidates.data, candidates.size, 0.0);
+  newest_finished(stream_, config_.num_steps, config_.num_envs, engine_.first_env(), config_.num_envs * ranks_.size(),
+                  rollout_.terminated(0), rollout_.truncated(0), data(b_.ended_return), data(b_.chunk_counts),
+                  data(b_.group_counts), candidates.data + ranks_.rank() * kRecentCandidateWidth);
   engine_.reduce_episode_stats(arena_[b_.small_sums].slice(0, kEpisodeStatsWidth), stream_);
   engine_.clear_episode_stats(stream_);
   explained_variance_sums(stream_, slots, rollout_.returns(0), rollout_.value(0), data(b_.reduce_scratch),
                           data(b_.small_sums) + kEpisodeStatsWidth);
+  if (ranks_.size() > 1) {
+    ranks_.all_reduce_sum(candidates, stream_);
+    ranks_.all_reduce_sum(arena_[b_.small_sums], stream_);
+  }
+  push_recent_returns(stream_, candidates.data, ranks_.size(), data(b_.recent_returns), data(b_.state));
 }
 
 void Trainer::gather_minibatch(std::int64_t epoch, std::int64_t m) {
@@ -281,7 +303,18 @@ void Trainer::update_forward() {
 void Trainer::update_backward(std::int64_t epoch, std::int64_t m) {
   const PhaseMark mark(clock_, TrainPhase::UpdateBackward);
   double* terms = data(b_.loss_terms) + (epoch * config_.num_minibatches + m) * kLossTermCount;
-  workspace_.compute_backward(stream_, config_, minibatch_, data(b_.params), data(b_.grads), terms);
+  workspace_.compute_backward(stream_, config_, minibatch_, data(b_.params), data(b_.grads), terms, &ranks_);
+}
+
+void Trainer::average_gradients(std::int64_t epoch, std::int64_t m) {
+  // The mean of the ranks' gradients is the gradient of the mean loss over their minibatches together.
+  // The loss terms add up too: every rank then sees the same approx_kl, so target-KL stops all or none.
+  if (ranks_.size() == 1) return;
+  const PhaseMark mark(clock_, TrainPhase::UpdateBackward);
+  ranks_.all_reduce_sum(arena_[b_.grads], stream_);
+  scale_values(stream_, data(b_.grads), network_.table().total(), 1.0f / static_cast<float>(ranks_.size()));
+  ranks_.all_reduce_sum(
+      arena_[b_.loss_terms].slice((epoch * config_.num_minibatches + m) * kLossTermCount, kLossTermCount), stream_);
 }
 
 void Trainer::optimiser_step() {
@@ -294,7 +327,8 @@ void Trainer::end_epoch(std::int64_t epoch) {
   const PhaseMark mark(clock_, TrainPhase::Other);
   const double* last_terms =
       data(b_.loss_terms) + (epoch * config_.num_minibatches + config_.num_minibatches - 1) * kLossTermCount;
-  rl::end_epoch(stream_, data(b_.state), data(b_.optimizer), last_terms, minibatch_size_, config_.target_kl);
+  rl::end_epoch(stream_, data(b_.state), data(b_.optimizer), last_terms, minibatch_size_ * ranks_.size(),
+                config_.target_kl);
 }
 
 void Trainer::finish_iteration() {
@@ -305,8 +339,8 @@ void Trainer::finish_iteration() {
   inputs.loss_terms = data(b_.loss_terms);
   inputs.ev_sums = data(b_.small_sums) + kEpisodeStatsWidth;
   inputs.minibatches = config_.num_minibatches;
-  inputs.minibatch_size = minibatch_size_;
-  inputs.steps_per_iteration = config_.batch_size();
+  inputs.minibatch_size = minibatch_size_ * ranks_.size();
+  inputs.steps_per_iteration = config_.batch_size() * ranks_.size();
   rl::finish_iteration(stream_, inputs, data(b_.optimizer), data(b_.state), data(b_.metrics));
 }
 
@@ -380,13 +414,13 @@ void Trainer::restore_state(const std::vector<SavedBuffer>& saved) {
 
 // ---- memory
 
-MemoryPlan Trainer::memory_plan(const TrainConfig& config, const ScenarioSpec& spec, Device device) {
+MemoryPlan Trainer::memory_plan(const TrainConfig& config, const ScenarioSpec& spec, Device device, int ranks) {
   const ActorCritic network = ActorCritic::for_scenario(spec, config);
   const std::int64_t t = config.num_steps, n = config.num_envs;
   MemoryPlan plan(device);
   RolloutStorage::table(t, n, spec.obs_dim, network.action_dim()).add_to(plan);
   Buffers unused;
-  table(config, network, spec.obs_dim, device, unused).add_to(plan);
+  table(config, network, spec.obs_dim, device, ranks, unused).add_to(plan);
   PpoGradient<float>::table(device, network, std::max(n, config.minibatch_size())).add_to(plan);
   Normalization::table(device, config, spec.obs_dim, t, n).add_to(plan);
   return plan;

@@ -10,6 +10,7 @@
 
 #include "rl/actor_critic.hpp"
 #include "rl/adam.hpp"
+#include "rl/collective.hpp"
 #include "rl/device_graph.hpp"
 #include "rl/normalization.hpp"
 #include "rl/rollout.hpp"
@@ -27,7 +28,8 @@
 namespace surge::rl {
 
 // The phases of an iteration, as iterate(clock) times them. "Other" holds the small kernels between
-// them: the learning-rate schedule, episode statistics, epoch bookkeeping, the metrics.
+// them: the learning-rate schedule, episode statistics, epoch bookkeeping, the metrics. (Sums across
+// ranks are timed inside the phases that need them: Collective::communication_seconds counts them.)
 enum class TrainPhase : int { PolicyForward, Sampling, EnvStep, Gae, UpdateForward, UpdateBackward, Optimiser, Other };
 inline constexpr int kTrainPhaseCount = 8;
 
@@ -36,7 +38,12 @@ class Trainer {
   // `engine` holds config.num_envs environments of a scenario on the device to train on (a categorical
   // policy for discrete actions, a diagonal Gaussian for continuous ones), freshly reset; it must outlive the trainer.
   // Throws InputError for a config that does not fit the scenario, after config.validate().
-  Trainer(Engine& engine, const TrainConfig& config);
+  // Data-parallel (`ranks` of more than one): every rank runs such a trainer over its own N environments,
+  // global environments rank * N .. rank * N + N - 1 (the engine's first_env); after each minibatch's
+  // backward pass the gradients are averaged over the ranks, and the advantage normalisation, the
+  // observation and reward statistics and the metrics cover every rank's samples, so that every rank
+  // holds the same parameters. config.total_steps counts the steps of all ranks together.
+  Trainer(Engine& engine, const TrainConfig& config, const Collective& ranks = single_process());
   // Waits for the stream first, so that no copy or graph replay still running outlives its buffers.
   ~Trainer();
   Trainer(const Trainer&) = delete;
@@ -53,7 +60,8 @@ class Trainer {
   std::vector<IterationMetrics> drain();
 
   std::int64_t iterations_enqueued() const { return enqueued_; }
-  std::int64_t num_iterations() const { return config_.num_iterations(); }
+  std::int64_t num_iterations() const { return num_iterations_; }
+  const Collective& ranks() const { return ranks_; }
   const TrainConfig& config() const { return config_; }
   const ActorCritic& network() const { return network_; }
   const ScenarioSpec& spec() const { return engine_.spec(); }
@@ -87,7 +95,7 @@ class Trainer {
 
   // Every device buffer a run of `config` allocates besides the engine's, computed from the config
   // alone (for `--dry-run` memory plans); its allocated_bytes() equal device_bytes() of such a trainer.
-  static MemoryPlan memory_plan(const TrainConfig& config, const ScenarioSpec& spec, Device device);
+  static MemoryPlan memory_plan(const TrainConfig& config, const ScenarioSpec& spec, Device device, int ranks = 1);
   std::size_t device_bytes() const;
 
  private:
@@ -101,10 +109,10 @@ class Trainer {
     Slot<double> loss_terms;
     Slot<float> running_return, ended_return;
     Slot<std::int32_t> chunk_counts, group_counts;
-    Slot<double> recent_returns, small_sums, reduce_scratch;
+    Slot<double> recent_returns, recent_candidates, small_sums, reduce_scratch;
     Slot<IterationMetrics> metrics;
   };
-  static BufferTable table(const TrainConfig& config, const ActorCritic& network, int obs_dim, Device device,
+  static BufferTable table(const TrainConfig& config, const ActorCritic& network, int obs_dim, Device device, int ranks,
                            Buffers& b);
 
   // The iteration, phase by phase (each phase times itself when a clock is attached).
@@ -121,6 +129,7 @@ class Trainer {
   void gather_minibatch(std::int64_t epoch, std::int64_t m);
   void update_forward();
   void update_backward(std::int64_t epoch, std::int64_t m);
+  void average_gradients(std::int64_t epoch, std::int64_t m);
   void optimiser_step();
   void end_epoch(std::int64_t epoch);
   void finish_iteration();
@@ -132,6 +141,8 @@ class Trainer {
 
   Engine& engine_;
   TrainConfig config_;
+  const Collective& ranks_;
+  std::int64_t num_iterations_;  // total_steps over the steps of an iteration of every rank
   Device device_;
   Stream stream_;
   ActorCritic network_;

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "rl/ppo_loss.hpp"
+#include "sim/error.hpp"
 #include "sim/parallel.cuh"
 
 namespace surge::rl {
@@ -17,6 +18,10 @@ void begin_iteration(const Stream& stream, TrainState* state, OptimizerScalars* 
     optimizer->frozen = 0.0;
     state->epochs_applied = 0;
   });
+}
+
+void scale_values(const Stream& stream, float* values, std::int64_t count, float factor) {
+  parallel_for(stream, count, [=] SURGE_HD(std::int64_t i) { values[i] *= factor; });
 }
 
 namespace detail {
@@ -115,13 +120,14 @@ void count_finished(const Stream& stream, std::int64_t slots, const std::uint8_t
       kFinishedChunk);
 }
 
-void update_recent_returns(const Stream& stream, std::int64_t slots, const std::uint8_t* terminated,
-                           const std::uint8_t* truncated, const float* ended_return, const std::int32_t* chunk_counts,
-                           const std::int32_t* group_counts, double* ring, TrainState* state) {
+void newest_finished(const Stream& stream, std::int64_t num_steps, std::int64_t num_envs, std::int64_t first_env,
+                     std::int64_t global_envs, const std::uint8_t* terminated, const std::uint8_t* truncated,
+                     const float* ended_return, const std::int32_t* chunk_counts, const std::int32_t* group_counts,
+                     double* candidates) {
+  const std::int64_t slots = num_steps * num_envs, n = num_envs;
   const std::int64_t chunks = finished_chunk_count(slots), groups = finished_group_count(slots);
   parallel_for(stream, 1, [=] SURGE_HD(std::int64_t) {
-    // Newest first: later steps are more recent; within a step, higher env indices count as later.
-    double newest[kRecentEpisodes];
+    // Walks back from the end and stops after kRecentEpisodes: older ones cannot matter.
     int found = 0;
     for (std::int64_t g = groups - 1; g >= 0 && found < kRecentEpisodes; --g) {
       if (group_counts[g] == 0) continue;
@@ -129,9 +135,41 @@ void update_recent_returns(const Stream& stream, std::int64_t slots, const std::
       for (std::int64_t c = last_chunk - 1; c >= g * kFinishedChunk && found < kRecentEpisodes; --c) {
         if (chunk_counts[c] == 0) continue;
         const std::int64_t last_slot = (c + 1) * kFinishedChunk < slots ? (c + 1) * kFinishedChunk : slots;
-        for (std::int64_t s = last_slot - 1; s >= c * kFinishedChunk && found < kRecentEpisodes; --s)
-          if (terminated[s] || truncated[s]) newest[found++] = static_cast<double>(ended_return[s]);
+        for (std::int64_t s = last_slot - 1; s >= c * kFinishedChunk && found < kRecentEpisodes; --s) {
+          if (!(terminated[s] || truncated[s])) continue;
+          const std::int64_t key = (s / n) * global_envs + first_env + s % n + 1;
+          candidates[2 * found] = static_cast<double>(key);
+          candidates[2 * found + 1] = static_cast<double>(ended_return[s]);
+          ++found;
+        }
       }
+    }
+  });
+}
+
+void push_recent_returns(const Stream& stream, const double* candidates, int ranks, double* ring, TrainState* state) {
+  constexpr int kMaxRanks = 4096;
+  SURGE_CHECK(ranks >= 1 && ranks <= kMaxRanks, "push_recent_returns: rank count out of range");
+  parallel_for(stream, 1, [=] SURGE_HD(std::int64_t) {
+    // Each rank's list is newest first: a merge of their heads, newest first, for kRecentEpisodes.
+    int next[kMaxRanks];
+    for (int r = 0; r < ranks; ++r) next[r] = 0;
+    double newest[kRecentEpisodes];
+    int found = 0;
+    while (found < kRecentEpisodes) {
+      int best = -1;
+      double best_key = 0.0;
+      for (int r = 0; r < ranks; ++r) {
+        if (next[r] >= kRecentEpisodes) continue;
+        const double key = candidates[r * kRecentCandidateWidth + 2 * next[r]];
+        if (key > best_key) {
+          best = r;
+          best_key = key;
+        }
+      }
+      if (best < 0) break;
+      newest[found++] = candidates[best * kRecentCandidateWidth + 2 * next[best] + 1];
+      next[best] += 1;
     }
     std::int64_t head = state->last100_head, count = state->last100_count;
     for (int k = found - 1; k >= 0; --k) {

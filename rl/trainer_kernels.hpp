@@ -15,6 +15,9 @@ namespace surge::rl {
 void begin_iteration(const Stream& stream, TrainState* state, OptimizerScalars* optimizer, double learning_rate,
                      bool anneal, std::int64_t num_iterations);
 
+// values[count] *= factor (the ranks' summed gradients into their mean).
+void scale_values(const Stream& stream, float* values, std::int64_t count, float factor);
+
 // Rollout fields of the whole batch, flat over [T][N] (sample s = t * N + n).
 struct BatchView {
   const float* obs;                 // [T*N][obs_dim]
@@ -64,25 +67,34 @@ std::int64_t finished_group_count(std::int64_t slots);
 void count_finished(const Stream& stream, std::int64_t slots, const std::uint8_t* terminated,
                     const std::uint8_t* truncated, std::int32_t* chunk_counts, std::int32_t* group_counts);
 
-// Pushes this rollout's finished episodes, oldest first, into the ring of the last kRecentEpisodes
-// returns (only the latest kRecentEpisodes of them can matter, so it walks back from the end and
-// stops there). One thread.
-void update_recent_returns(const Stream& stream, std::int64_t slots, const std::uint8_t* terminated,
-                           const std::uint8_t* truncated, const float* ended_return, const std::int32_t* chunk_counts,
-                           const std::int32_t* group_counts, double* ring, TrainState* state);
+// The ring of the last kRecentEpisodes finished returns, over the environments of every rank, in two
+// kernels with a sum across ranks between them. An episode's key orders it: it ended at step t of
+// global environment e, key t * global_envs + e + 1 (later steps are more recent; within a step, higher
+// environment indices count as later); 0 marks an empty entry.
+inline constexpr std::int64_t kRecentCandidateWidth = 2 * kRecentEpisodes;  // [100][key, return]
+// Writes this rank's newest kRecentEpisodes finished episodes, newest first, as (key, return) pairs into
+// candidates[kRecentCandidateWidth]; the rest of it stays as it was (zero). The rollout's environments are
+// global environments first_env .. first_env + num_envs - 1 of global_envs. One thread.
+void newest_finished(const Stream& stream, std::int64_t num_steps, std::int64_t num_envs, std::int64_t first_env,
+                     std::int64_t global_envs, const std::uint8_t* terminated, const std::uint8_t* truncated,
+                     const float* ended_return, const std::int32_t* chunk_counts, const std::int32_t* group_counts,
+                     double* candidates);
+// Merges the `ranks` lists of candidates[ranks][kRecentCandidateWidth] by key and pushes the newest
+// kRecentEpisodes of them, oldest first, into the ring. One thread.
+void push_recent_returns(const Stream& stream, const double* candidates, int ranks, double* ring, TrainState* state);
 
 // Sums of ret, ret^2, ret - value and (ret - value)^2 over the batch, into sums[4].
 void explained_variance_sums(const Stream& stream, std::int64_t slots, const float* returns, const float* value,
                              double* scratch, double* sums);
 
 struct MetricsInputs {
-  const double* episode_stats;  // [3] episodes, return sum, length sum (Engine::reduce_episode_stats)
-  const double* ring;           // [kRecentEpisodes]
-  const double* loss_terms;     // [epochs * minibatches][kLossTermCount]
-  const double* ev_sums;        // [4]
-  std::int64_t minibatches;     // per epoch
-  std::int64_t minibatch_size;
-  std::int64_t steps_per_iteration;  // T * N
+  const double* episode_stats;       // [3] episodes, return sum, length sum (Engine::reduce_episode_stats)
+  const double* ring;                // [kRecentEpisodes]
+  const double* loss_terms;          // [epochs * minibatches][kLossTermCount]
+  const double* ev_sums;             // [4]
+  std::int64_t minibatches;          // per epoch
+  std::int64_t minibatch_size;       // over every rank
+  std::int64_t steps_per_iteration;  // T * N over every rank
 };
 
 // Writes the iteration's metrics and advances state->iteration. One thread.

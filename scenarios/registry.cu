@@ -17,15 +17,15 @@ namespace {
 
 struct Entry {
   ScenarioSpec spec;
-  std::function<std::unique_ptr<Engine>(Device, std::int64_t, std::uint64_t, const PhysicsConfig&)> make;
+  std::function<std::unique_ptr<Engine>(Device, std::int64_t, std::uint64_t, const PhysicsConfig&, std::int64_t)> make;
   std::function<MemoryPlan(Device, std::int64_t)> memory_plan;
 };
 
 template <class S>
 Entry entry() {
   return {make_spec<S>(),
-          [](Device device, std::int64_t n, std::uint64_t seed, const PhysicsConfig& physics) {
-            return std::unique_ptr<Engine>(new VecEnv<S>(device, n, seed, physics));
+          [](Device device, std::int64_t n, std::uint64_t seed, const PhysicsConfig& physics, std::int64_t first) {
+            return std::unique_ptr<Engine>(new VecEnv<S>(device, n, seed, physics, first));
           },
           &VecEnv<S>::memory_plan};
 }
@@ -56,13 +56,13 @@ std::vector<std::string> scenario_names() {
 const ScenarioSpec& scenario_spec(const std::string& name) { return find(name).spec; }
 
 std::unique_ptr<Engine> make_engine(const std::string& name, Device device, std::int64_t num_envs, std::uint64_t seed,
-                                    const PhysicsConfig& physics) {
-  return find(name).make(device, num_envs, seed, physics);
+                                    const PhysicsConfig& physics, std::int64_t first_env) {
+  return find(name).make(device, num_envs, seed, physics, first_env);
 }
 
 std::unique_ptr<Engine> make_engine(const std::string& name, Device device, std::int64_t num_envs, std::uint64_t seed) {
   const Entry& e = find(name);
-  return e.make(device, num_envs, seed, PhysicsConfig::defaults(e.spec));
+  return e.make(device, num_envs, seed, PhysicsConfig::defaults(e.spec), 0);
 }
 
 MemoryPlan engine_memory_plan(const std::string& name, Device device, std::int64_t num_envs) {

@@ -14,9 +14,10 @@ namespace surge {
 std::vector<std::string> scenario_names();
 // The spec of a scenario; throws InputError listing the known names when `name` is unknown.
 const ScenarioSpec& scenario_spec(const std::string& name);
-// Builds N environments of `name` on `device`, seeded with `seed`, reset and ready to step.
+// Builds N environments of `name` on `device`, seeded with `seed`, reset and ready to step; with
+// `first_env`, they are global environments first_env .. first_env + N - 1 (Engine::first_env).
 std::unique_ptr<Engine> make_engine(const std::string& name, Device device, std::int64_t num_envs, std::uint64_t seed,
-                                    const PhysicsConfig& physics);
+                                    const PhysicsConfig& physics, std::int64_t first_env = 0);
 std::unique_ptr<Engine> make_engine(const std::string& name, Device device, std::int64_t num_envs, std::uint64_t seed);
 // The device memory make_engine would allocate for N environments of `name`, buffer by buffer.
 MemoryPlan engine_memory_plan(const std::string& name, Device device, std::int64_t num_envs);

@@ -103,6 +103,9 @@ class Engine {
   virtual const ScenarioSpec& spec() const = 0;
   virtual Device device() const = 0;
   virtual std::int64_t num_envs() const = 0;
+  // The global index of environment 0 (a rank's share of a data-parallel run starts there); its
+  // random streams are those of environments first_env() .. first_env() + N - 1.
+  virtual std::int64_t first_env() const { return 0; }
   virtual std::uint64_t seed() const = 0;
   virtual const PhysicsConfig& physics() const = 0;
 

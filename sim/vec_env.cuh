@@ -32,6 +32,7 @@ struct StepKernel {
   EpisodeTally* tallies;
   typename EnvLogic<S>::Physics physics;
   std::uint64_t seed;
+  std::int64_t first_env;        // the global index of environment 0: its random streams' number
   const std::int32_t* discrete;  // [N] or null
   const float* continuous;       // [N][action_dim] or null
   float* obs;                    // [N][obs_dim]
@@ -42,9 +43,9 @@ struct StepKernel {
 
   SURGE_HD_INLINE void operator()(std::int64_t i) const {
     const auto action = Logic::load_action(discrete, continuous, i);
-    reward[i] = Logic::step_env(seed, i, physics, states[i], params[i], episode_steps[i], episode_returns[i],
-                                rng_offsets[i], tallies[i], action, terminated[i], truncated[i], obs + i * S::kObsDim,
-                                final_obs ? final_obs + i * S::kObsDim : nullptr);
+    reward[i] = Logic::step_env(seed, first_env + i, physics, states[i], params[i], episode_steps[i],
+                                episode_returns[i], rng_offsets[i], tallies[i], action, terminated[i], truncated[i],
+                                obs + i * S::kObsDim, final_obs ? final_obs + i * S::kObsDim : nullptr);
   }
 };
 
@@ -89,10 +90,19 @@ class VecEnv final : public Engine {
     return plan;
   }
 
-  VecEnv(Device device, std::int64_t num_envs, std::uint64_t seed, const PhysicsConfig& physics)
-      : spec_(make_spec<S>()), device_(device), num_envs_(num_envs), seed_(seed), physics_config_(physics) {
+  // Environment i draws its resets and random actions from the streams of global environment
+  // first_env + i, so the engines of several ranks are, together, one engine of all their environments.
+  VecEnv(Device device, std::int64_t num_envs, std::uint64_t seed, const PhysicsConfig& physics,
+         std::int64_t first_env = 0)
+      : spec_(make_spec<S>()),
+        device_(device),
+        num_envs_(num_envs),
+        first_env_(first_env),
+        seed_(seed),
+        physics_config_(physics) {
     if (num_envs <= 0)
       throw InputError("the number of environments must be at least 1, got " + std::to_string(num_envs));
+    SURGE_CHECK(first_env >= 0, "negative first environment index");
     physics.validate(spec_);
     for (int j = 0; j < kParamCount; ++j) {
       table_.value[j] = static_cast<ParamType>(physics.value[j]);
@@ -111,6 +121,7 @@ class VecEnv final : public Engine {
   const ScenarioSpec& spec() const override { return spec_; }
   Device device() const override { return device_; }
   std::int64_t num_envs() const override { return num_envs_; }
+  std::int64_t first_env() const override { return first_env_; }
   std::uint64_t seed() const override { return seed_; }
   const PhysicsConfig& physics() const override { return physics_config_; }
 
@@ -123,8 +134,9 @@ class VecEnv final : public Engine {
     const auto offsets = arena_[b_.rng_offsets];
     const auto table = table_;
     const auto seed = seed_;
+    const std::int64_t first = first_env_;
     parallel_for(stream, num_envs_, [=] SURGE_HD(std::int64_t i) {
-      Logic::reset_env(seed, i, table, states[i], params[i], offsets[i]);
+      Logic::reset_env(seed, first + i, table, states[i], params[i], offsets[i]);
       steps[i] = 0;
       returns[i] = 0.0f;
     });
@@ -155,6 +167,7 @@ class VecEnv final : public Engine {
                                arena_.data(b_.tallies),
                                table_,
                                seed_,
+                               first_env_,
                                actions.discrete.data,
                                actions.continuous.data,
                                out.obs.data,
@@ -168,6 +181,7 @@ class VecEnv final : public Engine {
   void rollout_random(std::int64_t num_steps, const RolloutViews& out, const Stream& stream) override {
     check_stream(stream);
     SURGE_CHECK(num_steps >= 0, "negative step count");
+    SURGE_CHECK(first_env_ == 0, "the fused random rollout numbers its environments from 0");
     const std::int64_t n = num_envs_;
     check_view(out.obs, num_steps * n * S::kObsDim, "obs");
     check_view(out.reward, num_steps * n, "reward");
@@ -200,10 +214,11 @@ class VecEnv final : public Engine {
     check_actions(ActionView{discrete, continuous}, num_envs_);
     const auto action_offsets = arena_[b_.action_offsets];
     const auto seed = seed_;
+    const std::int64_t first = first_env_;
     std::int32_t* discrete_out = discrete.data;
     float* continuous_out = continuous.data;
     parallel_for(stream, num_envs_, [=] SURGE_HD(std::int64_t i) {
-      Rng rng(seed, rng_subsequence(RngPurpose::Action, static_cast<std::uint64_t>(i)), action_offsets[i]);
+      Rng rng(seed, rng_subsequence(RngPurpose::Action, static_cast<std::uint64_t>(first + i)), action_offsets[i]);
       const auto action = Logic::random_action(rng);
       std::int32_t* const discrete_target = discrete_out;  // captured outside the constexpr branches
       float* const continuous_target = continuous_out;
@@ -331,6 +346,7 @@ class VecEnv final : public Engine {
   ScenarioSpec spec_;
   Device device_;
   std::int64_t num_envs_;
+  std::int64_t first_env_;
   std::uint64_t seed_;
   PhysicsConfig physics_config_;
   typename Logic::Physics table_{};

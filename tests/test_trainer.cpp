@@ -56,8 +56,10 @@ TEST_CASE("the ring of recent returns holds the last 100 finished episodes", "[t
     track_episode_returns(stream, shape.steps, shape.envs, reward.data(), terminated.data(), truncated.data(),
                           running.data(), ended.data());
     count_finished(stream, slots, terminated.data(), truncated.data(), chunks.data(), groups.data());
-    update_recent_returns(stream, slots, terminated.data(), truncated.data(), ended.data(), chunks.data(),
-                          groups.data(), ring.data(), &state);
+    std::vector<double> candidates(kRecentCandidateWidth, 0.0);
+    newest_finished(stream, shape.steps, shape.envs, 0, shape.envs, terminated.data(), truncated.data(), ended.data(),
+                    chunks.data(), groups.data(), candidates.data());
+    push_recent_returns(stream, candidates.data(), 1, ring.data(), &state);
     // Naive: walk the rollout in time order, env order within a step.
     for (std::int64_t t = 0; t < shape.steps; ++t)
       for (std::int64_t i = 0; i < shape.envs; ++i) {

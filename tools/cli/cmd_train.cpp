@@ -23,6 +23,7 @@
 #include "tools/cli/stop_signal.hpp"
 #include "tools/cli/train_eval.hpp"
 #include "tools/cli/train_output.hpp"
+#include "tools/cli/train_ranks.hpp"
 #include "tools/cli/train_rollout_log.hpp"
 #include "tools/cli/train_seeds.hpp"
 #include "tools/cli/train_setup.hpp"
@@ -126,12 +127,17 @@ struct RunOutcome {
 
 RunOutcome train_run(const RunPlan& plan, const std::string& out_dir) {
   const rl::TrainConfig& config = plan.config;
+  // Under mpirun, rank 0 is this run and writes everything; the others only train (train_ranks.hpp).
+  const std::unique_ptr<rl::Collective> opened = rl::open_collective(plan.device);
+  const rl::Collective& ranks = *opened;
+  if (ranks.rank() != 0)
+    return {follow_run(config, plan.physics, plan.device, plan.target, plan.stop_after, ranks), {}};
   const ScenarioSpec& spec = scenario_spec(config.scenario);
   RunFolder folder(out_dir, plan.reuse, "surge train");
   const std::string checkpoint_path = folder.dir() + "/checkpoint.h5";
 
   auto engine = make_engine(config.scenario, plan.device, config.num_envs, config.seed, plan.physics);
-  rl::Trainer trainer(*engine, config);
+  rl::Trainer trainer(*engine, config, ranks);
   std::int64_t first_iteration = 0;  // iterations already done by the run this one continues
   if (plan.resumed) {
     plan.resume_state.restore(*plan.resumed, trainer, *engine);
@@ -146,9 +152,10 @@ RunOutcome train_run(const RunPlan& plan, const std::string& out_dir) {
   output.write_config(config, spec, plan.device);
   folder.keep();
 
-  std::cerr << "surge train: " << config.scenario << " on " << plan.device.str() << ", " << config.num_envs
-            << " envs x " << config.num_steps << " steps, " << plural(trainer.num_iterations(), "iteration") << " ("
-            << config.num_iterations() * config.batch_size() << " steps)"
+  std::cerr << "surge train: " << config.scenario << " on " << plan.device.str() << ", "
+            << (ranks.size() > 1 ? std::to_string(ranks.size()) + " ranks x " : "") << config.num_envs << " envs x "
+            << config.num_steps << " steps, " << plural(trainer.num_iterations(), "iteration") << " ("
+            << trainer.num_iterations() * config.batch_size() * ranks.size() << " steps)"
             << (trainer.uses_graph() ? ", CUDA graph" : "");
   if (plan.physics.any_randomized() || !config.physics.empty())
     std::cerr << ", physics: " << describe_physics(spec, plan.physics);
@@ -167,8 +174,7 @@ RunOutcome train_run(const RunPlan& plan, const std::string& out_dir) {
       const double wall = seconds_since_start();
       output.add_row(m, wall);
       progress.update(m, wall);
-      if (!std::isnan(plan.target) && std::isnan(target_time) && m.recent_episodes >= rl::kRecentEpisodes &&
-          m.return_last100 >= plan.target) {
+      if (std::isnan(target_time) && target_reached(plan.target, m)) {
         target_time = wall;
         target_step = m.global_step;
         stop = true;
@@ -196,7 +202,7 @@ RunOutcome train_run(const RunPlan& plan, const std::string& out_dir) {
   bool periodic_checkpoints = plan.checkpoint_every > 0, best_checkpoints = true;
   StopSignals signals;
   std::int64_t done = first_iteration;
-  for (std::int64_t k = first_iteration; k < trainer.num_iterations() && !stop && !signals.requested(); ++k) {
+  for (std::int64_t k = first_iteration; k < trainer.num_iterations() && !ranks.any(stop || signals.requested()); ++k) {
     if (plan.stop_after >= 0 && k - first_iteration >= plan.stop_after) break;
     // Iterations are numbered from 1 in the log, as in metrics.csv.
     if (rollout_log) rollout_log->begin_iteration(k + 1, trainer.stream());
@@ -263,9 +269,7 @@ RunOutcome train_run(const RunPlan& plan, const std::string& out_dir) {
   return outcome;
 }
 
-}  // namespace
-
-int run_train(const Args& args) {
+int train_command(const Args& args) {
   Command cmd("train",
               "Trains a PPO agent (separate actor and critic MLPs; a categorical policy for discrete actions,\n"
               "a diagonal Gaussian with a state-independent log-std for continuous ones, whose samples reach\n"
@@ -281,7 +285,13 @@ int run_train(const Args& args) {
     return 0;
   }
   RunPlan plan;
-  plan.device = resolve_device(cmd.get("device"));
+  const rl::RankPlace place = rl::rank_place();
+  plan.device = rank_device(resolve_device(cmd.get("device")), place);
+  if (place.size > 1)
+    for (const char* alone : {"resume", "seeds"})
+      if (cmd.has(alone))
+        throw InputError(cmd.complaint("--" + std::string(alone) + " is for one process, not " +
+                                       std::to_string(place.size) + " ranks under mpirun; run it without mpirun"));
   std::vector<std::uint64_t> seeds;
   if (cmd.has("resume")) {
     read_resume(cmd, plan);
@@ -291,6 +301,10 @@ int run_train(const Args& args) {
       if (cmd.has("seed")) throw InputError(cmd.complaint("give --seed or --seeds, not both"));
       seeds = parse_seeds(cmd.get("seeds"), cmd);
     }
+    if (built.auto_num_envs && place.size > 1)
+      throw InputError(
+          cmd.complaint("--num-envs auto measures this process alone; under mpirun give every rank "
+                        "its number, e.g. --num-envs 256"));
     if (built.auto_num_envs) {
       // The rest of the config first: the sweep trains with it, only N varies.
       const AutoNumEnvs choice = recommend_num_envs(built.config.scenario, plan.device, built.config);
@@ -307,10 +321,10 @@ int run_train(const Args& args) {
   if (cmd.has("target-return")) plan.target = cmd.get_double("target-return", -1e300, 1e300);
   // Every buffer is sized from the config: a run that would not fit stops here, before it allocates.
   MemoryPlan memory = engine_memory_plan(scenario, plan.device, plan.config.num_envs);
-  memory.append(rl::Trainer::memory_plan(plan.config, spec, plan.device));
+  memory.append(rl::Trainer::memory_plan(plan.config, spec, plan.device, place.size));
   if (cmd.flag_set("dry-run")) {
     const AvailableMemory available = available_memory(plan.device);
-    std::cout << memory.table(available);
+    if (place.rank == 0) std::cout << memory.table(available);
     return memory.fits(available) || !available.known ? 0 : 2;
   }
   memory.require_fits("surge train on " + plan.device.str(),
@@ -345,7 +359,8 @@ int run_train(const Args& args) {
     plan.log = request;
   }
   if (seeds.empty()) {
-    if (plan.reuse == RunFolder::Reuse::Refuse) RunFolder::require_free(out_dir, false, "surge train");
+    if (plan.reuse == RunFolder::Reuse::Refuse && place.rank == 0)
+      RunFolder::require_free(out_dir, false, "surge train");
     return train_run(plan, out_dir).exit_code;
   }
   // Several seeds: every folder is checked before the first run starts.
@@ -360,6 +375,16 @@ int run_train(const Args& args) {
   }
   report_seeds(results, spec, out_dir);
   return 0;
+}
+
+}  // namespace
+
+int run_train(const Args& args) {
+  const int code = train_command(args);
+  // Every rank gets here together. After an exception none does: MPI stays up, the process ends with
+  // exit code 2, and mpirun stops the other ranks instead of leaving them waiting for a sum.
+  rl::finish_ranks();
+  return code;
 }
 
 }  // namespace surge::cli

@@ -1,0 +1,41 @@
+// The one-process collective, and what a build without MPI says about ranks.
+#include "rl/collective.hpp"
+
+#include <unistd.h>
+
+namespace surge::rl {
+namespace {
+
+class SingleProcess final : public Collective {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  void all_reduce_sum(Span<float>, const Stream&) const override {}
+  void all_reduce_sum(Span<double>, const Stream&) const override {}
+  bool any(bool flag) const override { return flag; }
+  std::string describe() const override { return "1 process"; }
+};
+
+}  // namespace
+
+const Collective& single_process() {
+  static const SingleProcess one;
+  return one;
+}
+
+std::unique_ptr<Collective> open_single_process() { return std::make_unique<SingleProcess>(); }
+
+#ifndef SURGE_WITH_MPI
+RankPlace rank_place() {
+  RankPlace place;
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) == 0) place.host = name;
+  return place;
+}
+std::unique_ptr<Collective> open_collective(Device) { return open_single_process(); }
+void finish_ranks() {}
+std::string mpi_library() { return ""; }
+bool nccl_compiled() { return false; }
+#endif
+
+}  // namespace surge::rl

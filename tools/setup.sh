@@ -29,7 +29,7 @@ esac
 say() { echo "setup: $*"; }
 
 debian_packages=(cmake g++ make pkg-config python3 python3-pip catch2 libopenblas-dev libhdf5-dev
-                 libtomlplusplus-dev nlohmann-json3-dev libdlpack-dev libtorch-dev)
+                 libtomlplusplus-dev nlohmann-json3-dev libdlpack-dev libtorch-dev openmpi-bin libopenmpi-dev)
 python_packages=(numpy gymnasium h5py tensorboard)
 
 install_deps() {

@@ -8,6 +8,7 @@
 #include <iostream>
 #include <string>
 
+#include "rl/collective.hpp"
 #include "sim/cuda_diagnosis.hpp"
 #include "sim/cuda_probe.hpp"
 #include "sim/device.hpp"
@@ -125,6 +126,14 @@ void print_text(const MachineDescription& m, const Diagnosis& d, const OpenMpFac
                                   " processors; OMP_NUM_THREADS " +
                                   (omp.omp_num_threads.empty() ? "unset" : "=" + omp.omp_num_threads) + ")");
 
+  const std::string mpi = rl::mpi_library();
+  print_row("MPI", mpi.empty() ? "none: training runs as one process (apt-get install libopenmpi-dev, rebuild)"
+                               : mpi + (rl::nccl_compiled() ? "; NCCL between GPUs" : "; CPU ranks only (no NCCL)"));
+  const rl::RankPlace place = rl::rank_place();
+  if (place.size > 1)
+    print_row("this process", "rank " + std::to_string(place.rank) + " of " + std::to_string(place.size) + " on " +
+                                  place.host + " (local rank " + std::to_string(place.local_rank) + ")");
+
   std::printf("\nVerdict\n  %s\n", d.headline.c_str());
   if (!d.cuda_usable)
     std::printf("  --device auto runs on the CPU; --device cuda stops with exit code 2 and the problem below.\n");
@@ -191,6 +200,13 @@ std::string json_text(const MachineDescription& m, const Diagnosis& d, const Ope
     j.add("severity", to_string(f.severity)).add("gpu", f.gpu).add("what", f.what).add("next_step", f.next_step);
     findings.push_back(j);
   }
+  JsonObject mpi;
+  const rl::RankPlace place = rl::rank_place();
+  mpi.add("library", rl::mpi_library())
+      .add("nccl", rl::nccl_compiled())
+      .add("rank", place.rank)
+      .add("ranks", place.size)
+      .add("host", place.host);
   JsonObject verdict;
   verdict.add("cuda_usable", d.cuda_usable)
       .add("auto_device", auto_device(d))
@@ -209,6 +225,7 @@ std::string json_text(const MachineDescription& m, const Diagnosis& d, const Ope
       .add("architectures", archs)
       .add("libraries", libraries)
       .add("openmp", openmp)
+      .add("mpi", mpi)
       .add("verdict", verdict);
   return json.str();
 }
@@ -257,6 +274,7 @@ int run_doctor(const Args& args) {
   } else {
     print_text(machine, diagnosis, omp);
   }
+  rl::finish_ranks();
   return 0;
 }
 

@@ -261,8 +261,8 @@ RunOutcome train_run(const RunPlan& plan, const std::string& out_dir) {
                                 ? std::string("stopped by ") + StopSignals::name(signals.signal_number())
                                 : "stopped as asked (--stop-after)";
     std::cerr << "surge train: " << why << " after iteration " << done << " of " << trainer.num_iterations()
-              << "; metrics.csv and checkpoint.h5 are written; continue with: surge train --resume " << checkpoint_path
-              << "\n";
+              << "; metrics.csv and checkpoint.h5 are written"
+              << (ranks.size() > 1 ? "" : "; continue with: surge train --resume " + checkpoint_path) << "\n";
     if (signals.requested()) outcome.exit_code = StopSignals::exit_code(signals.signal_number());
   }
   if (outcome.exit_code == 0) outcome.result.greedy = final_evaluation(trainer, plan.physics, config);

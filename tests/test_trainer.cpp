@@ -80,6 +80,52 @@ TEST_CASE("the ring of recent returns holds the last 100 finished episodes", "[t
   CHECK(state.last100_count == kRecentEpisodes);
 }
 
+TEST_CASE("ranks' newest episodes merge into the ring one process over all their environments keeps", "[trainer]") {
+  // Two ranks of N environments against one process of 2N: the same flags and returns, split by column.
+  surge::Stream stream(surge::Device::cpu());
+  const std::int64_t steps = 9, n = 40, ranks = 2;
+  surge::Rng rng(23, 0, 0);
+  std::vector<double> whole_ring(kRecentEpisodes, 0.0), split_ring(kRecentEpisodes, 0.0);
+  TrainState whole_state{}, split_state{};
+  for (float end_probability : {0.05f, 0.4f, 0.0f, 0.01f}) {
+    const std::int64_t slots = steps * ranks * n;
+    std::vector<std::uint8_t> terminated(slots), truncated(slots);
+    std::vector<float> ended(slots);
+    for (std::int64_t s = 0; s < slots; ++s) {
+      terminated[s] = rng.uniform() < end_probability;
+      truncated[s] = !terminated[s] && rng.uniform() < end_probability / 2;
+      ended[s] = static_cast<float>(rng.next_u32() % 1000);
+    }
+    std::vector<std::int32_t> chunks(finished_chunk_count(slots)), groups(finished_group_count(slots));
+    count_finished(stream, slots, terminated.data(), truncated.data(), chunks.data(), groups.data());
+    std::vector<double> candidates(kRecentCandidateWidth, 0.0);
+    newest_finished(stream, steps, ranks * n, 0, ranks * n, terminated.data(), truncated.data(), ended.data(),
+                    chunks.data(), groups.data(), candidates.data());
+    push_recent_returns(stream, candidates.data(), 1, whole_ring.data(), &whole_state);
+
+    std::vector<double> gathered(ranks * kRecentCandidateWidth, 0.0);
+    for (std::int64_t r = 0; r < ranks; ++r) {
+      std::vector<std::uint8_t> term(steps * n), trunc(steps * n);
+      std::vector<float> returns(steps * n);
+      for (std::int64_t t = 0; t < steps; ++t)
+        for (std::int64_t i = 0; i < n; ++i) {
+          term[t * n + i] = terminated[t * ranks * n + r * n + i];
+          trunc[t * n + i] = truncated[t * ranks * n + r * n + i];
+          returns[t * n + i] = ended[t * ranks * n + r * n + i];
+        }
+      std::vector<std::int32_t> c(finished_chunk_count(steps * n)), g(finished_group_count(steps * n));
+      count_finished(stream, steps * n, term.data(), trunc.data(), c.data(), g.data());
+      newest_finished(stream, steps, n, r * n, ranks * n, term.data(), trunc.data(), returns.data(), c.data(), g.data(),
+                      gathered.data() + r * kRecentCandidateWidth);
+    }
+    push_recent_returns(stream, gathered.data(), static_cast<int>(ranks), split_ring.data(), &split_state);
+    CHECK(split_state.last100_count == whole_state.last100_count);
+    CHECK(split_state.last100_head == whole_state.last100_head);
+    CHECK(split_ring == whole_ring);  // the same returns in the same order
+  }
+  CHECK(whole_state.last100_count == kRecentEpisodes);
+}
+
 namespace {
 
 TrainConfig small_config() {

@@ -32,7 +32,7 @@ RankPlace rank_place() {
   if (::gethostname(name, sizeof name - 1) == 0) place.host = name;
   return place;
 }
-std::unique_ptr<Collective> open_collective(Device) { return open_single_process(); }
+std::unique_ptr<Collective> open_collective(Device, bool) { return open_single_process(); }
 void finish_ranks() {}
 std::string mpi_library() { return ""; }
 bool nccl_compiled() { return false; }

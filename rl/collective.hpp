@@ -25,8 +25,10 @@ class Collective {
   // On the host, now (it waits for every rank): whether `flag` is true on any rank.
   virtual bool any(bool flag) const = 0;
   // Host seconds spent in all_reduce_sum so far, waiting for the other ranks included (CPU only: on
-  // CUDA the sums run on the stream, out of the host's sight, and this stays 0).
+  // CUDA the sums run on the stream, out of the host's sight, and this stays 0). Of those, the seconds
+  // spent waiting for the slowest rank to arrive, where the collective was opened to tell them apart.
   virtual double communication_seconds() const { return 0.0; }
+  virtual double waiting_seconds() const { return 0.0; }
   // "1 process", "MPI rank 1 of 2 (host a)", ...
   virtual std::string describe() const = 0;
 };
@@ -46,8 +48,9 @@ RankPlace rank_place();
 
 // The collective for a learner on `device`: single_process() for one rank; MPI for CPU devices and NCCL
 // for CUDA ones (bootstrapped through MPI) otherwise. Throws InputError when the build lacks what the
-// device needs (NCCL for CUDA).
-std::unique_ptr<Collective> open_collective(Device device);
+// device needs (NCCL for CUDA). With `time_waits` (benchmarks), the CPU's sums start with a barrier,
+// timed apart, so that waiting_seconds() tells the wait for other ranks from the transfer.
+std::unique_ptr<Collective> open_collective(Device device, bool time_waits = false);
 
 // Ends MPI, if this process started it, once every rank has finished its work (every rank must call it).
 // A process that ends without calling it (after an error) leaves MPI as it is: the launcher then stops

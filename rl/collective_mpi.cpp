@@ -63,7 +63,7 @@ MpiWorld& world() {
 
 class MpiCollective final : public Collective {
  public:
-  explicit MpiCollective(const RankPlace& place) : place_(place) {}
+  MpiCollective(const RankPlace& place, bool time_waits) : place_(place), time_waits_(time_waits) {}
   int rank() const override { return place_.rank; }
   int size() const override { return place_.size; }
   void all_reduce_sum(Span<float> values, const Stream& stream) const override {
@@ -78,6 +78,7 @@ class MpiCollective final : public Collective {
     return value != 0;
   }
   double communication_seconds() const override { return seconds_; }
+  double waiting_seconds() const override { return waiting_; }
   std::string describe() const override {
     return "MPI rank " + std::to_string(place_.rank) + " of " + std::to_string(place_.size) + " (" + place_.host + ")";
   }
@@ -86,6 +87,10 @@ class MpiCollective final : public Collective {
   void sum(void* data, std::int64_t count, MPI_Datatype type, Device device, const Stream& stream) const {
     SURGE_CHECK(device.is_cpu() && stream.device().is_cpu(), "MPI sums host memory; device memory goes through NCCL");
     const auto start = std::chrono::steady_clock::now();
+    if (time_waits_) {
+      check_mpi(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+      waiting_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    }
     int size = 0;
     MPI_Type_size(type, &size);
     char* bytes = static_cast<char*>(data);
@@ -98,17 +103,18 @@ class MpiCollective final : public Collective {
   }
 
   RankPlace place_;
-  mutable double seconds_ = 0.0;
+  bool time_waits_;
+  mutable double seconds_ = 0.0, waiting_ = 0.0;
 };
 
 }  // namespace
 
 RankPlace rank_place() { return world().place; }
 
-std::unique_ptr<Collective> open_collective(Device device) {
+std::unique_ptr<Collective> open_collective(Device device, bool time_waits) {
   const RankPlace& place = world().place;
   if (place.size == 1) return open_single_process();
-  if (device.is_cpu()) return std::make_unique<MpiCollective>(place);
+  if (device.is_cpu()) return std::make_unique<MpiCollective>(place, time_waits);
   return open_nccl(device, place);
 }
 

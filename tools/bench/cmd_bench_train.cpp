@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "rl/collective.hpp"
 #include "rl/train_config.hpp"
 #include "rl/trainer.hpp"
 #include "scenarios/registry.hpp"
@@ -29,19 +30,22 @@ double median_of(std::vector<double> values) {
 }
 
 struct Measurement {
-  std::vector<double> rates;  // env-steps/s of each timed repeat
+  std::vector<double> rates;  // env-steps/s of each timed repeat, over every rank under mpirun
   double median = 0;
+  double communication_s = 0, waiting_s = 0, timed_s = 0;  // all-reduces, waits in them, wall time (timed repeats)
 };
 
 // Whole iterations back to back, timed from the first enqueue until the device has finished the last.
 Measurement measure(const std::string& scenario, Device device, const rl::TrainConfig& config, int repeats,
                     std::int64_t iterations) {
+  const std::unique_ptr<rl::Collective> ranks = rl::open_collective(device, true);  // one process unless under mpirun
   auto engine = make_engine(scenario, device, config.num_envs, config.seed,
-                            resolve_physics(scenario_spec(scenario), config.physics));
-  rl::Trainer trainer(*engine, config);
+                            resolve_physics(scenario_spec(scenario), config.physics), ranks->rank() * config.num_envs);
+  rl::Trainer trainer(*engine, config, *ranks);
   for (int k = 0; k < kWarmupIterations; ++k) trainer.iterate();
   trainer.drain();
   Measurement result;
+  const double communication_before = ranks->communication_seconds(), waiting_before = ranks->waiting_seconds();
   for (int r = 0; r < repeats; ++r) {
     const auto start = std::chrono::steady_clock::now();
     for (std::int64_t k = 0; k < iterations; ++k) {
@@ -50,8 +54,11 @@ Measurement measure(const std::string& scenario, Device device, const rl::TrainC
     }
     trainer.drain();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    result.rates.push_back(static_cast<double>(config.batch_size() * iterations) / seconds);
+    result.rates.push_back(static_cast<double>(config.batch_size() * iterations * ranks->size()) / seconds);
+    result.timed_s += seconds;
   }
+  result.communication_s = ranks->communication_seconds() - communication_before;
+  result.waiting_s = ranks->waiting_seconds() - waiting_before;
   result.median = median_of(result.rates);
   return result;
 }
@@ -95,7 +102,8 @@ int run_bench_train(const Args& args) {
   set_physics(config.physics, physics_options(cmd));
   for (const std::string& setting : cmd.get_all("set")) rl::apply_config_setting(config, setting);
   const PhysicsConfig physics = resolve_physics(spec, config.physics);
-  config.total_steps = config.batch_size() * (kWarmupIterations + repeats * iterations);
+  const int rank_count = rl::rank_place().size;
+  config.total_steps = config.batch_size() * rank_count * (kWarmupIterations + repeats * iterations);
   config.validate();
 
   std::cerr << "surge bench train: " << scenario << " on " << device.str() << ", " << config.num_envs << " envs x "
@@ -130,8 +138,14 @@ int run_bench_train(const Args& args) {
                 format_rate(*std::max_element(r.rates.begin(), r.rates.end())).c_str());
   }
   if (results.size() == 2) std::printf("graph speed-up            %.3gx\n", results[0].median / results[1].median);
+  if (rank_count > 1)  // every rank prints its own: the wait for the others is part of its all-reduce time
+    std::printf("rank %d of %d all-reduce    %s ms per iteration, %.3g%% of its time (%s ms of it waiting)\n",
+                rl::rank_place().rank, rank_count,
+                format_significant(1e3 * results[0].communication_s / (repeats * iterations)).c_str(),
+                100.0 * results[0].communication_s / results[0].timed_s,
+                format_significant(1e3 * results[0].waiting_s / (repeats * iterations)).c_str());
 
-  if (!json_path.empty()) {
+  if (!json_path.empty() && rl::rank_place().rank == 0) {
     JsonObject json = benchmark_json(SURGE_VERSION, "train", "", spec.name, device.str());
     json.add("num_envs", config.num_envs)
         .add("num_steps", config.num_steps)
@@ -148,6 +162,7 @@ int run_bench_train(const Args& args) {
     }
     write_atomically(json_path, json.str() + "\n");
   }
+  rl::finish_ranks();
   return 0;
 }
 

@@ -3,6 +3,9 @@
 
 #include <unistd.h>
 
+#include "rl/collective_backends.hpp"
+#include "sim/error.hpp"
+
 namespace surge::rl {
 namespace {
 
@@ -25,6 +28,15 @@ const Collective& single_process() {
 
 std::unique_ptr<Collective> open_single_process() { return std::make_unique<SingleProcess>(); }
 
+#ifndef SURGE_WITH_NCCL
+std::unique_ptr<Collective> open_nccl(Device device, const RankPlace&) {
+  throw InputError("surge: training on " + device.str() +
+                   " across MPI ranks needs NCCL, and this build has none; install NCCL (libnccl-dev) and rebuild, "
+                   "or train with --device cpu");
+}
+bool nccl_compiled() { return false; }
+#endif
+
 #ifndef SURGE_WITH_MPI
 RankPlace rank_place() {
   RankPlace place;
@@ -35,7 +47,6 @@ RankPlace rank_place() {
 std::unique_ptr<Collective> open_collective(Device, bool) { return open_single_process(); }
 void finish_ranks() {}
 std::string mpi_library() { return ""; }
-bool nccl_compiled() { return false; }
 #endif
 
 }  // namespace surge::rl

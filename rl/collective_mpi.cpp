@@ -135,13 +135,4 @@ std::string mpi_library() {
   return line;
 }
 
-#ifndef SURGE_WITH_NCCL
-std::unique_ptr<Collective> open_nccl(Device device, const RankPlace&) {
-  throw InputError("surge: training on " + device.str() +
-                   " across MPI ranks needs NCCL, and this build has none; install NCCL (libnccl-dev) and rebuild, "
-                   "or train with --device cpu");
-}
-bool nccl_compiled() { return false; }
-#endif
-
 }  // namespace surge::rl

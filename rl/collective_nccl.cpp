@@ -1,9 +1,12 @@
 // NCCL between the GPUs of a run's ranks: ncclAllReduce enqueued on the learner's stream, so the CUDA
 // graph of an iteration captures it. The communicator is bootstrapped through MPI: rank 0 makes the
-// unique id and MPI_Bcast hands it to the others. Compiled when CMake finds CUDA, MPI and NCCL.
+// unique id and MPI_Bcast hands it to the others. Compiled when CMake finds CUDA and NCCL; without MPI
+// only a communicator of one rank can be made (the GPU smoke test's).
 #include <cuda_runtime.h>
-#include <mpi.h>
 #include <nccl.h>
+#ifdef SURGE_WITH_MPI
+#include <mpi.h>
+#endif
 
 #include "rl/collective.hpp"
 #include "rl/collective_backends.hpp"
@@ -29,13 +32,32 @@ const char* nccl_name(ncclResult_t result) {
   }
 }
 
+#ifdef SURGE_WITH_MPI
+void broadcast_from_first(void* bytes, int count) {
+  if (MPI_Bcast(bytes, count, MPI_BYTE, 0, MPI_COMM_WORLD) != MPI_SUCCESS)
+    throw Error("surge: MPI_Bcast of the NCCL unique id failed");
+}
+bool any_rank(bool flag) {
+  int value = flag ? 1 : 0;
+  if (MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD) != MPI_SUCCESS)
+    throw Error("surge: MPI_Allreduce of the stop flag failed");
+  return value != 0;
+}
+#else
+void broadcast_from_first(void*, int) { SURGE_CHECK(false, "NCCL across ranks needs MPI to start"); }
+bool any_rank(bool) {
+  SURGE_CHECK(false, "NCCL across ranks needs MPI to start");
+  return false;
+}
+#endif
+
 class NcclCollective final : public Collective {
  public:
   NcclCollective(Device device, const RankPlace& place) : place_(place) {
     ncclUniqueId id{};
     if (place.rank == 0) SURGE_NCCL_CHECK(ncclGetUniqueId(&id));
-    if (MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD) != MPI_SUCCESS)
-      throw Error("surge: MPI_Bcast of the NCCL unique id failed");
+    // A communicator of one rank (the GPU smoke test) needs no MPI.
+    if (place.size > 1) broadcast_from_first(&id, sizeof id);
     SURGE_CUDA_CHECK(cudaSetDevice(device.index));
     SURGE_NCCL_CHECK(ncclCommInitRank(&comm_, place.size, id, place.rank));
   }
@@ -53,12 +75,7 @@ class NcclCollective final : public Collective {
   void all_reduce_sum(Span<double> values, const Stream& stream) const override {
     sum(values.data, values.size, ncclFloat64, stream);
   }
-  bool any(bool flag) const override {
-    int value = flag ? 1 : 0;
-    if (MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD) != MPI_SUCCESS)
-      throw Error("surge: MPI_Allreduce of the stop flag failed");
-    return value != 0;
-  }
+  bool any(bool flag) const override { return place_.size == 1 ? flag : any_rank(flag); }
   std::string describe() const override {
     return "NCCL rank " + std::to_string(place_.rank) + " of " + std::to_string(place_.size) + " (" + place_.host + ")";
   }

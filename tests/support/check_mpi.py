@@ -39,7 +39,7 @@ def mpirun(ranks):
 
 def built_with_mpi(surge):
     doctor = subprocess.run([surge, "doctor"], capture_output=True, text=True)
-    return re.search(r"^\s*MPI\s+(?!none)", doctor.stdout, re.MULTILINE) is not None
+    return re.search(r"^\s*MPI\s+(?!none)\S", doctor.stdout, re.MULTILINE) is not None
 
 
 def equivalence(program):
@@ -102,7 +102,7 @@ def main():
     if len(sys.argv) != 3 or sys.argv[1] not in ("equivalence", "train"):
         print(__doc__)
         return 2
-    (equivalence if sys.argv[1] == "equivalence" else train)(sys.argv[2])
+    (equivalence if sys.argv[1] == "equivalence" else train)(os.path.abspath(sys.argv[2]))
     print("ok")
     return 0
 

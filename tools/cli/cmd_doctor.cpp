@@ -18,6 +18,7 @@
 #include "tools/cli/commands.hpp"
 #include "tools/cli/json.hpp"
 #include "tools/cli/library_versions.hpp"
+#include "tools/cli/train_ranks.hpp"
 #include "tools/cli/version.hpp"
 
 namespace surge::cli {
@@ -66,9 +67,10 @@ std::string cmake_value(const std::string& archs) {
 }
 
 // The device "--device auto" would choose, after the full probe.
-std::string auto_device(const Diagnosis& diagnosis) {
-  return diagnosis.cuda_usable ? Device::cuda(diagnosis.first_usable_gpu()).str() : std::string("cpu");
+Device auto_choice(const Diagnosis& diagnosis) {
+  return diagnosis.cuda_usable ? Device::cuda(diagnosis.first_usable_gpu()) : Device::cpu();
 }
+std::string auto_device(const Diagnosis& diagnosis) { return auto_choice(diagnosis).str(); }
 
 void print_row(const std::string& label, const std::string& value) {
   std::printf("  %-22s %s\n", label.c_str(), value.c_str());
@@ -132,7 +134,8 @@ void print_text(const MachineDescription& m, const Diagnosis& d, const OpenMpFac
   const rl::RankPlace place = rl::rank_place();
   if (place.size > 1)
     print_row("this process", "rank " + std::to_string(place.rank) + " of " + std::to_string(place.size) + " on " +
-                                  place.host + " (local rank " + std::to_string(place.local_rank) + ")");
+                                  place.host + " (local rank " + std::to_string(place.local_rank) +
+                                  "), --device auto trains on " + rank_device(auto_choice(d), place).str());
 
   std::printf("\nVerdict\n  %s\n", d.headline.c_str());
   if (!d.cuda_usable)

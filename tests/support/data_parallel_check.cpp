@@ -1,10 +1,10 @@
-// Run by tests/support/check_mpi.py under `mpirun -np 2`: two ranks of N environments each train K
-// iterations, and must
+// Run by tests/support/check_mpi.py under `mpirun -np 2` (any P >= 2 works): P ranks of N environments
+// each train K iterations, and must
 //   - hold bit-identical parameters after every iteration (a hash of them, compared across ranks);
-//   - end where one process over the same 2N environments ends (rank 0 trains it afterwards), up to
+//   - end where one process over the same P·N environments ends (rank 0 trains it afterwards), up to
 //     summation order: parameters, the latest gradient, the normalisation statistics, the metrics.
 // With num_minibatches = 1 each update's minibatch is the whole batch, the same set of samples both
-// ways; only the order of the sums differs. Exit 0 when all holds, 1 otherwise, 77 without two ranks.
+// ways; only the order of the sums differs. Exit 0 when all holds, 1 otherwise, 77 as one process.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -142,9 +142,11 @@ void check_scenario(const std::string& scenario, const rl::Collective& ranks) {
   expect_close(split.params, joint.params, param_atol, param_rtol, scenario + " parameters");
   // The latest gradient at those parameters: a relative error of the same order, against its scale.
   expect_close(split.grads, joint.grads, 1e-3 * largest_magnitude(joint.grads), 0.0, scenario + " latest gradient");
-  // Statistics summed in double over the same samples.
-  expect_close(split.obs_moments, joint.obs_moments, 1e-9, 1e-9, scenario + " observation moments");
-  expect_close(split.reward_moments, joint.reward_moments, 1e-9, 1e-9, scenario + " reward moments");
+  // Statistics summed in double, over samples that are the same up to the parameters' differences: a
+  // Gaussian policy's actions move with them continuously, and with them the observations and rewards
+  // (by ~1e-7 relative after these updates); a discrete policy's actions do not move at all.
+  expect_close(split.obs_moments, joint.obs_moments, 1e-9, 1e-6, scenario + " observation moments");
+  expect_close(split.reward_moments, joint.reward_moments, 1e-9, 1e-6, scenario + " reward moments");
 
   expect(split.metrics.size() == joint.metrics.size(), scenario + ": as many metrics rows");
   for (std::size_t k = 0; k < std::min(split.metrics.size(), joint.metrics.size()); ++k) {
@@ -172,8 +174,9 @@ void check_scenario(const std::string& scenario, const rl::Collective& ranks) {
 
 int main() {
   const rl::RankPlace place = rl::rank_place();
-  if (place.size != 2) {
-    std::printf("data_parallel_check: run it under mpirun -np 2 (this is rank %d of %d)\n", place.rank, place.size);
+  if (place.size < 2) {
+    std::printf("data_parallel_check: run it under mpirun -np 2 or more (this is rank %d of %d)\n", place.rank,
+                place.size);
     rl::finish_ranks();
     return 77;
   }

@@ -89,6 +89,10 @@ void declare(Command& cmd) {
           "SIGINT (Ctrl-C) or SIGTERM stops the run at the end of the current iteration: metrics.csv, the\n"
           "rollout log and DIR/checkpoint.h5 are written whole (a further signal is ignored while they are),\n"
           "and the run can go on with --resume. Metrics also go to DIR/tb as TensorBoard scalars.")
+      .note(
+          "Under mpirun (a build with MPI; `surge doctor` says): one rank per process, each with --num-envs\n"
+          "environments of its own, gradients averaged after every minibatch; total_steps counts every rank's steps\n"
+          "and rank 0 alone writes DIR. See docs/scaling.md.")
       .example("surge train --scenario cartpole --device cpu --target-return 475")
       .example("surge train --scenario acrobot --seeds 1-3 --out runs/acrobot-seeds")
       .example("surge train --config runs/cartpole/20261201-120000-seed1/config.toml --out runs/again")

@@ -75,7 +75,19 @@ class NcclCollective final : public Collective {
   void all_reduce_sum(Span<double> values, const Stream& stream) const override {
     sum(values.data, values.size, ncclFloat64, stream);
   }
-  bool any(bool flag) const override { return place_.size == 1 ? flag : any_rank(flag); }
+  // Once per iteration on the host: a failure NCCL found on its own (a peer gone, a network error)
+  // ends this rank with a line naming it, instead of a wait that never ends.
+  bool any(bool flag) const override {
+    ncclResult_t failure = ncclSuccess;
+    SURGE_NCCL_CHECK(ncclCommGetAsyncError(comm_, &failure));
+    if (failure != ncclSuccess) {
+      ncclCommAbort(comm_);
+      comm_ = nullptr;
+      throw Error("surge: NCCL failed on rank " + std::to_string(place_.rank) + " (" + place_.host +
+                  "): " + ncclGetErrorString(failure) + "; the run stops");
+    }
+    return place_.size == 1 ? flag : any_rank(flag);
+  }
   std::string describe() const override {
     return "NCCL rank " + std::to_string(place_.rank) + " of " + std::to_string(place_.size) + " (" + place_.host + ")";
   }
@@ -89,7 +101,7 @@ class NcclCollective final : public Collective {
   }
 
   RankPlace place_;
-  ncclComm_t comm_ = nullptr;
+  mutable ncclComm_t comm_ = nullptr;  // null once aborted
 };
 
 }  // namespace

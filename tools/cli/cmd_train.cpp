@@ -276,10 +276,7 @@ int run_train(const Args& args) {
               "seed included), DIR/checkpoint.h5 (parameters, optimiser state, config; see `surge eval`) and\n"
               "DIR/tb (TensorBoard), and ends with a one-line summary.");
   declare(cmd);
-  if (!cmd.parse(args)) {
-    std::cout << cmd.usage();
-    return 0;
-  }
+  if (!cmd.parse_or_print_usage(args)) return 0;
   RunPlan plan;
   plan.device = resolve_device(cmd.get("device"));
   std::vector<std::uint64_t> seeds;

@@ -236,11 +236,9 @@ std::vector<std::string> RolloutFile::dataset_names_locked() const {
     hdf5::check(H5Lget_name_by_idx(file, ".", order, H5_ITER_INC, k, name.data(), name.size(), H5P_DEFAULT),
                 "list datasets");
     name.resize(static_cast<std::size_t>(length));
+    // A link to an object that cannot be opened is damage, not a dataset to leave out.
     const hid_t object = H5Oopen(file, name.c_str(), H5P_DEFAULT);
-    if (object < 0) {
-      H5Eclear2(H5E_DEFAULT);
-      continue;
-    }
+    hdf5::check(object, "open '" + name + "'");
     if (H5Iget_type(object) == H5I_DATASET) datasets.push_back(name);
     H5Oclose(object);
   }

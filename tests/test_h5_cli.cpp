@@ -380,3 +380,34 @@ TEST_CASE("surge h5 answers a damaged log with one line naming the file and what
       "surge h5 episodes: '" + text_flags + "' is damaged or is not a complete rollout log: read 'terminated'");
   check_one_line_error(run_surge("h5 export '" + text_flags + "' --dataset terminated"), "'" + text_flags + "'");
 }
+
+TEST_CASE("The help's export example works on a run with default settings", "[h5_cli]") {
+  ScratchFolder folder("h5_cli_default_run");
+  const std::string log = folder / "rollouts.h5";
+  // The default --log-every (10) on a small run of 45 iterations.
+  const Result trained = run_surge(
+      "train --scenario cartpole --device cpu --set hidden=[16,16] --num-envs 16 "
+      "--num-steps 16 --total-steps " +
+      std::to_string(45 * 256) + " --out '" + folder / "run" + "' --log-rollouts '" + log + "'");
+  INFO(trained.err);
+  REQUIRE(trained.exit_code == 0);
+  std::string example;
+  for (const std::string& line : lines_of(run_surge("h5 export --help").out))
+    if (line.find("--dataset obs --iteration") != std::string::npos) example = line;
+  const std::string command = "surge h5 export rollouts.h5 ";
+  const auto at = example.find(command);
+  REQUIRE(at != std::string::npos);
+  const Result r = run_surge("h5 export '" + log + "' " + example.substr(at + command.size()));
+  INFO(example << "\n" << r.err);
+  REQUIRE(r.exit_code == 0);
+  const std::vector<std::string> lines = lines_of(r.out);
+  REQUIRE(lines.size() == 1 + 16 * 16);
+  CHECK(lines[0] == "iteration,step,env_id,x,x_dot,theta,theta_dot");
+  CHECK(lines[1].rfind("41,0,0,", 0) == 0);
+  check_one_line_error(run_surge("h5 export '" + log + "' --dataset obs --iteration 40"),
+                       "surge h5 export: iteration 40 is not in '" + log +
+                           "': the nearest logged iterations are 31 and 41 ('surge h5 info " + log +
+                           "' lists them all)");
+  check_one_line_error(run_surge("h5 export '" + log + "' --dataset obs --iteration 0"),
+                       "the first logged iteration is 1");
+}

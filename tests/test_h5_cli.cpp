@@ -382,13 +382,13 @@ TEST_CASE("surge h5 answers a damaged log with one line naming the file and what
 }
 
 TEST_CASE("The help's export example works on a run with default settings", "[h5_cli]") {
+  // The default --log-every (10) on a small run of 45 iterations of 16 x 16 steps.
   ScratchFolder folder("h5_cli_default_run");
   const std::string log = folder / "rollouts.h5";
-  // The default --log-every (10) on a small run of 45 iterations.
-  const Result trained = run_surge(
-      "train --scenario cartpole --device cpu --set hidden=[16,16] --num-envs 16 "
-      "--num-steps 16 --total-steps " +
-      std::to_string(45 * 256) + " --out '" + folder / "run" + "' --log-rollouts '" + log + "'");
+  const std::string small_run =
+      "train --scenario cartpole --device cpu --set hidden=[16,16] --num-envs 16 --num-steps 16";
+  const Result trained =
+      run_surge(small_run + " --total-steps 11520 --out '" + folder / "run" + "' --log-rollouts '" + log + "'");
   INFO(trained.err);
   REQUIRE(trained.exit_code == 0);
   std::string example;

@@ -294,7 +294,7 @@ int h5_export(Args args) {
     const std::int64_t rows = row ? 1 : data.shape[0];
     const std::int64_t envs = static_cast<std::int64_t>(env_ids.size());
     out << "iteration," << (per_step ? "step," : "") << "env_id";
-    if (items == 1 && data.shape.size() == item_axis) {
+    if (items == 1) {
       out << ',' << name;
     } else {
       for (const std::string& column : item_columns(file, name, items)) out << ',' << column;

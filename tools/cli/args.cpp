@@ -48,6 +48,10 @@ std::string Command::complaint(const std::string& what) const {
   return "surge " + path_ + ": " + what + "; see 'surge " + path_ + " --help'";
 }
 
+std::string Command::named(const std::string& message) const {
+  return message.rfind("surge ", 0) == 0 ? message : "surge " + path_ + ": " + message;
+}
+
 bool Command::parse(const std::vector<std::string>& args) {
   values_.clear();
   for (std::size_t k = 0; k < args.size(); ++k) {

@@ -38,6 +38,8 @@ class Command {
   std::string usage() const;
   // An InputError message in the house style: "surge <path>: <what>; see 'surge <path> --help'".
   std::string complaint(const std::string& what) const;
+  // `message` as the command says it: "surge <path>: <message>", unless it already starts with "surge ".
+  std::string named(const std::string& message) const;
 
  private:
   struct Spec {

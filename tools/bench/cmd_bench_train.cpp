@@ -10,6 +10,7 @@
 #include "scenarios/train_configs.hpp"
 #include "sim/error.hpp"
 #include "sim/format.hpp"
+#include "sim/memory_plan.hpp"
 #include "tools/cli/args.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/io.hpp"
@@ -95,8 +96,21 @@ int run_bench_train(const Args& args) {
   set_physics(config.physics, physics_options(cmd));
   for (const std::string& setting : cmd.get_all("set")) rl::apply_config_setting(config, setting);
   const PhysicsConfig physics = resolve_physics(spec, config.physics);
-  config.total_steps = config.batch_size() * (kWarmupIterations + repeats * iterations);
+  // The sizes first (validate() bounds the batch), then the run's length, each product checked.
+  std::int64_t batch = 1;
+  config.total_steps = __builtin_mul_overflow(config.num_envs, config.num_steps, &batch) ? 1 : batch;
   config.validate();
+  const std::int64_t run_iterations = kWarmupIterations + repeats * iterations;
+  if (__builtin_mul_overflow(config.batch_size(), run_iterations, &config.total_steps) ||
+      config.total_steps > (std::int64_t(1) << 50))
+    throw InputError(cmd.complaint("N x T x (repeats x iterations + " + std::to_string(kWarmupIterations) + ") = " +
+                                   std::to_string(config.batch_size()) + " x " + std::to_string(run_iterations) +
+                                   " environment steps is more than 2^50; lower --repeats or --iterations"));
+  // Every buffer is sized from the config: a run that would not fit stops here, as surge train does.
+  MemoryPlan plan = engine_memory_plan(scenario, device, config.num_envs);
+  plan.append(rl::Trainer::memory_plan(config, spec, device));
+  plan.require_fits("surge bench train on " + device.str(),
+                    "lower --num-envs or --num-steps, or raise num_minibatches with --set");
 
   std::cerr << "surge bench train: " << scenario << " on " << device.str() << ", " << config.num_envs << " envs x "
             << config.num_steps << " steps, " << config.update_epochs << " epochs x " << config.num_minibatches

@@ -9,6 +9,14 @@
 
 namespace surge::cli {
 
+// Numbers in flags and CSV cells, one rule for both (TOML's, as --set and config files read them):
+// spaces and tabs around the number are ignored, a leading + or - is allowed, and anything else
+// (a space inside, a NUL, hex, inf, nan, a trailing letter) makes the text not a number.
+// Decimal integers: [+-]digits. Decimal numbers: [+-]digits[.digits][e[+-]digits] (digits on at least
+// one side of the point).
+std::optional<long long> parse_integer_text(const std::string& text);
+std::optional<double> parse_number_text(const std::string& text);
+
 class Command {
  public:
   Command(std::string path, std::string summary);

@@ -6,10 +6,8 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <optional>
-#include <sstream>
 
 #include "rl/io/checkpoint.hpp"
 #include "rl/io/resume_state.hpp"
@@ -36,11 +34,11 @@ rl::TrainConfig build_config(const Command& cmd, const std::string& scenario, De
   std::string text, source;
   if (cmd.has("config")) {
     source = cmd.get("config");
-    std::ifstream in(source);
-    if (!in) throw InputError(cmd.complaint("cannot read config file '" + source + "'"));
-    std::ostringstream contents;
-    contents << in.rdbuf();
-    text = contents.str();
+    try {
+      text = read_text_file(source, "config file");
+    } catch (const InputError& error) {
+      throw InputError(cmd.complaint(error.what()));
+    }
   } else {
     text = default_train_config(scenario);
     source = default_train_config_name(scenario);

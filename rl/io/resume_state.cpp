@@ -9,6 +9,7 @@
 #include "rl/io/checkpoint.hpp"
 #include "rl/io/checkpoint_file.hpp"
 #include "rl/io/hdf5_util.hpp"
+#include "rl/train_config.hpp"
 #include "rl/trainer.hpp"
 #include "sim/engine.hpp"
 #include "sim/error.hpp"
@@ -125,6 +126,13 @@ ResumeState read_resume_file(const checkpoint_file::Reader& file) {
     else
       s.trainer.push_back({entry, values.dtype, values.dims, false, std::move(values.bytes)});
   }
+  // Each environment's entry leads with the environment: checked here, before the run builds anything.
+  const std::int64_t num_envs = load_train_config(file.text("/", "config"), "config", false, "").num_envs;
+  for (const SavedBuffer& entry : s.engine)
+    if (entry.dims.empty() || entry.dims.front() != num_envs)
+      file.damaged("dataset '/resume/" + kEnginePrefix + entry.name + "' is shaped " +
+                   hdf5::shape_text(std::vector<hsize_t>(entry.dims.begin(), entry.dims.end())) +
+                   " where its config's num_envs = " + std::to_string(num_envs) + " environments lead");
   SavedBuffer state = read_train_state(file, s.trainer);
   const std::int64_t iteration = saved_value<TrainState>({state}, "train_state")->iteration;
   s.trainer.erase(

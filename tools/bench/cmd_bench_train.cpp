@@ -57,29 +57,8 @@ Measurement measure(const std::string& scenario, Device device, const rl::TrainC
   return result;
 }
 
-}  // namespace
-
-int run_bench_train(const Args& args) {
-  Command cmd("bench train",
-              "Runs whole PPO iterations (T rollout steps of N environments, GAE, E epochs of M minibatch updates)\n"
-              "as `surge train` does and reports end-to-end env-steps per second, the median over repeats.\n"
-              "On CUDA it measures twice: replaying a CUDA graph of the iteration, and launching every kernel.");
-  cmd.option("scenario", "NAME", "scenario", "cartpole")
-      .option("device", "DEV", device_help(), "auto")
-      .option("num-envs", "N", "environments [default: 1048576 on CUDA, 256 on the CPU]")
-      .option("num-steps", "T", "steps per environment per iteration", "16")
-      .option("repeats", "R", "timed repeats; the median is reported", "5")
-      .option("iterations", "I", "iterations back to back in one timed repeat", "3")
-      .repeated("set", "KEY=VALUE", "set a config key of the scenario's built-in config (e.g. hidden=[64,64])")
-      .option("json", "FILE", "also write the results as JSON");
-  add_physics_option(cmd)
-      .note(
-          "The config is the scenario's built-in one (with its [cuda] table on a GPU); --num-envs, --num-steps\n"
-          "--physics and --set change it. The first two iterations are not timed: the eager one, and the graph's "
-          "capture.")
-      .example("surge bench train --device cuda --num-envs 1048576 --json bench-train.json")
-      .example("surge bench train --device cpu --num-envs 256 --num-steps 32");
-  if (!cmd.parse_or_print_usage(args)) return 0;
+// Builds the config, checks that it fits, measures and reports.
+int bench_train(const Command& cmd) {
   const std::string scenario = cmd.get("scenario");
   const ScenarioSpec& spec = scenario_spec(scenario);
   const Device device = resolve_device(cmd.get("device"));
@@ -163,6 +142,36 @@ int run_bench_train(const Args& args) {
     write_atomically(json_path, json.str() + "\n");
   }
   return 0;
+}
+
+}  // namespace
+
+int run_bench_train(const Args& args) {
+  Command cmd("bench train",
+              "Runs whole PPO iterations (T rollout steps of N environments, GAE, E epochs of M minibatch updates)\n"
+              "as `surge train` does and reports end-to-end env-steps per second, the median over repeats.\n"
+              "On CUDA it measures twice: replaying a CUDA graph of the iteration, and launching every kernel.");
+  cmd.option("scenario", "NAME", "scenario", "cartpole")
+      .option("device", "DEV", device_help(), "auto")
+      .option("num-envs", "N", "environments [default: 1048576 on CUDA, 256 on the CPU]")
+      .option("num-steps", "T", "steps per environment per iteration", "16")
+      .option("repeats", "R", "timed repeats; the median is reported", "5")
+      .option("iterations", "I", "iterations back to back in one timed repeat", "3")
+      .repeated("set", "KEY=VALUE", "set a config key of the scenario's built-in config (e.g. hidden=[64,64])")
+      .option("json", "FILE", "also write the results as JSON");
+  add_physics_option(cmd)
+      .note(
+          "The config is the scenario's built-in one (with its [cuda] table on a GPU); --num-envs, --num-steps\n"
+          "--physics and --set change it. The first two iterations are not timed: the eager one, and the graph's "
+          "capture.")
+      .example("surge bench train --device cuda --num-envs 1048576 --json bench-train.json")
+      .example("surge bench train --device cpu --num-envs 256 --num-steps 32");
+  if (!cmd.parse_or_print_usage(args)) return 0;
+  try {
+    return bench_train(cmd);
+  } catch (const InputError& error) {
+    throw InputError(cmd.named(error.what()));
+  }
 }
 
 }  // namespace surge::cli

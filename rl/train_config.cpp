@@ -37,7 +37,7 @@ struct Key {
 constexpr std::int64_t kMaxNumEnvs = std::int64_t(1) << 32;
 constexpr std::int64_t kMaxNumSteps = std::int64_t(1) << 24;
 constexpr std::int64_t kMaxTotalSteps = std::int64_t(1) << 50;
-constexpr std::int64_t kMaxBatchSize = std::int64_t(1) << 40;
+constexpr std::int64_t kMaxBatchSize = std::int64_t(1) << 36;  // keeps every planned size far below 2^64 bytes
 constexpr std::int64_t kMaxUpdateEpochs = 1 << 20;
 constexpr std::size_t kMaxHiddenLayers = 64;
 

@@ -3,8 +3,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <type_traits>
 
 #include "rl/io/checkpoint.hpp"
 #include "rl/io/checkpoint_file.hpp"
@@ -13,6 +15,7 @@
 #include "rl/trainer.hpp"
 #include "sim/engine.hpp"
 #include "sim/error.hpp"
+#include "sim/format.hpp"
 
 namespace surge::rl {
 namespace {
@@ -109,6 +112,35 @@ SavedBuffer read_train_state(const checkpoint_file::Reader& file, const std::vec
   return state;
 }
 
+// Every saved number is finite, and every signed count (episode steps, the run's counters) >= 0.
+template <class T>
+void require_values(const checkpoint_file::Reader& file, const std::string& name, const SavedBuffer& entry) {
+  const std::size_t count = entry.bytes.size() / sizeof(T);
+  for (std::size_t k = 0; k < count; ++k) {
+    T value;
+    std::memcpy(&value, entry.bytes.data() + k * sizeof(T), sizeof(T));
+    if constexpr (std::is_floating_point_v<T>) {
+      if (!std::isfinite(value))
+        file.damaged("dataset '" + name + "' holds " + format_precise(static_cast<double>(value)) + " at index " +
+                     std::to_string(k) + " where a finite number is expected");
+    } else if (value < 0) {
+      file.damaged("dataset '" + name + "' holds " + std::to_string(value) + " at index " + std::to_string(k) +
+                   " where a count (>= 0) is expected");
+    }
+  }
+}
+
+void require_in_range(const checkpoint_file::Reader& file, bool engine, const SavedBuffer& entry) {
+  const std::string name = "/resume/" + (engine ? kEnginePrefix : std::string()) + entry.name;
+  switch (entry.dtype) {
+    case DType::Float32: require_values<float>(file, name, entry); break;
+    case DType::Float64: require_values<double>(file, name, entry); break;
+    case DType::Int32: require_values<std::int32_t>(file, name, entry); break;
+    case DType::Int64: require_values<std::int64_t>(file, name, entry); break;
+    default: break;  // bytes and RNG offsets: every value is one
+  }
+}
+
 ResumeState read_resume_file(const checkpoint_file::Reader& file) {
   if (!file.has_object("/resume"))
     throw InputError("checkpoint '" + file.path() +
@@ -126,13 +158,20 @@ ResumeState read_resume_file(const checkpoint_file::Reader& file) {
     else
       s.trainer.push_back({entry, values.dtype, values.dims, false, std::move(values.bytes)});
   }
-  // Each environment's entry leads with the environment: checked here, before the run builds anything.
+  for (const std::vector<SavedBuffer>* entries : {&s.trainer, &s.engine})
+    for (const SavedBuffer& entry : *entries)
+      if (entry.name != "train_state") require_in_range(file, entries == &s.engine, entry);  // checked below
+  // Each environment's entry holds the same number of values per environment (led by the environment;
+  // the first release kept them flat): checked here, before the run builds anything.
   const std::int64_t num_envs = load_train_config(file.text("/", "config"), "config", false, "").num_envs;
-  for (const SavedBuffer& entry : s.engine)
-    if (entry.dims.empty() || entry.dims.front() != num_envs)
+  for (const SavedBuffer& entry : s.engine) {
+    const std::int64_t values = static_cast<std::int64_t>(entry.bytes.size() / dtype_size(entry.dtype));
+    if (values == 0 || values % num_envs != 0)
       file.damaged("dataset '/resume/" + kEnginePrefix + entry.name + "' is shaped " +
                    hdf5::shape_text(std::vector<hsize_t>(entry.dims.begin(), entry.dims.end())) +
-                   " where its config's num_envs = " + std::to_string(num_envs) + " environments lead");
+                   ", not the same number of values for each of its config's num_envs = " + std::to_string(num_envs) +
+                   " environments");
+  }
   SavedBuffer state = read_train_state(file, s.trainer);
   const std::int64_t iteration = saved_value<TrainState>({state}, "train_state")->iteration;
   s.trainer.erase(

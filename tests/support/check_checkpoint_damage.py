@@ -198,6 +198,10 @@ try:
          ["'metrics_columns'"], False),
         ("env_state short", lambda f: replace(f["resume"], "env_state", np.zeros(3, np.float32)),
          ["'/resume/env_state'", "[3]", "num_envs = 16"], False),
+        ("env_state inf", lambda f: f["resume/env_state"].__setitem__((2, 1), np.inf),
+         ["'/resume/env_state'", "inf", "finite"], False),
+        ("episode steps negative", lambda f: f["resume/env_episode_steps"].__setitem__(3, -7),
+         ["'/resume/env_episode_steps'", "-7"], False),
     ]
     for name, edit, needles, eval_reads_it in hostile:
         require_refused(edited(name.replace(" ", "_"), edit), name, needles,

@@ -24,6 +24,7 @@ constexpr std::int64_t kMaxObsDim = 1 << 16;
 constexpr std::int64_t kMaxActions = 1 << 16;
 constexpr std::int64_t kMaxActionDim = 64;
 constexpr std::int64_t kMaxCount = std::int64_t(1) << 62;
+constexpr std::int64_t kMaxTotalSteps = std::int64_t(1) << 50;  // as TrainConfig allows
 
 hdf5::Handle create_group(hid_t parent, const std::string& name) {
   return hdf5::Handle(H5Gcreate2(parent, name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), "create group " + name);
@@ -47,7 +48,7 @@ void write_slices(hid_t group, const ParamTable& table, const std::vector<float>
     checkpoint_file::write(group, slice.name, stored_shape(slice), flat.data() + slice.offset);
 }
 
-// Where a value that must be finite is not: "[3]" of a flat run of values.
+// Refuses a value that is not finite (or negative, where it must not be), naming the dataset and index.
 void require_finite(const checkpoint_file::Reader& file, const std::string& name, const float* values,
                     std::int64_t count, bool non_negative) {
   for (std::int64_t k = 0; k < count; ++k)
@@ -126,11 +127,12 @@ Checkpoint read_checkpoint_file(const checkpoint_file::Reader& file) {
   } catch (const InputError& error) {
     file.damaged("attribute 'config' of / is not a config this build accepts (" + std::string(error.what()) + ")");
   }
-  if (c.iteration > c.config.num_iterations() || c.global_step != c.iteration * c.config.batch_size())
-    file.damaged("attributes iteration = " + std::to_string(c.iteration) +
-                 " and global_step = " + std::to_string(c.global_step) + " do not fit its config (at most " +
-                 std::to_string(c.config.num_iterations()) + " iterations of " + std::to_string(c.config.batch_size()) +
-                 " steps)");
+  // A run may be resumed with fewer total_steps than it had done, so the bound is the steps a config allows.
+  const std::int64_t batch = c.config.batch_size();
+  if (c.iteration > kMaxTotalSteps / batch || c.global_step != c.iteration * batch)
+    file.damaged("attributes iteration = " + std::to_string(c.iteration) + " and global_step = " +
+                 std::to_string(c.global_step) + " do not fit its config's batch of " + std::to_string(batch) +
+                 " steps (global_step = iteration x batch, at most " + std::to_string(kMaxTotalSteps) + ")");
   const ActorCritic network = checkpoint_network(c);
   c.params = read_slices(file, "/parameters", network.table(), false);
   c.adam_m = read_slices(file, "/optimizer/adam_m", network.table(), false);

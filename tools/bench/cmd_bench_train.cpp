@@ -167,11 +167,7 @@ int run_bench_train(const Args& args) {
       .example("surge bench train --device cuda --num-envs 1048576 --json bench-train.json")
       .example("surge bench train --device cpu --num-envs 256 --num-steps 32");
   if (!cmd.parse_or_print_usage(args)) return 0;
-  try {
-    return bench_train(cmd);
-  } catch (const InputError& error) {
-    throw InputError(cmd.named(error.what()));
-  }
+  return cmd.naming_errors([&] { return bench_train(cmd); });
 }
 
 }  // namespace surge::cli

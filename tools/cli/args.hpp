@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "sim/error.hpp"
+
 namespace surge::cli {
 
 // Numbers in flags and CSV cells, one rule for both (TOML's, as --set and config files read them):
@@ -48,6 +50,15 @@ class Command {
   std::string complaint(const std::string& what) const;
   // `message` as the command says it: "surge <path>: <message>", unless it already starts with "surge ".
   std::string named(const std::string& message) const;
+  // Runs `body`, and names this command in front of any InputError it throws (named()).
+  template <class Body>
+  auto naming_errors(Body&& body) const -> decltype(body()) {
+    try {
+      return body();
+    } catch (const InputError& error) {
+      throw InputError(named(error.what()));
+    }
+  }
 
  private:
   struct Spec {

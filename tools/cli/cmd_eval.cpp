@@ -40,13 +40,11 @@ int run_eval(const Args& args) {
   const std::int64_t episodes = cmd.get_int("episodes", 1, std::int64_t(1) << 26);
   const std::uint64_t seed = cmd.get_u64("seed");
   const bool sample = cmd.flag_set("sample");
-  rl::Checkpoint checkpoint;
-  try {
-    checkpoint = rl::read_checkpoint(cmd.get("checkpoint"));
-    rl::require_scenario(checkpoint, scenario_spec(checkpoint.scenario));
-  } catch (const InputError& error) {
-    throw InputError(cmd.named(error.what()));
-  }
+  const rl::Checkpoint checkpoint = cmd.naming_errors([&] {
+    rl::Checkpoint read = rl::read_checkpoint(cmd.get("checkpoint"));
+    rl::require_scenario(read, scenario_spec(read.scenario));
+    return read;
+  });
   const ScenarioSpec& spec = scenario_spec(checkpoint.scenario);
   PhysicsSettings physics_settings = checkpoint.config.physics;
   set_physics(physics_settings, physics_options(cmd));

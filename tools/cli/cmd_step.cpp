@@ -134,12 +134,7 @@ int run_step(const Args& args) {
           "The output is written whole or not at all.")
       .example("surge step --scenario cartpole --input ../shared/golden/gymnasium/cartpole.csv --output next.csv")
       .example("surge step --scenario pendulum --input in.csv --output next.csv --physics mass=1.2,gravity=9:11");
-  if (!cmd.parse_or_print_usage(args)) return 0;
-  try {
-    return step_rows(cmd);
-  } catch (const InputError& error) {
-    throw InputError(cmd.named(error.what()));
-  }
+  return cmd.parse_or_print_usage(args) ? cmd.naming_errors([&] { return step_rows(cmd); }) : 0;
 }
 
 }  // namespace surge::cli

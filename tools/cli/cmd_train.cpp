@@ -157,13 +157,11 @@ int run_train(const Args& args) {
   std::optional<rl::Checkpoint> resumed;
   rl::ResumeState resume_state;
   if (!resume_path.empty()) {
-    try {
+    cmd.naming_errors([&] {
       resumed = rl::read_checkpoint(resume_path);
       rl::require_scenario(*resumed, scenario_spec(resumed->scenario));
       resume_state = rl::read_resume_state(resume_path);
-    } catch (const InputError& error) {
-      throw InputError(cmd.named(error.what()));
-    }
+    });
     if (resume_state.metrics_columns != TrainOutput::columns())
       throw InputError("checkpoint '" + resume_path +
                        "' keeps metrics with other columns; it was written by another "
@@ -205,11 +203,7 @@ int run_train(const Args& args) {
   rl::Trainer trainer(*engine, config);
   std::int64_t first_iteration = 0;  // iterations already done by the run this one continues
   if (resumed) {
-    try {
-      resume_state.restore(*resumed, trainer, *engine);
-    } catch (const InputError& error) {
-      throw InputError(cmd.named(error.what()));
-    }
+    cmd.naming_errors([&] { resume_state.restore(*resumed, trainer, *engine); });
     output.restore_rows(resume_state.metrics_rows);
     first_iteration = resume_state.iteration();
   }

@@ -22,6 +22,7 @@ def listing():
 
 def refused(args, needles=(), command=None, max_line=400):
     """Exit 2, exactly one line on stderr (naming `command` when given, and each needle), no file written."""
+    command = command or (args[0] if args[0] in ("train", "step", "eval") else None)
     before = listing()
     result = run(*args)
     err = result.stderr.decode("utf-8", "replace")

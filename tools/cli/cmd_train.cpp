@@ -170,12 +170,13 @@ int run_train(const Args& args) {
   const std::string scenario = resumed ? resumed->scenario : cmd.get("scenario");
   const ScenarioSpec& spec = scenario_spec(scenario);
   const Device device = resolve_device(cmd.get("device"));
-  rl::TrainConfig config = resume_path.empty() ? build_config(cmd, scenario, device) : rl::TrainConfig{};
+  rl::TrainConfig config =
+      resume_path.empty() ? cmd.naming_errors([&] { return build_config(cmd, scenario, device); }) : rl::TrainConfig{};
   if (resumed) {
     config = resumed->config;
     if (cmd.has("total-steps")) config.total_steps = cmd.get_int("total-steps", 1, std::int64_t(1) << 50);
     if (cmd.flag_set("no-graph")) config.cuda_graph = false;
-    config.validate();
+    cmd.naming_errors([&] { config.validate(); });
   }
   // Checked against the scenario before anything is written.
   const PhysicsConfig physics = resolve_physics(spec, config.physics);

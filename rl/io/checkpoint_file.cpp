@@ -180,6 +180,12 @@ std::vector<hsize_t> Reader::read(const std::string& name, DType dtype, const st
             dtype_name(dtype) + " is expected");
   const hdf5::Handle space(H5Dget_space(dataset.get()), "dataspace of " + name);
   if (H5Sget_simple_extent_type(space.get()) != H5S_SIMPLE) damaged(where + " is not an array of values");
+  // Its values must lie in this file: not in external files, nor in other files' datasets (virtual).
+  const hdf5::Handle creation(H5Dget_create_plist(dataset.get()), "properties of " + name);
+  const H5D_layout_t layout = H5Pget_layout(creation.get());
+  if ((layout != H5D_CONTIGUOUS && layout != H5D_CHUNKED && layout != H5D_COMPACT) ||
+      H5Pget_external_count(creation.get()) != 0)
+    damaged(where + " keeps its values outside the file");
   const std::vector<hsize_t> dims = hdf5::dataset_dims(dataset.get());
   bool matches = shapes.empty();  // none given: any shape
   for (const std::vector<hsize_t>& shape : shapes) matches = matches || shape_matches(dims, shape);

@@ -16,6 +16,7 @@ usage: check_rollout_log_train.py raw-obs|killed|locked SURGE FOLDER
 Exits 77 (skipped) when h5py (or, for raw-obs, Gymnasium) cannot be imported.
 """
 import os
+import shutil
 import random
 import re
 import signal
@@ -185,7 +186,8 @@ def main(argv):
     if len(argv) != 3 or argv[0] not in checks:
         print(__doc__, file=sys.stderr)
         return 2
-    os.makedirs(argv[2], exist_ok=True)
+    shutil.rmtree(argv[2], ignore_errors=True)  # a run refuses a folder that holds an earlier one
+    os.makedirs(argv[2])
     return checks[argv[0]](argv[1], argv[2])
 
 

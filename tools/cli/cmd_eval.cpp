@@ -40,12 +40,12 @@ int run_eval(const Args& args) {
   const std::int64_t episodes = cmd.get_int("episodes", 1, std::int64_t(1) << 26);
   const std::uint64_t seed = cmd.get_u64("seed");
   const bool sample = cmd.flag_set("sample");
-  const rl::Checkpoint checkpoint = rl::read_checkpoint(cmd.get("checkpoint"));
+  const rl::Checkpoint checkpoint = cmd.naming_errors([&] {
+    rl::Checkpoint read = rl::read_checkpoint(cmd.get("checkpoint"));
+    rl::require_scenario(read, scenario_spec(read.scenario));
+    return read;
+  });
   const ScenarioSpec& spec = scenario_spec(checkpoint.scenario);
-  if (spec.obs_dim != checkpoint.obs_dim || spec.num_actions != checkpoint.num_actions ||
-      spec.action_dim != checkpoint.action_dim)
-    throw InputError("checkpoint '" + cmd.get("checkpoint") + "' was trained on a " + checkpoint.scenario +
-                     " with different observations or actions than this build's");
   PhysicsSettings physics_settings = checkpoint.config.physics;
   set_physics(physics_settings, physics_options(cmd));
   const PhysicsConfig physics = resolve_physics(spec, physics_settings);

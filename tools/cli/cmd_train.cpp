@@ -108,6 +108,7 @@ void read_resume(const Command& cmd, RunPlan& plan) {
       throw InputError(cmd.complaint("--resume continues the run as it was configured, so --" + std::string(fixed) +
                                      " cannot be given with it"));
   plan.resumed = rl::read_checkpoint(plan.resume_path);
+  rl::require_scenario(*plan.resumed, scenario_spec(plan.resumed->scenario));
   plan.resume_state = rl::read_resume_state(plan.resume_path);
   TrainOutput::check_rows(plan.resume_state.metrics_rows, plan.resume_state.metrics_columns,
                           "checkpoint '" + plan.resume_path + "'");

@@ -9,6 +9,7 @@
 #include "rl/io/checkpoint.hpp"
 #include "scenarios/registry.hpp"
 #include "sim/error.hpp"
+#include "sim/format.hpp"
 #include "tools/cli/args.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/physics_option.hpp"
@@ -68,12 +69,11 @@ int run_eval(const Args& args) {
   for (double r : returns) variance += (r - mean) * (r - mean);
   variance /= static_cast<double>(returns.size());
   const auto [low, high] = std::minmax_element(returns.begin(), returns.end());
-  std::printf(
-      "surge eval: %s, %lld episodes (%s) on %s after %lld training steps: return %.2f ± %.2f (min %.1f, max %.1f)"
-      "; physics: %s\n",
-      checkpoint.scenario.c_str(), static_cast<long long>(episodes), sample ? "sampled" : "greedy",
-      device.str().c_str(), static_cast<long long>(checkpoint.global_step), mean, std::sqrt(variance), *low, *high,
-      describe_physics(spec, physics).c_str());
+  std::cout << "surge eval: " << checkpoint.scenario << ", " << plural(episodes, "episode") << " ("
+            << (sample ? "sampled" : "greedy") << ") on " << device.str() << " after " << checkpoint.global_step
+            << " training steps: return " << format_significant(mean) << " ± "
+            << format_significant(std::sqrt(variance)) << " (min " << format_significant(*low) << ", max "
+            << format_significant(*high) << "); physics: " << describe_physics(spec, physics) << "\n";
   return 0;
 }
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <sstream>
 
 #include <toml++/toml.h>
@@ -33,6 +34,13 @@ struct Key {
   throw InputError(where + ": " + name + " must be " + kind);
 }
 
+constexpr std::int64_t kMaxNumEnvs = std::int64_t(1) << 32;
+constexpr std::int64_t kMaxNumSteps = std::int64_t(1) << 24;
+constexpr std::int64_t kMaxTotalSteps = std::int64_t(1) << 50;
+constexpr std::int64_t kMaxBatchSize = std::int64_t(1) << 36;  // keeps every planned size far below 2^64 bytes
+constexpr std::int64_t kMaxUpdateEpochs = 1 << 20;
+constexpr std::size_t kMaxHiddenLayers = 64;
+
 std::int64_t read_integer(const toml::node& node, const std::string& where, const char* name) {
   if (const auto* integer = node.as_integer()) return integer->get();
   if (const auto* floating = node.as_floating_point()) {  // 1e6 is a TOML float; accept it when whole
@@ -43,10 +51,17 @@ std::int64_t read_integer(const toml::node& node, const std::string& where, cons
   bad_type(where, name, "an integer");
 }
 
+// The learner computes in float32, so a number key must be finite and within float32's range:
+// 1e300 would become inf there.
 double read_number(const toml::node& node, const std::string& where, const char* name) {
-  if (const auto* floating = node.as_floating_point()) return floating->get();
-  if (const auto* integer = node.as_integer()) return static_cast<double>(integer->get());
-  bad_type(where, name, "a number");
+  double value = NAN;
+  if (const auto* floating = node.as_floating_point()) value = floating->get();
+  if (const auto* integer = node.as_integer()) value = static_cast<double>(integer->get());
+  if (std::isnan(value) && !node.is_number()) bad_type(where, name, "a number");
+  if (!(std::abs(value) <= std::numeric_limits<float>::max()))
+    throw InputError(where + ": " + name + " = " + format_shortest(value) +
+                     " does not fit the key's type: a finite number of magnitude at most 3.4e38 (float32)");
+  return value;
 }
 
 template <class Field>
@@ -166,7 +181,8 @@ std::string known_keys() {
 void read_physics_entry(TrainConfig& config, const std::string& name, const toml::node& node,
                         const std::string& where) {
   const std::string what =
-      "physics." + name + " must be a number (a fixed value) or a range [low, high] of two numbers";
+      "physics." + format_excerpt(name) + " must be a number (a fixed value) or a range [low, high] of two numbers";
+  const std::string key = "physics." + format_excerpt(name);
   PhysicsSetting setting;
   setting.name = name;
   if (const auto* array = node.as_array()) {
@@ -175,16 +191,16 @@ void read_physics_entry(TrainConfig& config, const std::string& name, const toml
     const auto bound = [&](std::size_t k) {
       const toml::node& element = *array->get(k);
       if (!element.is_number()) throw InputError(where + ": " + what);
-      return read_number(element, where, "physics");
+      return read_number(element, where, key.c_str());
     };
     setting.low = bound(0);
     setting.high = bound(1);
   } else {
     if (!node.is_number()) throw InputError(where + ": " + what);
-    setting.low = setting.high = read_number(node, where, "physics");
+    setting.low = setting.high = read_number(node, where, key.c_str());
   }
   if (!std::isfinite(setting.low) || !std::isfinite(setting.high))
-    throw InputError(where + ": physics." + name + " must be finite");
+    throw InputError(where + ": physics." + format_excerpt(name) + " must be finite");
   set_physics(config.physics, setting);
 }
 
@@ -215,7 +231,8 @@ void apply_table(TrainConfig& config, const toml::table& table, const std::strin
       continue;
     }
     const Key* known = find_key(key);
-    if (!known) throw InputError(where + ": unknown config key '" + key + "'; known keys are " + known_keys());
+    if (!known)
+      throw InputError(where + ": unknown config key '" + format_excerpt(key) + "'; known keys are " + known_keys());
     known->read(config, node, where);
   }
 }
@@ -248,10 +265,23 @@ void TrainConfig::validate() const {
     out << value;
     return out.str();
   };
-  require_range(num_envs >= 1, "num_envs", text(num_envs), "it must be at least 1");
-  require_range(num_steps >= 1, "num_steps", text(num_steps), "it must be at least 1");
+  // Sizes first, each bounded so that the products below and every buffer size of the memory plan fit
+  // in 64 bits; the plan then says whether the run fits the device.
+  require_range(num_envs >= 1 && num_envs <= kMaxNumEnvs, "num_envs", text(num_envs),
+                "it must lie in 1.." + text(kMaxNumEnvs));
+  require_range(num_steps >= 1 && num_steps <= kMaxNumSteps, "num_steps", text(num_steps),
+                "it must lie in 1.." + text(kMaxNumSteps));
+  require_range(total_steps >= 1 && total_steps <= kMaxTotalSteps, "total_steps", text(total_steps),
+                "it must lie in 1.." + text(kMaxTotalSteps));
   require_range(num_minibatches >= 1, "num_minibatches", text(num_minibatches), "it must be at least 1");
-  require_range(update_epochs >= 1, "update_epochs", text(update_epochs), "it must be at least 1");
+  require_range(update_epochs >= 1 && update_epochs <= kMaxUpdateEpochs, "update_epochs", text(update_epochs),
+                "it must lie in 1.." + text(kMaxUpdateEpochs));
+  require_range(hidden.size() <= kMaxHiddenLayers, "hidden", "a list of " + text(hidden.size()) + " widths",
+                "give at most " + text(kMaxHiddenLayers) + " hidden layers");
+  std::int64_t batch = 0;
+  if (__builtin_mul_overflow(num_envs, num_steps, &batch) || batch > kMaxBatchSize)
+    throw InputError("the batch of num_envs x num_steps = " + text(num_envs) + " x " + text(num_steps) +
+                     " is larger than " + text(kMaxBatchSize) + " samples; lower num_envs or num_steps");
   require_range(learning_rate > 0 && std::isfinite(learning_rate), "learning_rate", text(learning_rate),
                 "it must be positive");
   require_range(gamma >= 0 && gamma <= 1, "gamma", text(gamma), "it must lie in [0, 1]");
@@ -312,7 +342,7 @@ TrainConfig load_train_config(const std::string& toml_text, const std::string& s
     if (!table) {
       std::string list;
       for (const std::string& name : known) list += (list.empty() ? "" : ", ") + name;
-      throw InputError("unknown preset '" + preset + "'" +
+      throw InputError("unknown preset '" + format_excerpt(preset) + "'" +
                        (list.empty() ? " (" + source + " defines none)" : "; " + source + " defines " + list));
     }
     apply_table(config, *table, source + " [presets." + preset + "]", {});
@@ -330,25 +360,32 @@ std::vector<std::string> train_config_presets(const std::string& toml_text, cons
 }
 
 void apply_config_setting(TrainConfig& config, const std::string& setting) {
+  const std::string shown = format_excerpt(setting);
+  // One key per --set: a line break would let the TOML below read a second key, silently dropped.
+  for (const char c : setting)
+    if (static_cast<unsigned char>(c) < 0x20 && c != '\t')
+      throw InputError("--set '" + shown +
+                       "' holds a line break or another control character; give one key=value per --set");
   const auto eq = setting.find('=');
   if (eq == std::string::npos || eq == 0)
-    throw InputError("--set '" + setting + "' is not of the form key=value (e.g. --set learning_rate=3e-4)");
+    throw InputError("--set '" + shown + "' is not of the form key=value (e.g. --set learning_rate=3e-4)");
   const std::string key = setting.substr(0, eq);
   std::string value = setting.substr(eq + 1);
+  const std::string where = "--set " + shown;
   if (key.rfind("physics.", 0) == 0) {
     toml::table parsed;
     try {
       parsed = toml::parse("value = " + value);
     } catch (const toml::parse_error&) {
-      throw InputError("--set " + setting + ": cannot read '" + value + "' as a number or a range [low, high]");
+      throw InputError(where + ": cannot read '" + format_excerpt(value) + "' as a number or a range [low, high]");
     }
-    read_physics_entry(config, key.substr(8), *parsed.get("value"), "--set " + setting);
+    read_physics_entry(config, key.substr(8), *parsed.get("value"), where);
     return;
   }
   const Key* known = find_key(key);
-  if (!known) throw InputError("--set: unknown config key '" + key + "'; known keys are " + known_keys());
+  if (!known)
+    throw InputError("--set: unknown config key '" + format_excerpt(key) + "'; known keys are " + known_keys());
   if (key == "hidden" && !value.empty() && value.front() != '[') value = "[" + value + "]";
-  const std::string where = "--set " + setting;
   toml::table parsed;
   try {
     parsed = toml::parse("value = " + value);
@@ -357,7 +394,7 @@ void apply_config_setting(TrainConfig& config, const std::string& setting) {
     try {
       parsed = toml::parse("value = \"" + value + "\"");
     } catch (const toml::parse_error&) {
-      throw InputError(where + ": cannot read '" + value + "' as " + known->kind);
+      throw InputError(where + ": cannot read '" + format_excerpt(value) + "' as " + known->kind);
     }
   }
   known->read(config, *parsed.get("value"), where);

@@ -43,6 +43,9 @@ struct TrainConfig : NetworkConfig, PpoLossConfig, AdamConfig, NormalizationConf
 
   // Throws InputError (one line naming the key, the value and what is allowed) when a value or a
   // combination is out of range: a batch not divisible into minibatches, fewer steps than one batch...
+  // Sizes are bounded (num_envs <= 2^32, num_steps <= 2^24, num_envs x num_steps <= 2^36, total_steps
+  // <= 2^50, at most 64 hidden layers) and multiplied without overflow, so that batch_size() and every
+  // size of the memory plan fit in 64 bits once this has passed.
   void validate() const;
   // Every key with its value (then the [physics] table, if any), as TOML that load_train_config()
   // reads back to the same config.
@@ -56,8 +59,9 @@ std::vector<std::string> train_config_keys();
 // its [cuda] table when `on_cuda`, then its [presets.<preset>] table when `preset` is not empty. Each
 // of these may hold a [physics] table (masspole = 0.2 fixes a value, masspole = [0.05, 0.2] draws
 // U(0.05, 0.2) per env at every reset), merged by parameter name.
-// Unknown keys, values of the wrong type, an unknown preset and TOML syntax errors throw InputError
-// naming `source` (the file name). Does not validate(): flags and --set may still change it.
+// Unknown keys, values of the wrong type (a number key must be finite and fit float32, in which the
+// learner computes), an unknown preset and TOML syntax errors throw InputError naming `source` (the
+// file name); echoed input is cut short (format_excerpt). Does not validate(): flags and --set may still change it.
 TrainConfig load_train_config(const std::string& toml_text, const std::string& source, bool on_cuda,
                               const std::string& preset);
 
@@ -66,7 +70,7 @@ std::vector<std::string> train_config_presets(const std::string& toml_text, cons
 
 // Applies one `key=value` (the value in TOML syntax; a bare word is taken as a string, and hidden
 // also accepts "64,64"; physics.NAME=0.2 or physics.NAME=[0.05,0.2] sets one physics parameter).
-// Throws InputError for an unknown key or a bad value.
+// Throws InputError for an unknown key, a bad value, or a line break (one key per --set).
 void apply_config_setting(TrainConfig& config, const std::string& setting);
 
 }  // namespace surge::rl

@@ -204,6 +204,11 @@ void Trainer::start_iteration() {
                   num_iterations());
   const std::size_t obs_bytes = static_cast<std::size_t>(config_.num_envs * rollout_.obs_dim()) * sizeof(float);
   copy_bytes(rollout_.obs(0), device_, rollout_.obs(config_.num_steps), device_, obs_bytes, stream_);
+  if (raw_envs_ > 0) {
+    const std::size_t row_bytes = static_cast<std::size_t>(raw_envs_ * rollout_.obs_dim()) * sizeof(float);
+    copy_bytes(raw_obs_.data(), device_, raw_obs_.data() + config_.num_steps * raw_envs_ * rollout_.obs_dim(), device_,
+               row_bytes, stream_);
+  }
 }
 
 void Trainer::forward_policy(std::int64_t t) {
@@ -233,6 +238,7 @@ void Trainer::step_environments(std::int64_t t) {
   const PhaseMark mark(clock_, TrainPhase::EnvStep);
   const ActionView actions = network_.continuous() ? ActionView{{}, arena_[b_.env_actions]} : rollout_.action_view(t);
   engine_.step(actions, rollout_.step_views(t), stream_);
+  if (raw_envs_ > 0) keep_raw_row(t + 1);
   normalization_.observe(stream_, rollout_.obs(t + 1), rollout_.final_obs(), rollout_.terminated(t),
                          rollout_.truncated(t));
 }
@@ -408,8 +414,31 @@ void Trainer::restore_state(const std::vector<SavedBuffer>& saved) {
   // normalised by the statistics as restored: they counted that observation already.
   const std::int64_t n = config_.num_envs, d = rollout_.obs_dim();
   engine_.observe({rollout_.obs(config_.num_steps), n * d, device_}, stream_);
+  if (raw_envs_ > 0) keep_raw_row(config_.num_steps);
   normalization_.normalize(stream_, rollout_.obs(config_.num_steps));
   stream_.synchronize();
+}
+
+const float* Trainer::keep_raw_observations(std::int64_t envs) {
+  SURGE_CHECK(envs >= 1 && envs <= config_.num_envs, "keep_raw_observations: envs out of range");
+  SURGE_CHECK(!graph_.captured(), "keep_raw_observations after the iteration graph was captured");
+  const std::int64_t n = config_.num_envs, d = rollout_.obs_dim();
+  raw_obs_ = DeviceBuffer<float>(device_, (config_.num_steps + 1) * envs * d);
+  raw_envs_ = envs;
+  // The observation the next iteration starts from, as the engine's current state gives it.
+  const DeviceBuffer<float> current(device_, n * d);
+  engine_.observe(current.span(), stream_);
+  copy_bytes(raw_obs_.data() + config_.num_steps * envs * d, device_, current.data(), device_,
+             static_cast<std::size_t>(envs * d) * sizeof(float), stream_);
+  stream_.synchronize();
+  return raw_obs_.data();
+}
+
+void Trainer::keep_raw_row(std::int64_t t) {
+  // Environments 0 .. raw_envs_-1 lie first and together in the rollout's row.
+  const std::int64_t d = rollout_.obs_dim();
+  copy_bytes(raw_obs_.data() + t * raw_envs_ * d, device_, rollout_.obs(t), device_,
+             static_cast<std::size_t>(raw_envs_ * d) * sizeof(float), stream_);
 }
 
 // ---- memory

@@ -86,6 +86,12 @@ class Trainer {
   Span<double> reward_moments() const { return normalization_.reward_moments(); }
   Span<float> scaled_rewards() const { return normalization_.scaled_rewards(); }
 
+  // Keeps the observations of environments 0 .. envs-1 as the engine gave them, before normalize_obs
+  // normalised them, for the rollout log: [T+1][envs][obs_dim] on the device, row t what step t acted
+  // on, as in rollout().obs. Costs one copy of envs * obs_dim floats per step; none until called.
+  // Call before the first iterate() and after any restore_state().
+  const float* keep_raw_observations(std::int64_t envs);
+
   // Everything an exact resume needs of the trainer: the entries of its tables marked kSaved (waits for
   // the stream).
   std::vector<SavedBuffer> save_state() const;
@@ -134,6 +140,7 @@ class Trainer {
   void end_epoch(std::int64_t epoch);
   void finish_iteration();
   void collect(std::int64_t iteration);
+  void keep_raw_row(std::int64_t t);  // rollout obs[t] (just observed, not yet normalised) -> raw obs[t]
   template <class T>
   T* data(Slot<T> slot) const {
     return arena_.data(slot);
@@ -157,6 +164,8 @@ class Trainer {
   MinibatchView<float> minibatch_;      // the same rows as the loss reads them
   Permutation permutation_;             // the shuffles' family; each epoch's is picked on the device
   PhaseClock* clock_ = nullptr;         // set during iterate(clock)
+  DeviceBuffer<float> raw_obs_;         // [T+1][raw_envs_][obs_dim], where keep_raw_observations asked for it
+  std::int64_t raw_envs_ = 0;
 
   IterationGraph graph_;
   HostMirror metrics_mirror_;  // two slots: iteration k lands in slot k % 2

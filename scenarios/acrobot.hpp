@@ -31,6 +31,8 @@ struct Acrobot {
   static constexpr double kMaxVelocity2 = 9.0 * kPi;
 
   SURGE_SCENARIO_STATE(theta1, theta2, dtheta1, dtheta2);  // theta2 is relative to the first link
+  static constexpr auto kObsNames =
+      std::to_array<const char*>({"cos_theta1", "sin_theta1", "cos_theta2", "sin_theta2", "dtheta1", "dtheta2"});
 
   // In double (see above). Gymnasium's LINK_LENGTH_2 only draws the second link and so is not a parameter here.
   SURGE_SCENARIO_PARAMS(double,  // (name, default, smallest sensible value)

@@ -20,6 +20,7 @@ struct CartPole {
   static constexpr float kXThreshold = 2.4f;
 
   SURGE_SCENARIO_STATE(x, x_dot, theta, theta_dot);
+  static constexpr auto kObsNames = kStateNames;  // the observation is the state
 
   SURGE_SCENARIO_PARAMS(float,  // (name, default, smallest sensible value)
                         (gravity, 9.8, 0.0), (masscart, 1.0, 1e-6), (masspole, 0.1, 1e-6),

@@ -22,6 +22,7 @@ struct MountainCar {
 
   using State = mountain_car_valley::State;
   static constexpr auto kStateNames = mountain_car_valley::kStateNames;
+  static constexpr auto kObsNames = kStateNames;  // the observation is the state
 
   SURGE_SCENARIO_PARAMS(float,                    // (name, default, smallest sensible value)
                         (force, 0.001, 0.0),      // acceleration the engine gives per step

@@ -29,6 +29,7 @@ struct MountainCarContinuous {
 
   using State = mountain_car_valley::State;
   static constexpr auto kStateNames = mountain_car_valley::kStateNames;
+  static constexpr auto kObsNames = kStateNames;  // the observation is the state
 
   SURGE_SCENARIO_PARAMS(float,                    // (name, default, smallest sensible value)
                         (power, 0.0015, 0.0),     // acceleration per step at full force

@@ -25,6 +25,7 @@ struct Pendulum {
   static constexpr float kPi = 3.14159265358979323846f;
 
   SURGE_SCENARIO_STATE(theta, theta_dot);
+  static constexpr auto kObsNames = std::to_array<const char*>({"cos_theta", "sin_theta", "theta_dot"});
 
   SURGE_SCENARIO_PARAMS(float,  // (name, default, smallest sensible value): Gymnasium's g, m, l and dt
                         (gravity, 10.0, 0.0), (mass, 1.0, 1e-6), (length, 1.0, 1e-6), (dt, 0.05, 1e-6));

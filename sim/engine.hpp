@@ -37,6 +37,8 @@ struct ScenarioSpec {
   int max_episode_steps = 0;
   double reward_threshold = 0.0;  // a mean return that counts as solved (Gymnasium's, or ours where it has none)
   std::vector<std::string> state_names;
+  std::vector<std::string>
+      obs_names;  // one per observation component (the state's names where the observation is the state)
   std::vector<ParamInfo> params;
   DType param_dtype = DType::Float32;  // what the parameters are held in: Float32, or Float64 where the scenario says
 

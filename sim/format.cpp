@@ -1,5 +1,6 @@
 #include "sim/format.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -77,6 +78,27 @@ std::string format_bytes(std::size_t bytes) {
   if (bytes < (std::size_t(1) << 20)) return format_number("%.1f KiB", value / 1024.0);
   if (bytes < (std::size_t(1) << 30)) return format_number("%.1f MiB", value / (1024.0 * 1024.0));
   return format_number("%.2f GiB", value / (1024.0 * 1024.0 * 1024.0));
+}
+
+std::string format_excerpt(const std::string& text, std::size_t max_chars) {
+  std::size_t end = std::min(text.size(), max_chars);
+  while (end < text.size() && end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
+  std::string shown;
+  for (std::size_t k = 0; k < end; ++k) {
+    const unsigned char c = static_cast<unsigned char>(text[k]);
+    if (c == '\n') {
+      shown += "\\n";
+    } else if (c == '\0') {
+      shown += "\\0";
+    } else if (c < 0x20 || c == 0x7F) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\x%02X", static_cast<unsigned>(c));
+      shown += escaped;
+    } else {
+      shown += static_cast<char>(c);
+    }
+  }
+  return end < text.size() ? shown + "…" : shown;
 }
 
 }  // namespace surge

@@ -37,4 +37,8 @@ std::string format_duration(double seconds);
 // "1.50 GiB", "12.0 MiB", "512 B".
 std::string format_bytes(std::size_t bytes);
 
+// Input echoed in a message: at most `max_chars` bytes of it (never cutting a UTF-8 character), then
+// "…" where it was cut; control characters (a newline, a NUL) shown as \n, \0 or \xNN.
+std::string format_excerpt(const std::string& text, std::size_t max_chars = 60);
+
 }  // namespace surge

@@ -67,6 +67,8 @@ ScenarioSpec make_spec() {
   spec.max_episode_steps = S::kMaxEpisodeSteps;
   spec.reward_threshold = S::kRewardThreshold;
   for (const char* name : S::kStateNames) spec.state_names.emplace_back(name);
+  static_assert(S::kObsNames.size() == S::kObsDim, "a scenario names each component of its observation");
+  for (const char* name : S::kObsNames) spec.obs_names.emplace_back(name);
   spec.params.assign(S::kParams.begin(), S::kParams.end());
   spec.param_dtype = dtype_of<typename S::ParamType>;
   return spec;

@@ -16,6 +16,7 @@
 #include "tests/support/golden.hpp"
 #include "tests/support/run_surge.hpp"
 #include "tests/support/scratch_folder.hpp"
+#include "tools/cli/args.hpp"
 #include "tools/cli/io.hpp"
 
 namespace fs = std::filesystem;
@@ -452,4 +453,29 @@ TEST_CASE("surge bench env reports the randomised physics on stdout and in its J
   const Result plain = run_surge("bench env --device cpu --num-envs 16 --steps 2 --repeats 1");
   CHECK(plain.out.find("randomised physics       none\n") != std::string::npos);
   CHECK(plain.out.find("physics vs defaults      defaults\n") != std::string::npos);
+}
+
+TEST_CASE("flags and CSV cells read numbers by one rule: spaces around and a leading + are fine", "[cli][numbers]") {
+  using surge::cli::parse_integer_text;
+  using surge::cli::parse_number_text;
+  for (const char* text : {"16", " 16", "16 ", "+16", "\t16\t"}) {
+    CHECK(parse_integer_text(text) == 16LL);
+    CHECK(parse_number_text(text) == 16.0);
+  }
+  CHECK(parse_integer_text("-3") == -3LL);
+  CHECK(parse_number_text("-.5e-1") == -0.05);
+  CHECK(parse_number_text("1.") == 1.0);
+  for (const char* text : {"", " ", "1 6", "16x", "0x10", "+", "-", "--1", "9223372036854775808"})
+    CHECK_FALSE(parse_integer_text(text));
+  for (const char* text : {"", ".", "e5", "1e", "1e+", "0x1p3", "inf", "nan", "1e999", "1,5", "1.5.2"})
+    CHECK_FALSE(parse_number_text(text));
+  // A NUL inside a number does not end it early.
+  CHECK_FALSE(
+      parse_integer_text(std::string("1\0"
+                                     "6",
+                                     3)));
+  CHECK_FALSE(
+      parse_number_text(std::string("0\0"
+                                    "5",
+                                    3)));
 }

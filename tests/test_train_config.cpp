@@ -88,6 +88,56 @@ TEST_CASE("validation rejects impossible combinations in one line", "[config]") 
   CHECK_THROWS_WITH(config.validate(), Catch::Contains("normalise advantages"));
 }
 
+TEST_CASE("sizes whose products would overflow are refused before anything divides by them", "[config]") {
+  TrainConfig config;
+  config.norm_adv = false;
+  config.num_minibatches = 1;
+  // 2^20 x 2^44 is 2^64: it wrapped to a batch of 0, and total_steps / 0 ended the process.
+  config.num_envs = std::int64_t(1) << 20;
+  config.num_steps = std::int64_t(1) << 44;
+  CHECK_THROWS_WITH(config.validate(), Catch::Contains("num_steps = 17592186044416 is out of range"));
+  config.num_steps = std::int64_t(1) << 24;
+  config.num_envs = std::int64_t(1) << 32;
+  config.total_steps = std::int64_t(1) << 50;
+  CHECK_THROWS_WITH(config.validate(), Catch::Contains("num_envs x num_steps = 4294967296 x 16777216"));
+  config.num_envs = std::int64_t(1) << 33;
+  CHECK_THROWS_WITH(config.validate(), Catch::Contains("num_envs = 8589934592 is out of range"));
+  config.num_envs = 4;
+  config.num_steps = 128;
+  config.total_steps = (std::int64_t(1) << 50) + 1;
+  CHECK_THROWS_WITH(config.validate(), Catch::Contains("total_steps"));
+  config.total_steps = std::int64_t(1) << 50;
+  CHECK_NOTHROW(config.validate());
+  CHECK(config.num_iterations() == (std::int64_t(1) << 50) / 512);
+  config.update_epochs = std::int64_t(1) << 40;
+  CHECK_THROWS_WITH(config.validate(), Catch::Contains("update_epochs"));
+  config.update_epochs = 4;
+  config.hidden = std::vector<int>(65, 8);
+  CHECK_THROWS_WITH(config.validate(), Catch::Contains("at most 64 hidden layers"));
+}
+
+TEST_CASE("number keys must fit float32; --set takes one line; long input is echoed cut short", "[config]") {
+  TrainConfig config;
+  for (const char* setting : {"learning_rate=1e300", "obs_clip=inf", "gamma=-1e39", "vf_coef=nan"})
+    CHECK_THROWS_WITH(surge::rl::apply_config_setting(config, setting), Catch::Contains("does not fit"));
+  CHECK_THROWS_WITH(surge::rl::load_train_config("clip_coef = 1e300\n", "f.toml", false, ""),
+                    Catch::Contains("f.toml: clip_coef = 1e+300 does not fit"));
+  surge::rl::apply_config_setting(config, "learning_rate=3.4e38");
+  CHECK(config.learning_rate == 3.4e38);
+  CHECK_THROWS_WITH(surge::rl::apply_config_setting(config, "learning_rate=1e-3\nnum_envs=0"),
+                    Catch::Contains("one key=value per --set"));
+  CHECK(config.num_envs == 4);
+  const std::string key(100000, 'k');
+  try {
+    surge::rl::load_train_config(key + " = 1\n", "f.toml", false, "");
+    FAIL("an unknown key was accepted");
+  } catch (const InputError& error) {
+    const std::string message = error.what();
+    CHECK(message.size() < 1000);
+    CHECK_THAT(message, Catch::Contains("unknown config key 'kkkk") && Catch::Contains("…'"));
+  }
+}
+
 TEST_CASE("to_toml reads back to the same config", "[config]") {
   TrainConfig config;
   config.num_envs = 1234;

@@ -2,59 +2,146 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
-#include <filesystem>
+#include <limits>
 
 #include "rl/actor_critic.hpp"
+#include "rl/io/checkpoint_file.hpp"
 #include "rl/io/hdf5_util.hpp"
 #include "rl/trainer.hpp"
+#include "sim/engine.hpp"
 #include "sim/error.hpp"
+#include "sim/format.hpp"
 
 namespace surge::rl {
 namespace {
 
 constexpr const char* kFormat = "surge-checkpoint";
 constexpr std::int64_t kFormatVersion = 1;
+// Bounds of what a checkpoint may claim, far beyond any scenario's.
+constexpr std::int64_t kMaxObsDim = 1 << 16;
+constexpr std::int64_t kMaxActions = 1 << 16;
+constexpr std::int64_t kMaxActionDim = 64;
+constexpr std::int64_t kMaxCount = std::int64_t(1) << 62;
+constexpr std::int64_t kMaxTotalSteps = std::int64_t(1) << 50;  // as TrainConfig allows
 
 hdf5::Handle create_group(hid_t parent, const std::string& name) {
   return hdf5::Handle(H5Gcreate2(parent, name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), "create group " + name);
 }
 
+// A bias is stored [out], as PyTorch keeps it; files of the first release hold it [out][1].
+bool is_bias(const ParamSlice& slice) {
+  const std::string suffix = ".bias";
+  return slice.cols == 1 && slice.name.size() > suffix.size() &&
+         slice.name.compare(slice.name.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::vector<hsize_t> stored_shape(const ParamSlice& slice) {
+  if (is_bias(slice)) return {static_cast<hsize_t>(slice.rows)};
+  return {static_cast<hsize_t>(slice.rows), static_cast<hsize_t>(slice.cols)};
+}
+
 // One dataset per slice under `group`, from a flat buffer laid out by `table`.
 void write_slices(hid_t group, const ParamTable& table, const std::vector<float>& flat) {
   for (const ParamSlice& slice : table.slices())
-    hdf5::write_dataset(group, slice.name, {static_cast<hsize_t>(slice.rows), static_cast<hsize_t>(slice.cols)},
-                        flat.data() + slice.offset);
+    checkpoint_file::write(group, slice.name, stored_shape(slice), flat.data() + slice.offset);
 }
 
-std::vector<float> read_slices(hid_t file, const std::string& group, const ParamTable& table, const std::string& path) {
+// Refuses a value that is not finite (or negative, where it must not be), naming the dataset and index.
+void require_finite(const checkpoint_file::Reader& file, const std::string& name, const float* values,
+                    std::int64_t count, bool non_negative) {
+  for (std::int64_t k = 0; k < count; ++k)
+    if (!std::isfinite(values[k]) || (non_negative && values[k] < 0))
+      file.damaged("dataset '" + name + "' holds " + format_precise(values[k]) + " at index " + std::to_string(k) +
+                   " where a finite" + (non_negative ? " non-negative" : "") + " number is expected");
+}
+
+std::vector<float> read_slices(const checkpoint_file::Reader& file, const std::string& group, const ParamTable& table,
+                               bool non_negative) {
   std::vector<float> flat(static_cast<std::size_t>(table.total()), 0.0f);
-  for (const ParamSlice& slice : table.slices())
-    hdf5::read_dataset_into(file, group + "/" + slice.name, path,
-                            {static_cast<hsize_t>(slice.rows), static_cast<hsize_t>(slice.cols)},
-                            flat.data() + slice.offset);
+  for (const ParamSlice& slice : table.slices()) {
+    const std::string name = group + "/" + slice.name;
+    std::vector<std::vector<hsize_t>> shapes{stored_shape(slice)};
+    if (is_bias(slice)) shapes.push_back({static_cast<hsize_t>(slice.rows), 1});
+    file.read_into(name, shapes, flat.data() + slice.offset);
+    require_finite(file, name, flat.data() + slice.offset, slice.size(), non_negative);
+  }
   return flat;
 }
 
 // Running moments [2*dim + 1] as <prefix>_mean [dim], <prefix>_var [dim] and attribute <prefix>_count.
 void write_moments(hid_t group, const std::string& prefix, const std::vector<double>& moments) {
   const hsize_t dim = (moments.size() - 1) / 2;
-  hdf5::write_dataset(group, prefix + "_mean", {dim}, moments.data());
-  hdf5::write_dataset(group, prefix + "_var", {dim}, moments.data() + dim);
+  checkpoint_file::write(group, prefix + "_mean", {dim}, moments.data());
+  checkpoint_file::write(group, prefix + "_var", {dim}, moments.data() + dim);
   hdf5::write_double_attribute(group, prefix + "_count", moments.back());
 }
 
-std::vector<double> read_moments(hid_t file, const std::string& prefix, int dim, const std::string& path) {
+std::vector<double> read_moments(const checkpoint_file::Reader& file, const std::string& prefix, int dim) {
+  if (!file.has_object("/normalization"))
+    file.damaged("/normalization is missing, which its config's " + prefix + " normalisation needs");
   std::vector<double> moments(static_cast<std::size_t>(2 * dim + 1), 0.0);
-  if (H5Lexists(file, "normalization", H5P_DEFAULT) <= 0)
-    throw InputError("checkpoint '" + path + "' lacks /normalization, which its config's " + prefix +
-                     " normalisation needs; it was not written by surge train");
-  hdf5::Handle group(H5Gopen2(file, "normalization", H5P_DEFAULT), "open /normalization");
-  const std::vector<hsize_t> shape{static_cast<hsize_t>(dim)};
-  hdf5::read_dataset_into(group.get(), prefix + "_mean", path, shape, moments.data());
-  hdf5::read_dataset_into(group.get(), prefix + "_var", path, shape, moments.data() + dim);
-  moments.back() = hdf5::read_double_attribute(group.get(), prefix + "_count");
+  const std::vector<std::vector<hsize_t>> shape{{static_cast<hsize_t>(dim)}};
+  file.read_into("/normalization/" + prefix + "_mean", shape, moments.data());
+  file.read_into("/normalization/" + prefix + "_var", shape, moments.data() + dim);
+  for (int k = 0; k < 2 * dim; ++k)
+    if (!std::isfinite(moments[k]) || (k >= dim && moments[k] < 0))
+      file.damaged("dataset '/normalization/" + prefix + (k < dim ? "_mean" : "_var") + "' holds " +
+                   format_precise(moments[k]) + " where a finite" + (k < dim ? "" : " non-negative") +
+                   " number is expected");
+  moments.back() = file.number("/normalization", prefix + "_count", 0.0, 1e300);
   return moments;
+}
+
+Checkpoint read_checkpoint_file(const checkpoint_file::Reader& file) {
+  const std::string& path = file.path();
+  if (!file.has_attribute("/", "format") || file.text("/", "format") != kFormat)
+    throw InputError("'" + path + "' is an HDF5 file but not a Surge checkpoint (no format = \"" + kFormat + "\")");
+  const std::int64_t version = file.integers("/", "format_version", 1).front();
+  if (version != kFormatVersion)
+    throw InputError("checkpoint '" + path + "' has format_version " + std::to_string(version) + "; this build reads " +
+                     std::to_string(kFormatVersion));
+  Checkpoint c;
+  c.path = path;
+  c.scenario = file.text("/", "scenario");
+  c.gym_id = file.text("/", "gym_id");
+  for (const std::string* name : {&c.scenario, &c.gym_id})
+    if (name->empty() || name->size() > 64)
+      file.damaged("attribute '" + std::string(name == &c.scenario ? "scenario" : "gym_id") + "' of / is '" +
+                   format_excerpt(*name) + "' where a name of 1 to 64 characters is expected");
+  c.obs_dim = static_cast<int>(file.integer("/", "obs_dim", 1, kMaxObsDim));
+  c.num_actions = static_cast<int>(file.integer("/", "num_actions", 0, kMaxActions));
+  // Checkpoints from before continuous actions lack it: they are discrete.
+  c.action_dim =
+      file.has_attribute("/", "action_dim") ? static_cast<int>(file.integer("/", "action_dim", 0, kMaxActionDim)) : 0;
+  if ((c.action_dim == 0) == (c.num_actions == 0))
+    file.damaged("it has num_actions = " + std::to_string(c.num_actions) +
+                 " and action_dim = " + std::to_string(c.action_dim) + " where exactly one of them must be positive");
+  c.global_step = file.integer("/", "global_step", 0, kMaxCount);
+  c.iteration = file.integer("/", "iteration", 0, kMaxCount);
+  const std::string config = file.text("/", "config");
+  try {
+    c.config = load_train_config(config, "config", false, "");
+    c.config.validate();
+  } catch (const InputError& error) {
+    file.damaged("attribute 'config' of / is not a config this build accepts (" + std::string(error.what()) + ")");
+  }
+  // A run may be resumed with fewer total_steps than it had done, so the bound is the steps a config allows.
+  const std::int64_t batch = c.config.batch_size();
+  if (c.iteration > kMaxTotalSteps / batch || c.global_step != c.iteration * batch)
+    file.damaged("attributes iteration = " + std::to_string(c.iteration) + " and global_step = " +
+                 std::to_string(c.global_step) + " do not fit its config's batch of " + std::to_string(batch) +
+                 " steps (global_step = iteration x batch, at most " + std::to_string(kMaxTotalSteps) + ")");
+  const ActorCritic network = checkpoint_network(c);
+  c.params = read_slices(file, "/parameters", network.table(), false);
+  c.adam_m = read_slices(file, "/optimizer/adam_m", network.table(), false);
+  c.adam_v = read_slices(file, "/optimizer/adam_v", network.table(), true);
+  c.adam_step = file.number("/optimizer", "step", 0.0, static_cast<double>(kMaxCount));
+  c.learning_rate = file.number("/optimizer", "learning_rate", 0.0, std::numeric_limits<float>::max());
+  if (c.config.normalize_obs) c.obs_moments = read_moments(file, "obs", c.obs_dim);
+  if (c.config.normalize_reward) c.reward_moments = read_moments(file, "reward", 1);
+  return c;
 }
 
 }  // namespace
@@ -79,7 +166,7 @@ void write_checkpoint(const std::string& path, const Checkpoint& c) {
   const std::string temporary = path + ".partial." + std::to_string(::getpid());
   try {  // a write that fails part way (a full disk) leaves no temporary behind
     hdf5::Lock lock;
-    hdf5::Handle file(H5Fcreate(temporary.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), "create " + temporary);
+    hdf5::Handle file = checkpoint_file::create(temporary);
     const hid_t root = file.get();
     hdf5::write_string_attribute(root, "format", kFormat);
     hdf5::write_int_attribute(root, "format_version", kFormatVersion);
@@ -154,43 +241,22 @@ void write_checkpoint(const std::string& path, const Trainer& trainer) {
 }
 
 Checkpoint read_checkpoint(const std::string& path) {
-  std::error_code error;
-  if (!std::filesystem::is_regular_file(path, error))
-    throw InputError("checkpoint '" + path + "' does not exist; `surge train --out DIR` writes DIR/checkpoint.h5");
   hdf5::Lock lock;
-  if (H5Fis_hdf5(path.c_str()) <= 0) throw InputError("'" + path + "' is not an HDF5 file, so not a Surge checkpoint");
-  hdf5::Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), "open " + path);
-  const hid_t root = file.get();
-  if (!hdf5::has_attribute(root, "format") || hdf5::read_string_attribute(root, "format") != kFormat)
-    throw InputError("'" + path + "' is an HDF5 file but not a Surge checkpoint (no format = \"" + kFormat + "\")");
-  const std::int64_t version = hdf5::read_int_attribute(root, "format_version");
-  if (version != kFormatVersion)
-    throw InputError("checkpoint '" + path + "' has format_version " + std::to_string(version) + "; this build reads " +
-                     std::to_string(kFormatVersion));
-  Checkpoint c;
-  c.scenario = hdf5::read_string_attribute(root, "scenario");
-  c.gym_id = hdf5::read_string_attribute(root, "gym_id");
-  c.obs_dim = static_cast<int>(hdf5::read_int_attribute(root, "obs_dim"));
-  c.num_actions = static_cast<int>(hdf5::read_int_attribute(root, "num_actions"));
-  // Checkpoints from before continuous actions lack it: they are discrete.
-  c.action_dim =
-      hdf5::has_attribute(root, "action_dim") ? static_cast<int>(hdf5::read_int_attribute(root, "action_dim")) : 0;
-  if (c.action_dim < 0 || c.action_dim > 64 || (c.action_dim == 0) == (c.num_actions == 0))
-    throw InputError("checkpoint '" + path + "' has num_actions = " + std::to_string(c.num_actions) +
-                     " and action_dim = " + std::to_string(c.action_dim) + "; exactly one of them must be positive");
-  c.global_step = hdf5::read_int_attribute(root, "global_step");
-  c.iteration = hdf5::read_int_attribute(root, "iteration");
-  c.config = load_train_config(hdf5::read_string_attribute(root, "config"), path + " (config)", false, "");
-  const ActorCritic network = checkpoint_network(c);
-  c.params = read_slices(root, "parameters", network.table(), path);
-  c.adam_m = read_slices(root, "optimizer/adam_m", network.table(), path);
-  c.adam_v = read_slices(root, "optimizer/adam_v", network.table(), path);
-  hdf5::Handle optimizer(H5Gopen2(root, "optimizer", H5P_DEFAULT), "open /optimizer");
-  c.adam_step = hdf5::read_double_attribute(optimizer.get(), "step");
-  c.learning_rate = hdf5::read_double_attribute(optimizer.get(), "learning_rate");
-  if (c.config.normalize_obs) c.obs_moments = read_moments(root, "obs", c.obs_dim, path);
-  if (c.config.normalize_reward) c.reward_moments = read_moments(root, "reward", 1, path);
-  return c;
+  const checkpoint_file::Reader file(path);
+  return checkpoint_file::guarded(path, [&] { return read_checkpoint_file(file); });
+}
+
+void require_scenario(const Checkpoint& checkpoint, const ScenarioSpec& spec) {
+  const auto dims = [](int obs_dim, int num_actions, int action_dim) {
+    return "obs_dim " + std::to_string(obs_dim) + ", num_actions " + std::to_string(num_actions) + ", action_dim " +
+           std::to_string(action_dim);
+  };
+  if (spec.obs_dim != checkpoint.obs_dim || spec.num_actions != checkpoint.num_actions ||
+      spec.action_dim != checkpoint.action_dim)
+    throw InputError("checkpoint '" + checkpoint.path + "' holds a policy for " +
+                     dims(checkpoint.obs_dim, checkpoint.num_actions, checkpoint.action_dim) + " where " + spec.name +
+                     " has " + dims(spec.obs_dim, spec.num_actions, spec.action_dim) +
+                     "; the file is damaged or was written by another version of surge");
 }
 
 }  // namespace surge::rl

@@ -13,6 +13,7 @@ ActorCritic checkpoint_network(const Checkpoint&) { no_hdf5("checkpoints"); }
 void write_checkpoint(const std::string& path, const Trainer&) { no_hdf5("checkpoint '" + path + "'"); }
 void write_checkpoint(const std::string& path, const Checkpoint&) { no_hdf5("checkpoint '" + path + "'"); }
 Checkpoint read_checkpoint(const std::string& path) { no_hdf5("checkpoint '" + path + "'"); }
+void require_scenario(const Checkpoint&, const ScenarioSpec&) { no_hdf5("checkpoints"); }
 
 ResumeState ResumeState::capture(const Trainer&, Engine&) { no_hdf5("checkpoints"); }
 void ResumeState::restore(const Checkpoint&, Trainer&, Engine&) const { no_hdf5("checkpoints"); }

@@ -23,12 +23,14 @@ RolloutFile::~RolloutFile() = default;
 std::int64_t RolloutFile::schema_version() const { no_hdf5(path_); }
 std::vector<std::pair<std::string, std::string>> RolloutFile::attributes() const { no_hdf5(path_); }
 std::optional<std::string> RolloutFile::attribute(const std::string&) const { no_hdf5(path_); }
+std::optional<std::vector<std::string>> RolloutFile::string_list_attribute(const std::string&) const { no_hdf5(path_); }
 std::vector<DatasetInfo> RolloutFile::datasets() const { no_hdf5(path_); }
 bool RolloutFile::has_dataset(const std::string&) const { no_hdf5(path_); }
 std::vector<std::string> RolloutFile::dataset_names() const { no_hdf5(path_); }
 std::int64_t RolloutFile::row_of_iteration(std::int64_t) const { no_hdf5(path_); }
 DatasetValues RolloutFile::read(const std::string&, std::optional<std::int64_t>) const { no_hdf5(path_); }
 
+std::size_t complete_prefix(const std::vector<std::int64_t>&, std::int64_t) { no_hdf5("rollout logs"); }
 std::string describe_ranges(const std::vector<std::int64_t>&, std::size_t) { no_hdf5("rollout logs"); }
 
 }  // namespace surge::rl

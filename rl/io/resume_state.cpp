@@ -2,14 +2,20 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <type_traits>
 
 #include "rl/io/checkpoint.hpp"
+#include "rl/io/checkpoint_file.hpp"
 #include "rl/io/hdf5_util.hpp"
+#include "rl/train_config.hpp"
 #include "rl/trainer.hpp"
 #include "sim/engine.hpp"
 #include "sim/error.hpp"
+#include "sim/format.hpp"
 
 namespace surge::rl {
 namespace {
@@ -17,9 +23,6 @@ namespace {
 constexpr const char* kGroup = "resume";
 // The environments' saved entries are kept as env_<name> (env_state, env_params, ...).
 const std::string kEnginePrefix = "env_";
-
-using hdf5::read_dataset;
-using hdf5::write_dataset;
 
 // The agent's part of the trainer's saved state, as the checkpoint keeps it.
 std::vector<SavedBuffer> agent_buffers(const Checkpoint& agent) {
@@ -45,72 +48,156 @@ ResumeState ResumeState::capture(const Trainer& trainer, Engine& engine) {
 }
 
 void ResumeState::restore(const Checkpoint& agent, Trainer& trainer, Engine& engine) const {
-  restore_buffers(engine.buffers(), this->engine, "the checkpoint's environment state", trainer.stream());
-  std::vector<SavedBuffer> saved = agent_buffers(agent);
-  saved.insert(saved.end(), this->trainer.begin(), this->trainer.end());
-  trainer.restore_state(saved);  // after the engine's: it observes the restored environments
+  require_scenario(agent, trainer.spec());
+  try {
+    restore_buffers(engine.buffers(), this->engine, "its environment state", trainer.stream());
+    std::vector<SavedBuffer> saved = agent_buffers(agent);
+    saved.insert(saved.end(), this->trainer.begin(), this->trainer.end());
+    trainer.restore_state(saved);  // after the engine's: it observes the restored environments
+  } catch (const InputError& error) {
+    throw InputError("checkpoint '" + agent.path + "': " + error.what());
+  }
 }
 
 void append_resume_state(const std::string& checkpoint_path, const ResumeState& s) {
   hdf5::Lock lock;
-  hdf5::Handle file(H5Fopen(checkpoint_path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT), "open " + checkpoint_path);
+  hdf5::Handle file = checkpoint_file::open_for_append(checkpoint_path);
   hdf5::Handle group(H5Gcreate2(file.get(), kGroup, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), "create /resume");
-  for (const SavedBuffer& buffer : s.trainer)
-    hdf5::write_values(group.get(), buffer.name, {buffer.dtype, buffer.dims, buffer.bytes});
-  for (const SavedBuffer& buffer : s.engine)
-    hdf5::write_values(group.get(), kEnginePrefix + buffer.name, {buffer.dtype, buffer.dims, buffer.bytes});
+  auto write_buffer = [&](const std::string& name, const SavedBuffer& buffer) {
+    checkpoint_file::write(group.get(), name, buffer.dtype,
+                           std::vector<hsize_t>(buffer.dims.begin(), buffer.dims.end()), buffer.bytes.data());
+  };
+  for (const SavedBuffer& buffer : s.trainer) write_buffer(buffer.name, buffer);
+  for (const SavedBuffer& buffer : s.engine) write_buffer(kEnginePrefix + buffer.name, buffer);
   hdf5::write_strings_attribute(group.get(), "metrics_columns", s.metrics_columns);
   std::vector<double> metrics;
   for (const auto& row : s.metrics_rows) {
     SURGE_CHECK(row.size() == s.metrics_columns.size(), "a metrics row does not match the columns");
     metrics.insert(metrics.end(), row.begin(), row.end());
   }
-  write_dataset(group.get(), "metrics", {s.metrics_rows.size(), s.metrics_columns.size()}, metrics.data());
+  checkpoint_file::write(group.get(), "metrics", {s.metrics_rows.size(), s.metrics_columns.size()}, metrics.data());
   group.reset();
   hdf5::check(file.close(), "close " + checkpoint_path);
 }
 
-ResumeState read_resume_state(const std::string& path) {
-  hdf5::Lock lock;
-  hdf5::Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), "open " + path);
-  if (H5Lexists(file.get(), kGroup, H5P_DEFAULT) <= 0)
-    throw InputError("checkpoint '" + path +
+namespace {
+
+// The run's counters, whichever way the file keeps them, checked against the ranges the trainer's
+// kernels index with and against the iteration the checkpoint's root claims.
+SavedBuffer read_train_state(const checkpoint_file::Reader& file, const std::vector<SavedBuffer>& entries) {
+  std::vector<std::int64_t> values;
+  if (const SavedBuffer* found = find_saved(entries, "train_state")) {
+    const std::vector<std::int64_t> expected{1, 4};
+    if (found->dtype != DType::Int64 || found->dims != expected)
+      file.damaged("dataset '/resume/train_state' holds " + std::string(dtype_name(found->dtype)) + " " +
+                   hdf5::shape_text(std::vector<hsize_t>(found->dims.begin(), found->dims.end())) +
+                   " where int64 [1][4] is expected");
+    values.resize(4);
+    std::memcpy(values.data(), found->bytes.data(), 4 * sizeof(std::int64_t));
+  } else if (file.has_attribute("/resume", "train_state")) {  // the first release kept it so
+    values = file.integers("/resume", "train_state", 4);
+  } else {
+    file.damaged("/resume/train_state is missing");
+  }
+  const std::int64_t iteration = file.integer("/", "iteration", 0, std::int64_t(1) << 62);
+  const char* names[] = {"iteration", "epochs_applied", "last100_head", "last100_count"};
+  const std::int64_t high[] = {iteration, std::int64_t(1) << 31, kRecentEpisodes - 1, kRecentEpisodes};
+  for (int k = 0; k < 4; ++k)
+    if (values[k] < (k == 0 ? iteration : 0) || values[k] > high[k])
+      file.damaged("/resume/train_state holds " + std::string(names[k]) + " = " + std::to_string(values[k]) +
+                   " where " + std::string(k == 0 ? "the checkpoint's iteration " : "0..") + std::to_string(high[k]) +
+                   " is expected");
+  SavedBuffer state{"train_state", DType::Int64, {1, 4}, false, std::vector<std::byte>(sizeof(TrainState))};
+  std::memcpy(state.bytes.data(), values.data(), sizeof(TrainState));
+  return state;
+}
+
+// Every saved number is finite, and every signed count (episode steps, the run's counters) >= 0.
+template <class T>
+void require_values(const checkpoint_file::Reader& file, const std::string& name, const SavedBuffer& entry) {
+  const std::size_t count = entry.bytes.size() / sizeof(T);
+  for (std::size_t k = 0; k < count; ++k) {
+    T value;
+    std::memcpy(&value, entry.bytes.data() + k * sizeof(T), sizeof(T));
+    if constexpr (std::is_floating_point_v<T>) {
+      if (!std::isfinite(value))
+        file.damaged("dataset '" + name + "' holds " + format_precise(static_cast<double>(value)) + " at index " +
+                     std::to_string(k) + " where a finite number is expected");
+    } else if (value < 0) {
+      file.damaged("dataset '" + name + "' holds " + std::to_string(value) + " at index " + std::to_string(k) +
+                   " where a count (>= 0) is expected");
+    }
+  }
+}
+
+void require_in_range(const checkpoint_file::Reader& file, bool engine, const SavedBuffer& entry) {
+  const std::string name = "/resume/" + (engine ? kEnginePrefix : std::string()) + entry.name;
+  switch (entry.dtype) {
+    case DType::Float32: require_values<float>(file, name, entry); break;
+    case DType::Float64: require_values<double>(file, name, entry); break;
+    case DType::Int32: require_values<std::int32_t>(file, name, entry); break;
+    case DType::Int64: require_values<std::int64_t>(file, name, entry); break;
+    default: break;  // bytes and RNG offsets: every value is one
+  }
+}
+
+ResumeState read_resume_file(const checkpoint_file::Reader& file) {
+  if (!file.has_object("/resume"))
+    throw InputError("checkpoint '" + file.path() +
                      "' holds an agent but no /resume state, so training cannot continue from it "
                      "(use it with 'surge eval')");
-  hdf5::Handle group(H5Gopen2(file.get(), kGroup, H5P_DEFAULT), "open /resume");
   ResumeState s;
+  s.path = file.path();
   // Every dataset but the metrics is a saved entry: the environments' under their prefix, the trainer's.
-  H5G_info_t info;
-  hdf5::check(H5Gget_info(group.get(), &info), "list /resume");
-  for (hsize_t k = 0; k < info.nlinks; ++k) {
-    char name[256] = {};
-    hdf5::check(H5Lget_name_by_idx(group.get(), ".", H5_INDEX_NAME, H5_ITER_INC, k, name, sizeof name, H5P_DEFAULT),
-                "name of an entry of /resume");
-    const std::string entry = name;
+  for (const std::string& entry : file.members("/resume")) {
     if (entry == "metrics") continue;
-    hdf5::Values values = hdf5::read_values(group.get(), entry, path);
+    hdf5::Values values = file.read_values("/resume/" + entry);
     if (entry.rfind(kEnginePrefix, 0) == 0)
       s.engine.push_back(
           {entry.substr(kEnginePrefix.size()), values.dtype, values.dims, false, std::move(values.bytes)});
     else
       s.trainer.push_back({entry, values.dtype, values.dims, false, std::move(values.bytes)});
   }
-  if (!find_saved(s.trainer, "train_state")) {
-    // The first release kept it as an attribute.
-    if (!hdf5::has_attribute(group.get(), "train_state"))
-      throw InputError("checkpoint '" + path + "' lacks /resume/train_state; it cannot be resumed");
-    const std::vector<std::int64_t> t = hdf5::read_ints_attribute(group.get(), "train_state", path, 4);
-    SavedBuffer state{"train_state", DType::Int64, {1, 4}, false, std::vector<std::byte>(sizeof(TrainState))};
-    std::memcpy(state.bytes.data(), t.data(), sizeof(TrainState));
-    s.trainer.push_back(std::move(state));
+  for (const std::vector<SavedBuffer>* entries : {&s.trainer, &s.engine})
+    for (const SavedBuffer& entry : *entries)
+      if (entry.name != "train_state") require_in_range(file, entries == &s.engine, entry);  // checked below
+  // Each environment's entry holds the same number of values per environment (led by the environment;
+  // the first release kept them flat): checked here, before the run builds anything.
+  const std::int64_t num_envs = load_train_config(file.text("/", "config"), "config", false, "").num_envs;
+  for (const SavedBuffer& entry : s.engine) {
+    const std::int64_t values = static_cast<std::int64_t>(entry.bytes.size() / dtype_size(entry.dtype));
+    if (values == 0 || values % num_envs != 0)
+      file.damaged("dataset '/resume/" + kEnginePrefix + entry.name + "' is shaped " +
+                   hdf5::shape_text(std::vector<hsize_t>(entry.dims.begin(), entry.dims.end())) +
+                   ", not the same number of values for each of its config's num_envs = " + std::to_string(num_envs) +
+                   " environments");
   }
-  s.metrics_columns = hdf5::read_strings_attribute(group.get(), "metrics_columns");
+  SavedBuffer state = read_train_state(file, s.trainer);
+  const std::int64_t iteration = saved_value<TrainState>({state}, "train_state")->iteration;
+  s.trainer.erase(
+      std::remove_if(s.trainer.begin(), s.trainer.end(), [](const SavedBuffer& b) { return b.name == "train_state"; }),
+      s.trainer.end());
+  s.trainer.push_back(std::move(state));
+  s.metrics_columns = file.texts("/resume", "metrics_columns");
   const std::size_t width = s.metrics_columns.size();
-  const std::vector<double> metrics = read_dataset<double>(group.get(), "metrics", path, {hdf5::kAnyExtent, width});
-  for (std::size_t k = 0; width > 0 && k + width <= metrics.size(); k += width)
-    s.metrics_rows.emplace_back(metrics.begin() + static_cast<std::ptrdiff_t>(k),
-                                metrics.begin() + static_cast<std::ptrdiff_t>(k + width));
+  if (width == 0 || width > 1000)
+    file.damaged("attribute 'metrics_columns' of /resume holds " + std::to_string(width) +
+                 " names where 1 to 1000 are expected");
+  // One row per iteration done, as metrics.csv has.
+  std::vector<std::byte> bytes;
+  file.read("/resume/metrics", DType::Float64, {{static_cast<hsize_t>(iteration), width}}, bytes);
+  const double* metrics = reinterpret_cast<const double*>(bytes.data());
+  for (std::size_t k = 0; k < static_cast<std::size_t>(iteration); ++k)
+    s.metrics_rows.emplace_back(metrics + k * width, metrics + (k + 1) * width);
   return s;
+}
+
+}  // namespace
+
+ResumeState read_resume_state(const std::string& path) {
+  hdf5::Lock lock;
+  const checkpoint_file::Reader file(path);
+  return checkpoint_file::guarded(path, [&] { return read_resume_file(file); });
 }
 
 void write_resumable_checkpoint(const std::string& path, const Trainer& trainer, const ResumeState& state) {

@@ -39,6 +39,7 @@ class Trainer;
 struct Checkpoint;
 
 struct ResumeState {
+  std::string path;                  // the checkpoint it was read from (for messages)
   std::vector<SavedBuffer> trainer;  // Trainer::save_state() less the agent's entries (kAgent)
   std::vector<SavedBuffer> engine;   // the engine's saved entries (state, params, counters, RNG offsets)
   std::vector<std::string> metrics_columns;
@@ -58,7 +59,10 @@ struct ResumeState {
 };
 
 // Adds /resume to a checkpoint file written by write_checkpoint, or reads it; read throws InputError
-// naming the path when the checkpoint has none (it was written by an older build or by hand).
+// naming the path when the checkpoint has none (it was written by an older build or by hand), and
+// "checkpoint 'PATH' is damaged: ..." when an entry is unreadable, fails its checksum, or train_state
+// or the metrics are out of range: train_state int64 [1][4] with iteration equal to the checkpoint's,
+// last100_head in 0..99 and last100_count in 0..100; metrics [iteration][columns].
 void append_resume_state(const std::string& checkpoint_path, const ResumeState& state);
 ResumeState read_resume_state(const std::string& checkpoint_path);
 

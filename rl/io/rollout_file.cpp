@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
+#include <new>
+#include <stdexcept>
 
 #include "rl/io/hdf5_util.hpp"
 #include "rl/io/rollout_log.hpp"
@@ -37,7 +39,42 @@ std::string joined(const std::vector<std::string>& names) {
   return text;
 }
 
+// Runs `body`, turning what HDF5 reports while reading a damaged file (a failed read, a bad
+// checksum, a dataset of another type) into one line of bad input naming the file.
+template <class Body>
+auto guarded(const std::string& path, Body&& body) -> decltype(body()) {
+  const std::string damaged = "'" + path + "' is damaged or is not a complete rollout log: ";
+  const std::string way_out = "; give a log written whole by 'surge train --log-rollouts'";
+  try {
+    return body();
+  } catch (const InputError&) {
+    throw;
+  } catch (const Error& e) {
+    H5Eclear2(H5E_DEFAULT);
+    throw InputError(damaged + e.what() + way_out);
+  } catch (const std::bad_alloc&) {
+    throw InputError(damaged + "a dataset claims more values than fit in memory" + way_out);
+  } catch (const std::length_error&) {
+    throw InputError(damaged + "a dataset claims more values than fit in memory" + way_out);
+  }
+}
+
+// File and dataset shapes as text in messages: "[4, 6, 4]".
+std::string dims_text(const std::vector<hsize_t>& dims) {
+  std::string text = "[";
+  for (std::size_t k = 0; k < dims.size(); ++k) text += (k ? ", " : "") + std::to_string(dims[k]);
+  return text + "]";
+}
+
 }  // namespace
+
+std::size_t complete_prefix(const std::vector<std::int64_t>& iterations, std::int64_t first_iteration) {
+  std::size_t count = 0;
+  while (count < iterations.size() && iterations[count] >= first_iteration &&
+         (count == 0 || iterations[count] > iterations[count - 1]))
+    ++count;
+  return count;
+}
 
 std::string describe_ranges(const std::vector<std::int64_t>& values, std::size_t max_ranges) {
   if (values.empty()) return "none";
@@ -68,30 +105,68 @@ RolloutFile::RolloutFile(const std::string& path) : path_(path) {
     H5Eclear2(H5E_DEFAULT);
     throw InputError(quoted + " is not an HDF5 file; give a rollout log written by 'surge train --log-rollouts'");
   }
-  const hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
-  if (id < 0) throw InputError("cannot open " + quoted + ": " + hdf5::error_stack());
+  // A log being written, or whose writer died, carries the mark of an open SWMR writer: HDF5 then
+  // opens it only for SWMR reading (which older logs also allow, but which is refused while the same
+  // file is open otherwise in this process).
+  hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (id < 0) {
+    const std::string refusal = hdf5::error_stack();
+    id = H5Fopen(path.c_str(), H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, H5P_DEFAULT);
+    H5Eclear2(H5E_DEFAULT);
+    if (id < 0)
+      throw InputError("cannot open " + quoted + ": " + refusal +
+                       "; the file is damaged or was not written whole by 'surge train --log-rollouts'");
+  }
   file_id_ = id;
   try {
-    if (!hdf5::has_attribute(id, kSchemaAttribute) || hdf5::read_string_attribute(id, kSchemaAttribute) != kSchemaName)
-      throw InputError(quoted + " is an HDF5 file but not a Surge rollout log (its 'schema' attribute is not '" +
-                       std::string(kSchemaName) + "'); give a file written by 'surge train --log-rollouts'");
-    const std::int64_t version = hdf5::read_int_attribute(id, kSchemaVersionAttribute);
-    if (version > kRolloutLogSchemaVersion)
-      throw InputError(quoted + " has rollout-log schema version " + std::to_string(version) +
-                       ", newer than this surge reads (" + std::to_string(kRolloutLogSchemaVersion) +
-                       "); update surge");
-    for (const char* name : {kIterationDataset, kGlobalStepDataset, kEnvIdDataset})
-      if (H5Lexists(id, name, H5P_DEFAULT) <= 0)
-        throw InputError(quoted + " is a damaged Surge rollout log: it has no '" + std::string(name) + "' dataset");
-    iterations_ = read_index(id, kIterationDataset, path, SIZE_MAX);
-    global_steps_ = read_index(id, kGlobalStepDataset, path, iterations_.size());
-    iterations_.resize(global_steps_.size());  // a row is complete once both indices cover it
-    env_ids_ = read_index(id, kEnvIdDataset, path, SIZE_MAX);
+    guarded(path, [&] { read_index_rows(); });
   } catch (...) {
     H5Fclose(static_cast<hid_t>(file_id_));
     H5Eclear2(H5E_DEFAULT);
     throw;
   }
+}
+
+// Under the library lock: checks the file is ours, then reads the indices and cuts them to the rows
+// complete in every per-iteration dataset.
+void RolloutFile::read_index_rows() {
+  const hid_t id = static_cast<hid_t>(file_id_);
+  const std::string quoted = "'" + path_ + "'";
+  if (!hdf5::has_attribute(id, kSchemaAttribute) || hdf5::read_string_attribute(id, kSchemaAttribute) != kSchemaName)
+    throw InputError(quoted + " is an HDF5 file but not a Surge rollout log (its 'schema' attribute is not '" +
+                     std::string(kSchemaName) + "'); give a file written by 'surge train --log-rollouts'");
+  const std::int64_t version = hdf5::read_int_attribute(id, kSchemaVersionAttribute);
+  if (version > kRolloutLogSchemaVersion)
+    throw InputError(quoted + " has rollout-log schema version " + std::to_string(version) +
+                     ", newer than this surge reads (" + std::to_string(kRolloutLogSchemaVersion) + "); update surge");
+  for (const char* name : {kIterationDataset, kGlobalStepDataset, kEnvIdDataset})
+    if (H5Lexists(id, name, H5P_DEFAULT) <= 0)
+      throw InputError(quoted + " is a damaged Surge rollout log: it has no '" + std::string(name) + "' dataset");
+  iterations_ = read_index(id, kIterationDataset, path_, SIZE_MAX);
+  const std::int64_t first_iteration =
+      hdf5::has_attribute(id, kFirstIterationAttribute) ? hdf5::read_int_attribute(id, kFirstIterationAttribute) : 0;
+  std::size_t rows = complete_prefix(iterations_, first_iteration);
+  std::size_t longest = iterations_.size();
+  // A row is complete once every per-iteration dataset holds it; a writer that died can leave one
+  // longer than another.
+  for (const std::string& name : dataset_names_locked()) {
+    if (name == kEnvIdDataset) continue;
+    const Handle dataset(H5Dopen2(id, name.c_str(), H5P_DEFAULT), "open dataset '" + name + "'");
+    const std::vector<hsize_t> dims = hdf5::dataset_dims(dataset.get());
+    if (dims.empty())
+      throw InputError(quoted + " is a damaged Surge rollout log: its dataset '" + name +
+                       "' is a scalar where one row per logged iteration is expected");
+    rows = std::min<std::size_t>(rows, dims[0]);
+    longest = std::max<std::size_t>(longest, dims[0]);
+  }
+  iterations_.resize(rows);
+  global_steps_ = read_index(id, kGlobalStepDataset, path_, rows);
+  env_ids_ = read_index(id, kEnvIdDataset, path_, SIZE_MAX);
+  incomplete_rows_ = static_cast<std::int64_t>(longest - rows);
+  if (const Handle env(H5Dopen2(id, kEnvIdDataset, H5P_DEFAULT), "open dataset 'env_id'");
+      hdf5::dataset_dims(env.get()).size() != 1)
+    throw InputError(quoted + " is a damaged Surge rollout log: its dataset 'env_id' is shaped " +
+                     dims_text(hdf5::dataset_dims(env.get())) + " where one value per logged environment is expected");
 }
 
 RolloutFile::~RolloutFile() {
@@ -101,26 +176,48 @@ RolloutFile::~RolloutFile() {
 
 std::int64_t RolloutFile::schema_version() const {
   hdf5::Lock lock;
-  return hdf5::read_int_attribute(static_cast<hid_t>(file_id_), kSchemaVersionAttribute);
+  return guarded(path_,
+                 [&] { return hdf5::read_int_attribute(static_cast<hid_t>(file_id_), kSchemaVersionAttribute); });
 }
 
 std::vector<std::pair<std::string, std::string>> RolloutFile::attributes() const {
   hdf5::Lock lock;
-  const hid_t file = static_cast<hid_t>(file_id_);
-  std::vector<std::pair<std::string, std::string>> out;
-  for (const std::string& name : hdf5::attribute_names(file)) out.emplace_back(name, hdf5::attribute_text(file, name));
-  return out;
+  return guarded(path_, [&] {
+    const hid_t file = static_cast<hid_t>(file_id_);
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const std::string& name : hdf5::attribute_names(file))
+      out.emplace_back(name, hdf5::attribute_text(file, name));
+    return out;
+  });
 }
 
 std::optional<std::string> RolloutFile::attribute(const std::string& name) const {
   hdf5::Lock lock;
-  const hid_t file = static_cast<hid_t>(file_id_);
-  if (!hdf5::has_attribute(file, name)) return std::nullopt;
-  return hdf5::attribute_text(file, name);
+  return guarded(path_, [&]() -> std::optional<std::string> {
+    const hid_t file = static_cast<hid_t>(file_id_);
+    if (!hdf5::has_attribute(file, name)) return std::nullopt;
+    return hdf5::attribute_text(file, name);
+  });
+}
+
+std::optional<std::vector<std::string>> RolloutFile::string_list_attribute(const std::string& name) const {
+  hdf5::Lock lock;
+  return guarded(path_, [&]() -> std::optional<std::vector<std::string>> {
+    const hid_t file = static_cast<hid_t>(file_id_);
+    if (!hdf5::has_attribute(file, name)) return std::nullopt;
+    const Handle attribute(H5Aopen(file, name.c_str(), H5P_DEFAULT), "open attribute '" + name + "'");
+    const Handle type(H5Aget_type(attribute.get()), "type of attribute '" + name + "'");
+    if (H5Tget_class(type.get()) != H5T_STRING) return std::nullopt;
+    return hdf5::read_strings_attribute(file, name);
+  });
 }
 
 std::vector<std::string> RolloutFile::dataset_names() const {
   hdf5::Lock lock;
+  return guarded(path_, [&] { return dataset_names_locked(); });
+}
+
+std::vector<std::string> RolloutFile::dataset_names_locked() const {
   const hid_t file = static_cast<hid_t>(file_id_);
   H5G_info_t group;
   hdf5::check(H5Gget_info(file, &group), "list datasets");
@@ -139,11 +236,9 @@ std::vector<std::string> RolloutFile::dataset_names() const {
     hdf5::check(H5Lget_name_by_idx(file, ".", order, H5_ITER_INC, k, name.data(), name.size(), H5P_DEFAULT),
                 "list datasets");
     name.resize(static_cast<std::size_t>(length));
+    // A link to an object that cannot be opened is damage, not a dataset to leave out.
     const hid_t object = H5Oopen(file, name.c_str(), H5P_DEFAULT);
-    if (object < 0) {
-      H5Eclear2(H5E_DEFAULT);
-      continue;
-    }
+    hdf5::check(object, "open '" + name + "'");
     if (H5Iget_type(object) == H5I_DATASET) datasets.push_back(name);
     H5Oclose(object);
   }
@@ -158,6 +253,10 @@ bool RolloutFile::has_dataset(const std::string& name) const {
 std::vector<DatasetInfo> RolloutFile::datasets() const {
   const std::vector<std::string> names = dataset_names();
   hdf5::Lock lock;
+  return guarded(path_, [&] { return dataset_infos(names); });
+}
+
+std::vector<DatasetInfo> RolloutFile::dataset_infos(const std::vector<std::string>& names) const {
   const hid_t file = static_cast<hid_t>(file_id_);
   std::vector<DatasetInfo> infos;
   for (const std::string& name : names) {
@@ -199,11 +298,20 @@ std::vector<DatasetInfo> RolloutFile::datasets() const {
 }
 
 std::int64_t RolloutFile::row_of_iteration(std::int64_t iteration) const {
-  const auto found = std::find(iterations_.begin(), iterations_.end(), iteration);
-  if (found == iterations_.end())
-    throw InputError("iteration " + std::to_string(iteration) + " is not in '" + path_ + "': it logged iterations " +
-                     describe_ranges(iterations_));
-  return found - iterations_.begin();
+  const auto found = std::lower_bound(iterations_.begin(), iterations_.end(), iteration);
+  if (found != iterations_.end() && *found == iteration) return found - iterations_.begin();
+  std::string nearest;
+  if (iterations_.empty()) {
+    nearest = "it logged no complete iteration";
+  } else if (found == iterations_.begin()) {
+    nearest = "the first logged iteration is " + std::to_string(*found);
+  } else if (found == iterations_.end()) {
+    nearest = "the last logged iteration is " + std::to_string(iterations_.back());
+  } else {
+    nearest = "the nearest logged iterations are " + std::to_string(*(found - 1)) + " and " + std::to_string(*found);
+  }
+  throw InputError("iteration " + std::to_string(iteration) + " is not in '" + path_ + "': " + nearest +
+                   " ('surge h5 info " + path_ + "' lists them all)");
 }
 
 DatasetValues RolloutFile::read(const std::string& name, std::optional<std::int64_t> row) const {
@@ -211,6 +319,10 @@ DatasetValues RolloutFile::read(const std::string& name, std::optional<std::int6
   if (std::find(names.begin(), names.end(), name) == names.end())
     throw InputError("'" + path_ + "' has no dataset '" + name + "'; it has " + joined(names));
   hdf5::Lock lock;
+  return guarded(path_, [&] { return read_locked(name, row); });
+}
+
+DatasetValues RolloutFile::read_locked(const std::string& name, std::optional<std::int64_t> row) const {
   Handle dataset(H5Dopen2(static_cast<hid_t>(file_id_), name.c_str(), H5P_DEFAULT), "open dataset '" + name + "'");
   const std::vector<hsize_t> dims = hdf5::dataset_dims(dataset.get());
   std::vector<hsize_t> start(dims.size(), 0), count = dims;
@@ -229,6 +341,14 @@ DatasetValues RolloutFile::read(const std::string& name, std::optional<std::int6
     if (!(per_iteration && row && k == 0)) out.shape.push_back(static_cast<std::int64_t>(count[k]));
     total *= count[k];
   }
+  constexpr std::size_t max_values = std::size_t(1) << 31;  // 16 GiB as doubles
+  for (hsize_t c : count)
+    if (c > max_values)
+      throw InputError("'" + path_ + "': dataset '" + name + "' is shaped " + dims_text(dims) +
+                       ", more than surge h5 reads; the file is damaged, or export one iteration (--iteration)");
+  if (total > max_values)
+    throw InputError("'" + path_ + "': dataset '" + name + "' holds " + std::to_string(total) +
+                     " values, more than surge h5 reads at once; export one iteration (--iteration)");
   out.values.resize(total);
   if (total == 0) return out;
   Handle file_space(H5Dget_space(dataset.get()), "dataspace of '" + name + "'");

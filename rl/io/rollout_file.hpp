@@ -38,27 +38,47 @@ class RolloutFile {
   // File attributes as (name, value as text), in the order they were written.
   std::vector<std::pair<std::string, std::string>> attributes() const;
   std::optional<std::string> attribute(const std::string& name) const;
+  // A text attribute's values (physics_names, obs_names); nullopt where the file has none of that
+  // name or it is not text.
+  std::optional<std::vector<std::string>> string_list_attribute(const std::string& name) const;
   // Every dataset, in creation order.
   std::vector<DatasetInfo> datasets() const;
   bool has_dataset(const std::string& name) const;
   std::vector<std::string> dataset_names() const;
 
-  // The logged iterations (the complete rows), their global steps and the logged env ids.
+  // The logged iterations (the complete rows: those that `iteration` and every per-iteration dataset
+  // hold), their global steps and the logged env ids.
   const std::vector<std::int64_t>& iterations() const { return iterations_; }
   const std::vector<std::int64_t>& global_steps() const { return global_steps_; }
   const std::vector<std::int64_t>& env_ids() const { return env_ids_; }
+  // Rows that some dataset holds beyond the complete ones (an iteration being written when its writer
+  // died, or still being written): the readers leave them out.
+  std::int64_t incomplete_rows() const { return incomplete_rows_; }
   // The row of a logged iteration; throws InputError listing what was logged when it was not.
   std::int64_t row_of_iteration(std::int64_t iteration) const;
 
   // A dataset's values: all complete rows, or only `row` (its first axis dropped). Throws
-  // InputError listing the known datasets for an unknown name.
+  // InputError listing the known datasets for an unknown name. Every member throws InputError naming
+  // the file when HDF5 cannot read what it needs (a damaged file).
   DatasetValues read(const std::string& name, std::optional<std::int64_t> row = std::nullopt) const;
 
  private:
+  // The members' bodies, under HDF5's library lock.
+  void read_index_rows();
+  std::vector<std::string> dataset_names_locked() const;
+  std::vector<DatasetInfo> dataset_infos(const std::vector<std::string>& names) const;
+  DatasetValues read_locked(const std::string& name, std::optional<std::int64_t> row) const;
+
   std::string path_;
   std::int64_t file_id_ = -1;  // hid_t
   std::vector<std::int64_t> iterations_, global_steps_, env_ids_;
+  std::int64_t incomplete_rows_ = 0;
 };
+
+// How many of a log's `iteration` values count: the longest prefix of values that are at least
+// `first_iteration` and strictly increasing. A row beyond it was still being written when its writer
+// died (HDF5 reads an index entry written out before its value as 0).
+std::size_t complete_prefix(const std::vector<std::int64_t>& iterations, std::int64_t first_iteration);
 
 // "0-9, 20, 30-39": increasing integers as ranges, for people to read.
 std::string describe_ranges(const std::vector<std::int64_t>& values, std::size_t max_ranges = 12);

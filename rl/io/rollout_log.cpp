@@ -280,9 +280,10 @@ void stage_fields(const RolloutLogOptions& options, const std::vector<LogField>&
     const LogField& field = fields[f];
     if (field.capture != when) continue;
     const std::size_t row_bytes = env_bytes[f] * static_cast<std::size_t>(options.log_envs);
-    const std::size_t pitch = env_bytes[f] * static_cast<std::size_t>(options.num_envs);
-    const auto* source =
-        static_cast<const char*>(field.data) + env_bytes[f] * static_cast<std::size_t>(options.first_env);
+    const std::size_t pitch =
+        field.only_logged_envs ? row_bytes : env_bytes[f] * static_cast<std::size_t>(options.num_envs);
+    const auto* source = static_cast<const char*>(field.data) +
+                         (field.only_logged_envs ? 0 : env_bytes[f] * static_cast<std::size_t>(options.first_env));
     copy_rows(slot.buffers[f].data(), row_bytes, Device::cpu(), source, pitch, options.device, row_bytes,
               static_cast<std::size_t>(std::max<std::int64_t>(field.steps, 1)), copy_stream);
   }

@@ -7,7 +7,8 @@
 // at begin_iteration()/end_iteration() their slices are copied on a separate copy stream into
 // staging buffers (page-locked on a GPU; a plain copy on the CPU backend), and a writer thread
 // writes them. When every staging slot is still waiting for the writer, the iteration is dropped
-// whole and counted rather than stalling or growing. The file is flushed every second or so.
+// whole and counted rather than stalling or growing. The file is written in HDF5's SWMR mode and
+// flushed after every iteration, so it stays readable whatever moment the process dies at.
 // The log stops with one clear message, and never throws into the training loop, when the disk is
 // about to fill (the file is then closed cleanly and reads back whole) or when HDF5 fails.
 #include <cstdint>
@@ -43,6 +44,9 @@ struct LogField {
   const void* data = nullptr;            // on RolloutLogOptions::device
   LogCapture capture = LogCapture::AtEnd;
   std::string description;  // stored with the dataset
+  // The buffer's env axis holds only the logged envs ([steps][M](item) or [M](item)) rather than all
+  // num_envs of them: a copy kept for the log alone (the trainer's raw observations).
+  bool only_logged_envs = false;
 };
 
 // A file attribute: text, an integer, or an array of numbers or text.
@@ -63,10 +67,11 @@ struct RolloutLogOptions {
   int queue_depth = 4;               // iterations staged in host memory at most (one is being written)
   int deflate_level = 1;             // 0 (none, shuffle only) .. 9; 1 packs float rollouts about as
                                      // small as 4 at twice the speed
-  // The file is flushed (its metadata and partly filled chunks written out) at most this often, and
-  // on close. Every flush recompresses the partly filled chunks, so flushing after each of many small
-  // iterations would cost more than writing them. 0: after every iteration.
-  double flush_seconds = 1.0;
+  // The file is flushed (the iterations appended since the last flush written out, then the
+  // `iteration` index extended over them) at most this often, and on close. 0: after every
+  // iteration, so that the file holds every iteration written whatever moment the process dies at;
+  // each chunk holds one iteration, so a flush rewrites nothing.
+  double flush_seconds = 0.0;
   // The log stops, cleanly closing the file, when less room than this is left to it (free disk
   // space, or the process's file-size limit): a write that fails for want of space can leave an
   // HDF5 file unreadable. -1: four uncompressed iterations plus 1 MiB per dataset plus 1 MiB.

@@ -1,11 +1,16 @@
 #include "rl/io/rollout_log_file.hpp"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <type_traits>
 #include <variant>
 
 #include "rl/io/hdf5_util.hpp"
+#include "rl/io/rollout_file.hpp"
+#include "rl/io/rollout_log_lock.hpp"
 #include "rl/io/rollout_schema.hpp"
 #include "sim/error.hpp"
 
@@ -45,22 +50,27 @@ std::string axes_text(const LogField& field) {
   return axes;
 }
 
-// Chunks of about 64 KiB to 1 MiB: several logged iterations per chunk when one is small, one
-// iteration split along the env axis when it is large.
+// One logged iteration per chunk (split along the env axis above 1 MiB): every chunk is written once,
+// whole, and never rewritten, so a process killed at any moment cannot leave a chunk that earlier
+// iterations share half rewritten.
 std::vector<hsize_t> chunk_dims(const std::vector<hsize_t>& row, std::size_t element_bytes, std::size_t env_axis) {
-  constexpr std::size_t small_chunk = 64 << 10, large_chunk = 1 << 20;
+  constexpr std::size_t large_chunk = 1 << 20;
   std::size_t row_bytes = element_bytes;
   for (hsize_t d : row) row_bytes *= d;
   std::vector<hsize_t> chunk{1};
   chunk.insert(chunk.end(), row.begin(), row.end());
-  if (row_bytes == 0) return chunk;
-  if (row_bytes < small_chunk) {
-    chunk[0] = std::clamp<hsize_t>(small_chunk / row_bytes, 1, 1024);
-  } else if (row_bytes > large_chunk) {
+  if (row_bytes > large_chunk) {
     const std::size_t bytes_per_env = row_bytes / row[env_axis];
     chunk[1 + env_axis] = std::max<hsize_t>(1, large_chunk / std::max<std::size_t>(bytes_per_env, 1));
   }
   return chunk;
+}
+
+// File access with the newest format: what SWMR writing needs (superblock version 3).
+Handle latest_format_access() {
+  Handle access(H5Pcreate(H5P_FILE_ACCESS), "file access properties");
+  hdf5::check(H5Pset_libver_bounds(access.get(), H5F_LIBVER_LATEST, H5F_LIBVER_LATEST), "file format bounds");
+  return access;
 }
 
 Handle create_extendable(hid_t file, const std::string& name, LogDtype dtype, const std::vector<hsize_t>& row,
@@ -93,6 +103,10 @@ struct RolloutLogFile::Datasets {
   std::vector<std::string> names;
   std::vector<hid_t> memory_types;
   Handle iteration, global_step;
+  // Iterations whose fields and global_step are written but not yet flushed: `iteration` gets them
+  // only after the flush has put those rows into the file.
+  std::vector<std::int64_t> pending;
+  std::int64_t written = 0;  // rows of the fields and global_step, pending ones included
 
   void create(const RolloutLogOptions& options, const std::vector<LogField>& log_fields);
   // Returns the rows kept.
@@ -107,45 +121,85 @@ struct RolloutLogFile::Datasets {
 };
 
 void RolloutLogFile::Datasets::create(const RolloutLogOptions& options, const std::vector<LogField>& log_fields) {
+  // Laid out under a temporary name and moved into place once SWMR writing has started, so the
+  // log's path never holds a file that a killed process left half laid out or outside SWMR.
+  const std::string creating = options.path + ".creating";
   Handle creation(H5Pcreate(H5P_FILE_CREATE), "file properties");
   hdf5::check(H5Pset_attr_creation_order(creation.get(), H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED),
               "attribute order");
   hdf5::check(H5Pset_link_creation_order(creation.get(), H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED),
               "dataset order");
-  const hid_t id = H5Fcreate(options.path.c_str(), H5F_ACC_TRUNC, creation.get(), H5P_DEFAULT);
+  const Handle access = latest_format_access();
+  const hid_t id = H5Fcreate(creating.c_str(), H5F_ACC_TRUNC, creation.get(), access.get());
   if (id < 0)
     throw InputError("cannot create the rollout log '" + options.path + "' (" + hdf5::error_stack() +
                      "): check that its folder exists and is writable");
   file = Handle(id, "create file");
-  const hid_t root = file.get();
-  hdf5::write_string_attribute(root, kSchemaAttribute, kSchemaName);
-  hdf5::write_int_attribute(root, kSchemaVersionAttribute, kRolloutLogSchemaVersion);
-  hdf5::write_int_attribute(root, "log_every", options.every);
-  hdf5::write_int_attribute(root, kFirstIterationAttribute, options.first_iteration);
-  hdf5::write_int_attribute(root, "num_envs", options.num_envs);
-  hdf5::write_int_attribute(root, kDroppedAttribute, 0);
-  for (const LogAttribute& attribute : options.attributes) write_attribute(root, attribute);
+  try {
+    const hid_t root = file.get();
+    hdf5::write_string_attribute(root, kSchemaAttribute, kSchemaName);
+    hdf5::write_int_attribute(root, kSchemaVersionAttribute, kRolloutLogSchemaVersion);
+    hdf5::write_int_attribute(root, "log_every", options.every);
+    hdf5::write_int_attribute(root, kFirstIterationAttribute, options.first_iteration);
+    hdf5::write_int_attribute(root, "num_envs", options.num_envs);
+    hdf5::write_int_attribute(root, kDroppedAttribute, 0);
+    for (const LogAttribute& attribute : options.attributes) write_attribute(root, attribute);
 
-  std::vector<std::int64_t> env_ids(static_cast<std::size_t>(options.log_envs));
-  for (std::int64_t m = 0; m < options.log_envs; ++m) env_ids[static_cast<std::size_t>(m)] = options.first_env + m;
-  const Handle env_dataset = hdf5::write_dataset(root, kEnvIdDataset, env_ids);
-  hdf5::write_string_attribute(env_dataset.get(), "description", "the environments logged, by index in the run");
+    std::vector<std::int64_t> env_ids(static_cast<std::size_t>(options.log_envs));
+    for (std::int64_t m = 0; m < options.log_envs; ++m) env_ids[static_cast<std::size_t>(m)] = options.first_env + m;
+    const Handle env_dataset = hdf5::write_dataset(root, kEnvIdDataset, env_ids);
+    hdf5::write_string_attribute(env_dataset.get(), "description", "the environments logged, by index in the run");
 
-  iteration = create_extendable(root, kIterationDataset, LogDtype::Int64, {}, 0, options.deflate_level);
-  hdf5::write_string_attribute(iteration.get(), "description",
-                               "the training iteration of each logged row; its length is the number of complete rows");
-  global_step = create_extendable(root, kGlobalStepDataset, LogDtype::Int64, {}, 0, options.deflate_level);
-  hdf5::write_string_attribute(global_step.get(), "description",
-                               "environment steps taken by the whole run at the end of that iteration");
-  for (const LogField& field : log_fields) {
-    const std::size_t env_axis = field.steps > 0 ? 1 : 0;
-    fields.push_back(create_extendable(root, field.name, field.dtype, row_dims(field, options.log_envs), env_axis,
-                                       options.deflate_level));
-    hdf5::write_string_attribute(fields.back().get(), "axes", axes_text(field));
-    if (!field.description.empty()) hdf5::write_string_attribute(fields.back().get(), "description", field.description);
+    iteration = create_extendable(root, kIterationDataset, LogDtype::Int64, {}, 0, options.deflate_level);
+    hdf5::write_string_attribute(
+        iteration.get(), "description",
+        "the training iteration of each logged row; its length is the number of complete rows");
+    global_step = create_extendable(root, kGlobalStepDataset, LogDtype::Int64, {}, 0, options.deflate_level);
+    hdf5::write_string_attribute(global_step.get(), "description",
+                                 "environment steps taken by the whole run at the end of that iteration");
+    for (const LogField& field : log_fields) {
+      const std::size_t env_axis = field.steps > 0 ? 1 : 0;
+      fields.push_back(create_extendable(root, field.name, field.dtype, row_dims(field, options.log_envs), env_axis,
+                                         options.deflate_level));
+      hdf5::write_string_attribute(fields.back().get(), "axes", axes_text(field));
+      if (!field.description.empty())
+        hdf5::write_string_attribute(fields.back().get(), "description", field.description);
+    }
+    hdf5::check(H5Fflush(root, H5F_SCOPE_LOCAL), "flush");
+    hdf5::check(H5Fstart_swmr_write(root), "start SWMR writing");
+    if (std::rename(creating.c_str(), options.path.c_str()) != 0)
+      throw InputError("cannot create the rollout log '" + options.path + "': " + std::strerror(errno));
+  } catch (...) {
+    close_all();
+    std::remove(creating.c_str());
+    throw;
   }
-  hdf5::check(H5Fflush(root, H5F_SCOPE_LOCAL), "flush");
 }
+
+namespace {
+
+// Opens an existing log for writing, in SWMR mode where its format allows (logs of this version);
+// older logs are opened as they were written. A log whose writer was killed still carries the mark
+// of an open SWMR writer, which HDF5 refuses to open over: the caller holds the log's lock, so no
+// writer is left, and the mark is cleared (what `h5clear -s` does).
+hid_t open_for_writing(const std::string& path) {
+  const Handle access = latest_format_access();
+  hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDWR | H5F_ACC_SWMR_WRITE, access.get());
+  if (id >= 0) return id;
+  H5Eclear2(H5E_DEFAULT);
+  constexpr const char* clear_marks = "clear_status_flags";  // HDF5's own name for h5clear's switch
+  if (H5Pexist(access.get(), clear_marks) > 0) {
+    hbool_t clear = 1;
+    if (H5Pset(access.get(), clear_marks, &clear) >= 0) {
+      id = H5Fopen(path.c_str(), H5F_ACC_RDWR | H5F_ACC_SWMR_WRITE, access.get());
+      if (id >= 0) return id;
+    }
+    H5Eclear2(H5E_DEFAULT);
+  }
+  return H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+}
+
+}  // namespace
 
 std::int64_t RolloutLogFile::Datasets::reopen(const RolloutLogOptions& options, const std::vector<LogField>& log_fields,
                                               std::int64_t& dropped_earlier) {
@@ -157,7 +211,7 @@ std::int64_t RolloutLogFile::Datasets::reopen(const RolloutLogOptions& options, 
     H5Eclear2(H5E_DEFAULT);
     refuse("it is not an HDF5 file");
   }
-  const hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  const hid_t id = open_for_writing(path);
   if (id < 0) refuse("it cannot be opened for writing (" + hdf5::error_stack() + ")");
   file = Handle(id, "open file");
   const hid_t root = file.get();
@@ -185,20 +239,23 @@ std::int64_t RolloutLogFile::Datasets::reopen(const RolloutLogOptions& options, 
   }
   iteration = open(kIterationDataset);
   global_step = open(kGlobalStepDataset);
+  hsize_t shortest = dataset_dims(global_step.get()).at(0);
   for (const LogField& field : log_fields) {
     fields.push_back(open(field.name));
     std::vector<hsize_t> dims = dataset_dims(fields.back().get());
+    shortest = std::min(shortest, dims.at(0));
     dims.erase(dims.begin());
     Handle type(H5Dget_type(fields.back().get()), "type of " + field.name);
     if (dims != row_dims(field, options.log_envs) || H5Tequal(type.get(), element_type(field.dtype).file) <= 0)
       refuse("its dataset '" + field.name + "' has another shape or type");
   }
 
-  // Keep the rows logged before the resumed iteration; drop later ones and any partial row.
+  // Keep the complete rows logged before the resumed iteration; drop later ones and any partial row.
   const std::vector<hsize_t> logged = dataset_dims(iteration.get());
   if (logged.size() != 1) refuse("its dataset 'iteration' is not one-dimensional");
   std::vector<std::int64_t> iterations(logged[0]);
   hdf5::read_whole(iteration.get(), H5T_NATIVE_INT64, iterations.data(), kIterationDataset);
+  iterations.resize(std::min<std::size_t>(complete_prefix(iterations, options.first_iteration), shortest));
   const std::int64_t rows =
       std::lower_bound(iterations.begin(), iterations.end(), options.resume_iteration) - iterations.begin();
   auto shrink = [&](hid_t dataset) {
@@ -215,6 +272,8 @@ std::int64_t RolloutLogFile::Datasets::reopen(const RolloutLogOptions& options, 
 
 RolloutLogFile::RolloutLogFile(const RolloutLogOptions& options, const std::vector<LogField>& fields)
     : datasets_(std::make_unique<Datasets>()) {
+  // Before anything touches the file: a log another run is writing must stay whole.
+  lock_ = std::make_unique<RolloutLogLock>(options.path);
   hdf5::Lock hdf5_lock;
   Datasets& d = *datasets_;
   for (const LogField& field : fields) {
@@ -228,9 +287,11 @@ RolloutLogFile::RolloutLogFile(const RolloutLogOptions& options, const std::vect
     } else {
       d.create(options, fields);
     }
+    d.written = rows_;
   } catch (...) {
     d.close_all();
     H5Eclear2(H5E_DEFAULT);
+    lock_->release();
     throw;
   }
 }
@@ -243,34 +304,51 @@ void RolloutLogFile::append(const std::vector<const void*>& field_values, std::i
   Datasets& d = *datasets_;
   SURGE_CHECK(d.file, "the rollout log's file is closed");
   for (std::size_t f = 0; f < d.fields.size(); ++f)
-    hdf5::write_row(d.fields[f].get(), rows_, d.memory_types[f], field_values[f], d.names[f]);
-  hdf5::write_row(d.global_step.get(), rows_, H5T_NATIVE_INT64, &global_step, kGlobalStepDataset);
-  hdf5::write_row(d.iteration.get(), rows_, H5T_NATIVE_INT64, &iteration, kIterationDataset);
-  ++rows_;
+    hdf5::write_row(d.fields[f].get(), d.written, d.memory_types[f], field_values[f], d.names[f]);
+  hdf5::write_row(d.global_step.get(), d.written, H5T_NATIVE_INT64, &global_step, kGlobalStepDataset);
+  d.pending.push_back(iteration);
+  ++d.written;
 }
 
 void RolloutLogFile::flush() {
   hdf5::Lock hdf5_lock;
-  if (datasets_->file) hdf5::check(H5Fflush(datasets_->file.get(), H5F_SCOPE_LOCAL), "flush");
+  Datasets& d = *datasets_;
+  if (!d.file) return;
+  // The rows first, then the index that makes them count: whatever moment the process dies at, the
+  // file's `iteration` covers only rows that reached it.
+  for (const Handle& field : d.fields) hdf5::check(H5Dflush(field.get()), "flush");
+  hdf5::check(H5Dflush(d.global_step.get()), "flush");
+  for (const std::int64_t iteration : d.pending)
+    hdf5::write_row(d.iteration.get(), rows_++, H5T_NATIVE_INT64, &iteration, kIterationDataset);
+  d.pending.clear();
+  hdf5::check(H5Fflush(d.file.get(), H5F_SCOPE_LOCAL), "flush");
 }
 
 void RolloutLogFile::finish(std::int64_t dropped) {
+  if (!datasets_->file) return;
+  flush();
   hdf5::Lock hdf5_lock;
   Datasets& d = *datasets_;
-  if (!d.file) return;
-  hdf5::write_int_attribute(d.file.get(), kDroppedAttribute, dropped_earlier_ + dropped);
-  hdf5::check(H5Fflush(d.file.get(), H5F_SCOPE_LOCAL), "flush");
+  // Rewritten in place: SWMR writing allows no new attributes.
+  const std::int64_t total = dropped_earlier_ + dropped;
+  Handle attribute(H5Aopen(d.file.get(), kDroppedAttribute, H5P_DEFAULT), "open attribute 'dropped_iterations'");
+  hdf5::check(H5Awrite(attribute.get(), H5T_NATIVE_INT64, &total), "write attribute 'dropped_iterations'");
+  attribute.reset();
   d.fields.clear();
   d.iteration.reset();
   d.global_step.reset();
   hdf5::check(d.file.close(), "close");
+  lock_->release();
 }
 
 void RolloutLogFile::release() noexcept {
   if (!datasets_) return;
-  hdf5::Lock hdf5_lock;
-  datasets_->close_all();
-  H5Eclear2(H5E_DEFAULT);
+  {
+    hdf5::Lock hdf5_lock;
+    datasets_->close_all();
+    H5Eclear2(H5E_DEFAULT);
+  }
+  if (lock_) lock_->release();
 }
 
 }  // namespace surge::rl

@@ -10,36 +10,39 @@
 #include <vector>
 
 #include "rl/io/rollout_log.hpp"
+#include "rl/io/rollout_log_lock.hpp"
 
 namespace surge::rl {
 
 class RolloutLogFile {
  public:
-  // Creates options.path (replacing any file there) or, when options.resume_iteration >= 0 and the
-  // file exists, reopens it cut back to the iterations before resume_iteration. Throws InputError
-  // naming the path when it can do neither.
+  // Takes the log's lock (rl/io/rollout_log_lock.hpp), then creates options.path (replacing any file
+  // there) or, when options.resume_iteration >= 0 and the file exists, reopens it cut back to the
+  // complete iterations before resume_iteration; either way in SWMR mode (docs/hdf5-schema.md, crash
+  // safety). Throws InputError naming the path when another process holds the lock or it can do neither.
   RolloutLogFile(const RolloutLogOptions& options, const std::vector<LogField>& fields);
   ~RolloutLogFile();  // release()
   RolloutLogFile(const RolloutLogFile&) = delete;
   RolloutLogFile& operator=(const RolloutLogFile&) = delete;
 
-  std::int64_t rows() const { return rows_; }                        // iterations in the file
+  std::int64_t rows() const { return rows_; }                        // iterations the file's index covers
   std::int64_t dropped_earlier() const { return dropped_earlier_; }  // counted by the run this one resumes
 
-  // Appends one iteration: each field's staged values ([steps][M](item) or [M](item)), then
-  // global_step, and the iteration index last: a row counts once `iteration` covers it, so a crash
-  // in between leaves no half-written row that readers would take for whole.
+  // Appends one iteration: each field's staged values ([steps][M](item) or [M](item)) and
+  // global_step. The iteration index gets it at the next flush(): a row counts once `iteration`
+  // covers it, so a crash before leaves no half-written row that readers would take for whole.
   void append(const std::vector<const void*>& field_values, std::int64_t iteration, std::int64_t global_step);
-  // Writes out the metadata and the partly filled chunks.
+  // Writes out the appended rows, then extends `iteration` over them and writes out the metadata.
   void flush();
-  // Records the iterations dropped (this run's; the earlier runs' are added), flushes and closes.
-  // Does nothing once released.
+  // Flushes, records the iterations dropped (this run's; the earlier runs' are added), closes and
+  // lets go of the lock. Does nothing once released.
   void finish(std::int64_t dropped);
-  // Lets go of the file at once, writing nothing more (after an error).
+  // Lets go of the file and the lock at once, writing nothing more (after an error).
   void release() noexcept;
 
  private:
   struct Datasets;
+  std::unique_ptr<RolloutLogLock> lock_;
   std::unique_ptr<Datasets> datasets_;
   std::int64_t rows_ = 0;
   std::int64_t dropped_earlier_ = 0;

@@ -10,6 +10,12 @@ inline constexpr const char* kSchemaName = "surge-rollout-log";
 inline constexpr const char* kSchemaVersionAttribute = "schema_version";
 inline constexpr const char* kDroppedAttribute = "dropped_iterations";
 inline constexpr const char* kFirstIterationAttribute = "first_iteration";
+// Written by the trainer: the names of the observation's and the physics parameters' components
+// (what `surge h5 export` names its columns), and whether `obs` holds the environments' own
+// observations (1) or normalised ones (0, logs written before raw observations were logged).
+inline constexpr const char* kObsNamesAttribute = "obs_names";
+inline constexpr const char* kPhysicsNamesAttribute = "physics_names";
+inline constexpr const char* kObsRawAttribute = "obs_raw";
 
 // Index datasets: [I] per logged iteration, and [M] for the logged environments.
 inline constexpr const char* kIterationDataset = "iteration";

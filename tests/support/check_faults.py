@@ -7,6 +7,7 @@ For each fault, the run folder must hold a readable metrics.csv (a header and wh
 once, in order), no half-written file, and a checkpoint that `surge eval` reads wherever one was due. The
 full disk is a small tmpfs mounted for the test (root only; the case is skipped, and said so, elsewhere).
 """
+import argparse
 import csv
 import os
 import random
@@ -117,12 +118,11 @@ def case_disk_full(tmp):
         subprocess.run(["umount", mount])
 
 
-def main(argv):
+def main():
     global SURGE
-    if len(argv) != 1:
-        print(__doc__, file=sys.stderr)
-        return 2
-    SURGE = os.path.abspath(argv[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("surge", help="the surge program")
+    SURGE = os.path.abspath(parser.parse_args().surge)
     random.seed(20261201)
     tmp = tempfile.mkdtemp(prefix="surge_faults_")
     try:
@@ -140,4 +140,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())

@@ -105,6 +105,7 @@ struct SyntheticRollout {
     o.attributes = {{"scenario", std::string("synthetic")},
                     {"seed", std::int64_t(42)},
                     {"physics_names", std::vector<std::string>{"gravity", "length"}},
+                    {"obs_names", std::vector<std::string>{"position", "speed", "spin"}},
                     {"physics_value", std::vector<float>{9.8f, 0.5f}},
                     {"config", std::string("[ppo]\nlearning_rate = 0.00025\n")}};
     return o;

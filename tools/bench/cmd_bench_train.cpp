@@ -11,6 +11,7 @@
 #include "scenarios/train_configs.hpp"
 #include "sim/error.hpp"
 #include "sim/format.hpp"
+#include "sim/memory_plan.hpp"
 #include "tools/cli/args.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/io.hpp"
@@ -63,29 +64,8 @@ Measurement measure(const std::string& scenario, Device device, const rl::TrainC
   return result;
 }
 
-}  // namespace
-
-int run_bench_train(const Args& args) {
-  Command cmd("bench train",
-              "Runs whole PPO iterations (T rollout steps of N environments, GAE, E epochs of M minibatch updates)\n"
-              "as `surge train` does and reports end-to-end env-steps per second, the median over repeats.\n"
-              "On CUDA it measures twice: replaying a CUDA graph of the iteration, and launching every kernel.");
-  cmd.option("scenario", "NAME", "scenario", "cartpole")
-      .option("device", "DEV", device_help(), "auto")
-      .option("num-envs", "N", "environments [default: 1048576 on CUDA, 256 on the CPU]")
-      .option("num-steps", "T", "steps per environment per iteration", "16")
-      .option("repeats", "R", "timed repeats; the median is reported", "5")
-      .option("iterations", "I", "iterations back to back in one timed repeat", "3")
-      .repeated("set", "KEY=VALUE", "set a config key of the scenario's built-in config (e.g. hidden=[64,64])")
-      .option("json", "FILE", "also write the results as JSON");
-  add_physics_option(cmd)
-      .note(
-          "The config is the scenario's built-in one (with its [cuda] table on a GPU); --num-envs, --num-steps\n"
-          "--physics and --set change it. The first two iterations are not timed: the eager one, and the graph's "
-          "capture.")
-      .example("surge bench train --device cuda --num-envs 1048576 --json bench-train.json")
-      .example("surge bench train --device cpu --num-envs 256 --num-steps 32");
-  if (!cmd.parse_or_print_usage(args)) return 0;
+// Builds the config, checks that it fits, measures and reports.
+int bench_train(const Command& cmd) {
   const std::string scenario = cmd.get("scenario");
   const ScenarioSpec& spec = scenario_spec(scenario);
   const Device device = resolve_device(cmd.get("device"));
@@ -102,9 +82,22 @@ int run_bench_train(const Args& args) {
   set_physics(config.physics, physics_options(cmd));
   for (const std::string& setting : cmd.get_all("set")) rl::apply_config_setting(config, setting);
   const PhysicsConfig physics = resolve_physics(spec, config.physics);
-  const int rank_count = rl::rank_place().size;
-  config.total_steps = config.batch_size() * rank_count * (kWarmupIterations + repeats * iterations);
+  // The sizes first (validate() bounds the batch), then the run's length, each product checked.
+  std::int64_t batch = 1;
+  config.total_steps = __builtin_mul_overflow(config.num_envs, config.num_steps, &batch) ? 1 : batch;
   config.validate();
+  const int rank_count = rl::rank_place().size;  // under mpirun total_steps counts every rank's steps
+  const std::int64_t run_iterations = (kWarmupIterations + repeats * iterations) * rank_count;
+  if (__builtin_mul_overflow(config.batch_size(), run_iterations, &config.total_steps) ||
+      config.total_steps > (std::int64_t(1) << 50))
+    throw InputError(cmd.complaint("N x T x (repeats x iterations + " + std::to_string(kWarmupIterations) + ") = " +
+                                   std::to_string(config.batch_size()) + " x " + std::to_string(run_iterations) +
+                                   " environment steps is more than 2^50; lower --repeats or --iterations"));
+  // Every buffer is sized from the config: a run that would not fit stops here, as surge train does.
+  MemoryPlan plan = engine_memory_plan(scenario, device, config.num_envs);
+  plan.append(rl::Trainer::memory_plan(config, spec, device));
+  plan.require_fits("surge bench train on " + device.str(),
+                    "lower --num-envs or --num-steps, or raise num_minibatches with --set");
 
   std::cerr << "surge bench train: " << scenario << " on " << device.str() << ", " << config.num_envs << " envs x "
             << config.num_steps << " steps, " << config.update_epochs << " epochs x " << config.num_minibatches
@@ -164,6 +157,32 @@ int run_bench_train(const Args& args) {
   }
   rl::finish_ranks();
   return 0;
+}
+
+}  // namespace
+
+int run_bench_train(const Args& args) {
+  Command cmd("bench train",
+              "Runs whole PPO iterations (T rollout steps of N environments, GAE, E epochs of M minibatch updates)\n"
+              "as `surge train` does and reports end-to-end env-steps per second, the median over repeats.\n"
+              "On CUDA it measures twice: replaying a CUDA graph of the iteration, and launching every kernel.");
+  cmd.option("scenario", "NAME", "scenario", "cartpole")
+      .option("device", "DEV", device_help(), "auto")
+      .option("num-envs", "N", "environments [default: 1048576 on CUDA, 256 on the CPU]")
+      .option("num-steps", "T", "steps per environment per iteration", "16")
+      .option("repeats", "R", "timed repeats; the median is reported", "5")
+      .option("iterations", "I", "iterations back to back in one timed repeat", "3")
+      .repeated("set", "KEY=VALUE", "set a config key of the scenario's built-in config (e.g. hidden=[64,64])")
+      .option("json", "FILE", "also write the results as JSON");
+  add_physics_option(cmd)
+      .note(
+          "The config is the scenario's built-in one (with its [cuda] table on a GPU); --num-envs, --num-steps\n"
+          "--physics and --set change it. The first two iterations are not timed: the eager one, and the graph's "
+          "capture.")
+      .example("surge bench train --device cuda --num-envs 1048576 --json bench-train.json")
+      .example("surge bench train --device cpu --num-envs 256 --num-steps 32");
+  if (!cmd.parse_or_print_usage(args)) return 0;
+  return cmd.naming_errors([&] { return bench_train(cmd); });
 }
 
 }  // namespace surge::cli

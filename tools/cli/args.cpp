@@ -7,8 +7,58 @@
 #include <sstream>
 
 #include "sim/error.hpp"
+#include "sim/format.hpp"
 
 namespace surge::cli {
+namespace {
+
+// The text less the spaces and tabs around it.
+std::string trimmed(const std::string& text) {
+  const auto first = text.find_first_not_of(" \t");
+  if (first == std::string::npos) return "";
+  return text.substr(first, text.find_last_not_of(" \t") - first + 1);
+}
+
+// Digits from `at`; returns where they end.
+std::size_t skip_digits(const std::string& text, std::size_t at) {
+  while (at < text.size() && text[at] >= '0' && text[at] <= '9') ++at;
+  return at;
+}
+
+}  // namespace
+
+std::optional<long long> parse_integer_text(const std::string& text) {
+  const std::string number = trimmed(text);
+  const std::size_t start = !number.empty() && (number[0] == '+' || number[0] == '-') ? 1 : 0;
+  if (start == number.size() || skip_digits(number, start) != number.size()) return std::nullopt;
+  errno = 0;
+  const long long value = std::strtoll(number.c_str(), nullptr, 10);
+  if (errno == ERANGE) return std::nullopt;
+  return value;
+}
+
+std::optional<double> parse_number_text(const std::string& text) {
+  const std::string number = trimmed(text);
+  std::size_t at = !number.empty() && (number[0] == '+' || number[0] == '-') ? 1 : 0;
+  const std::size_t integer_end = skip_digits(number, at);
+  bool digits = integer_end > at;
+  at = integer_end;
+  if (at < number.size() && number[at] == '.') {
+    const std::size_t fraction_end = skip_digits(number, at + 1);
+    digits = digits || fraction_end > at + 1;
+    at = fraction_end;
+  }
+  if (digits && at < number.size() && (number[at] == 'e' || number[at] == 'E')) {
+    std::size_t exponent = at + 1;
+    if (exponent < number.size() && (number[exponent] == '+' || number[exponent] == '-')) ++exponent;
+    const std::size_t exponent_end = skip_digits(number, exponent);
+    at = exponent_end > exponent ? exponent_end : std::string::npos;
+  }
+  if (!digits || at != number.size()) return std::nullopt;
+  const double value = std::strtod(number.c_str(), nullptr);
+  if (!std::isfinite(value)) return std::nullopt;
+  return value;
+}
 
 Command::Command(std::string path, std::string summary) : path_(std::move(path)), summary_(std::move(summary)) {}
 
@@ -48,12 +98,16 @@ std::string Command::complaint(const std::string& what) const {
   return "surge " + path_ + ": " + what + "; see 'surge " + path_ + " --help'";
 }
 
+std::string Command::named(const std::string& message) const {
+  return message.rfind("surge ", 0) == 0 ? message : "surge " + path_ + ": " + message;
+}
+
 bool Command::parse(const std::vector<std::string>& args) {
   values_.clear();
   for (std::size_t k = 0; k < args.size(); ++k) {
     const std::string& arg = args[k];
     if (arg == "--help" || arg == "-h") return false;
-    if (arg.rfind("--", 0) != 0) throw InputError(complaint("unexpected argument '" + arg + "'"));
+    if (arg.rfind("--", 0) != 0) throw InputError(complaint("unexpected argument '" + format_excerpt(arg) + "'"));
     std::string name = arg.substr(2);
     std::optional<std::string> inline_value;
     if (const auto eq = name.find('='); eq != std::string::npos) {
@@ -61,7 +115,7 @@ bool Command::parse(const std::vector<std::string>& args) {
       name = name.substr(0, eq);
     }
     const Spec* spec = find(name);
-    if (!spec) throw InputError(complaint("unknown option '--" + name + "'"));
+    if (!spec) throw InputError(complaint("unknown option '--" + format_excerpt(name) + "'"));
     if (spec->is_flag) {
       if (inline_value) throw InputError(complaint("--" + name + " takes no value"));
       values_[name].push_back("1");
@@ -102,39 +156,35 @@ std::vector<std::string> Command::get_all(const std::string& name) const {
 
 std::int64_t Command::get_int(const std::string& name, std::int64_t min_value, std::int64_t max_value) const {
   const std::string text = get(name);
-  errno = 0;
-  char* end = nullptr;
-  const long long value = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || errno == ERANGE)
-    throw InputError(complaint("--" + name + " '" + text + "' is not an integer"));
-  if (value < min_value || value > max_value)
-    throw InputError(complaint("--" + name + " " + text + " is out of range [" + std::to_string(min_value) + ", " +
-                               std::to_string(max_value) + "]"));
-  return value;
+  const std::optional<long long> value = parse_integer_text(text);
+  if (!value) throw InputError(complaint("--" + name + " '" + format_excerpt(text) + "' is not an integer"));
+  if (*value < min_value || *value > max_value)
+    throw InputError(complaint("--" + name + " " + format_excerpt(text) + " is out of range [" +
+                               std::to_string(min_value) + ", " + std::to_string(max_value) + "]"));
+  return *value;
 }
 
 std::uint64_t Command::get_u64(const std::string& name) const {
   const std::string text = get(name);
+  const std::string number = trimmed(text);
+  const std::size_t start = !number.empty() && number[0] == '+' ? 1 : 0;
   errno = 0;
-  char* end = nullptr;
-  const unsigned long long value = std::strtoull(text.c_str(), &end, 10);
-  if (text.empty() || text[0] == '-' || *end != '\0' || errno == ERANGE)
-    throw InputError(complaint("--" + name + " '" + text + "' is not a non-negative integer"));
+  const unsigned long long value = std::strtoull(number.c_str() + start, nullptr, 10);
+  if (start == number.size() || skip_digits(number, start) != number.size() || errno == ERANGE)
+    throw InputError(complaint("--" + name + " '" + format_excerpt(text) + "' is not a non-negative integer"));
   return value;
 }
 
 double Command::get_double(const std::string& name, double min_value, double max_value) const {
   const std::string text = get(name);
-  char* end = nullptr;
-  const double value = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || !std::isfinite(value))
-    throw InputError(complaint("--" + name + " '" + text + "' is not a number"));
-  if (value < min_value || value > max_value) {
+  const std::optional<double> value = parse_number_text(text);
+  if (!value) throw InputError(complaint("--" + name + " '" + format_excerpt(text) + "' is not a number"));
+  if (*value < min_value || *value > max_value) {
     std::ostringstream range;
     range << "[" << min_value << ", " << max_value << "]";
-    throw InputError(complaint("--" + name + " " + text + " is out of range " + range.str()));
+    throw InputError(complaint("--" + name + " " + format_excerpt(text) + " is out of range " + range.str()));
   }
-  return value;
+  return *value;
 }
 
 bool Command::parse_or_print_usage(const std::vector<std::string>& args) {

@@ -7,7 +7,17 @@
 #include <string>
 #include <vector>
 
+#include "sim/error.hpp"
+
 namespace surge::cli {
+
+// Numbers in flags and CSV cells, one rule for both (TOML's, as --set and config files read them):
+// spaces and tabs around the number are ignored, a leading + or - is allowed, and anything else
+// (a space inside, a NUL, hex, inf, nan, a trailing letter) makes the text not a number.
+// Decimal integers: [+-]digits. Decimal numbers: [+-]digits[.digits][e[+-]digits] (digits on at least
+// one side of the point).
+std::optional<long long> parse_integer_text(const std::string& text);
+std::optional<double> parse_number_text(const std::string& text);
 
 class Command {
  public:
@@ -38,6 +48,17 @@ class Command {
   std::string usage() const;
   // An InputError message in the house style: "surge <path>: <what>; see 'surge <path> --help'".
   std::string complaint(const std::string& what) const;
+  // `message` as the command says it: "surge <path>: <message>", unless it already starts with "surge ".
+  std::string named(const std::string& message) const;
+  // Runs `body`, and names this command in front of any InputError it throws (named()).
+  template <class Body>
+  auto naming_errors(Body&& body) const -> decltype(body()) {
+    try {
+      return body();
+    } catch (const InputError& error) {
+      throw InputError(named(error.what()));
+    }
+  }
 
  private:
   struct Spec {

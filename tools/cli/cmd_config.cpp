@@ -24,10 +24,7 @@ int run_config_show(const Args& args) {
       .example("surge config show --scenario cartpole")
       .example("surge config show --scenario mountain_car --preset cleanrl --device cpu")
       .example("surge config show --config runs/cartpole/20261201-120000-seed1/config.toml --set learning_rate=1e-3");
-  if (!cmd.parse(args)) {
-    std::cout << cmd.usage();
-    return 0;
-  }
+  if (!cmd.parse_or_print_usage(args)) return 0;
   const Device device = resolve_device(cmd.get("device"));
   const BuiltConfig built = build_train_config(cmd, device);
   const ScenarioSpec& spec = scenario_spec(built.config.scenario);

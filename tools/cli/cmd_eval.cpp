@@ -9,6 +9,7 @@
 #include "rl/io/checkpoint.hpp"
 #include "scenarios/registry.hpp"
 #include "sim/error.hpp"
+#include "sim/format.hpp"
 #include "tools/cli/args.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/physics_option.hpp"
@@ -40,12 +41,12 @@ int run_eval(const Args& args) {
   const std::int64_t episodes = cmd.get_int("episodes", 1, std::int64_t(1) << 26);
   const std::uint64_t seed = cmd.get_u64("seed");
   const bool sample = cmd.flag_set("sample");
-  const rl::Checkpoint checkpoint = rl::read_checkpoint(cmd.get("checkpoint"));
+  const rl::Checkpoint checkpoint = cmd.naming_errors([&] {
+    rl::Checkpoint read = rl::read_checkpoint(cmd.get("checkpoint"));
+    rl::require_scenario(read, scenario_spec(read.scenario));
+    return read;
+  });
   const ScenarioSpec& spec = scenario_spec(checkpoint.scenario);
-  if (spec.obs_dim != checkpoint.obs_dim || spec.num_actions != checkpoint.num_actions ||
-      spec.action_dim != checkpoint.action_dim)
-    throw InputError("checkpoint '" + cmd.get("checkpoint") + "' was trained on a " + checkpoint.scenario +
-                     " with different observations or actions than this build's");
   PhysicsSettings physics_settings = checkpoint.config.physics;
   set_physics(physics_settings, physics_options(cmd));
   const PhysicsConfig physics = resolve_physics(spec, physics_settings);
@@ -68,12 +69,11 @@ int run_eval(const Args& args) {
   for (double r : returns) variance += (r - mean) * (r - mean);
   variance /= static_cast<double>(returns.size());
   const auto [low, high] = std::minmax_element(returns.begin(), returns.end());
-  std::printf(
-      "surge eval: %s, %lld episodes (%s) on %s after %lld training steps: return %.2f ± %.2f (min %.1f, max %.1f)"
-      "; physics: %s\n",
-      checkpoint.scenario.c_str(), static_cast<long long>(episodes), sample ? "sampled" : "greedy",
-      device.str().c_str(), static_cast<long long>(checkpoint.global_step), mean, std::sqrt(variance), *low, *high,
-      describe_physics(spec, physics).c_str());
+  std::cout << "surge eval: " << checkpoint.scenario << ", " << plural(episodes, "episode") << " ("
+            << (sample ? "sampled" : "greedy") << ") on " << device.str() << " after " << checkpoint.global_step
+            << " training steps: return " << format_significant(mean) << " ± "
+            << format_significant(std::sqrt(variance)) << " (min " << format_significant(*low) << ", max "
+            << format_significant(*high) << "); physics: " << describe_physics(spec, physics) << "\n";
   return 0;
 }
 

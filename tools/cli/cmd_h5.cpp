@@ -76,6 +76,30 @@ void require_env_axis(const RolloutFile& file, const DatasetInfo& field, bool pe
                      " environments in env_id; the file is damaged or was not written by surge train");
 }
 
+// CSV column names for the items of dataset `name`: the names the log stores for them (obs_names for
+// obs and final_obs, physics_names for physics) where it has them, one per item, and they make
+// distinct columns; else name_0, name_1, ... (older logs, other fields).
+std::vector<std::string> item_columns(const RolloutFile& file, const std::string& name, std::int64_t items) {
+  const char* names_attribute = nullptr;
+  if (name == rl::kObsField || name == rl::kFinalObsField) names_attribute = rl::kObsNamesAttribute;
+  if (name == rl::kPhysicsField) names_attribute = rl::kPhysicsNamesAttribute;
+  if (names_attribute) {
+    const auto names = file.string_list_attribute(names_attribute);
+    std::vector<std::string> taken = {"iteration", "step", "env_id"};
+    bool usable = names && static_cast<std::int64_t>(names->size()) == items;
+    for (std::size_t k = 0; usable && k < names->size(); ++k) {
+      const std::string& column = (*names)[k];
+      usable = !column.empty() && column.find_first_of(",\"\r\n") == std::string::npos &&
+               std::find(taken.begin(), taken.end(), column) == taken.end();
+      taken.push_back(column);
+    }
+    if (usable) return *names;
+  }
+  std::vector<std::string> columns;
+  for (std::int64_t c = 0; c < items; ++c) columns.push_back(name + "_" + std::to_string(c));
+  return columns;
+}
+
 // Output to --out (written whole or not at all) or to stdout.
 class Output {
  public:
@@ -142,6 +166,9 @@ int h5_info(Args args) {
   const std::vector<std::int64_t>& iterations = file.iterations();
   out << "\nlogged iterations: " << iterations.size() << " (" << rl::describe_ranges(iterations) << ")";
   if (const auto dropped = file.attribute(rl::kDroppedAttribute)) out << "; dropped: " << *dropped;
+  if (file.incomplete_rows() > 0)
+    out << "; " << plural(file.incomplete_rows(), "more row")
+        << " partly written (the writer stopped in the middle of it), left out";
   out << "\nlogged environments: " << file.env_ids().size() << " (env " << rl::describe_ranges(file.env_ids()) << ")\n";
   return 0;
 }
@@ -218,8 +245,11 @@ int h5_export(Args args) {
       .option("iteration", "I", "only this logged iteration")
       .option("out", "FILE.csv", "write the CSV here (whole or not at all) instead of to stdout")
       .flag("csv", "CSV output (the only format, and the default)")
-      .note("FILE is a rollout log written by 'surge train --log-rollouts'.")
-      .example("surge h5 export rollouts.h5 --dataset obs --iteration 40 --csv")
+      .note(
+          "FILE is a rollout log written by 'surge train --log-rollouts'. Items of obs and physics are named as the\n"
+          "log names them (x, x_dot, ...; gravity, ...). --iteration takes a logged one: by default 1, 11, 21, ...\n"
+          "(--log-every 10); 'surge h5 info FILE' lists them.")
+      .example("surge h5 export rollouts.h5 --dataset obs --iteration 41 --csv")
       .example("surge h5 export rollouts.h5 --dataset reward --out reward.csv");
   const std::string path = take_file(cmd, args, {"dataset", "iteration", "out"});
   if (!cmd.parse(args) || path.empty()) {
@@ -267,7 +297,7 @@ int h5_export(Args args) {
     if (items == 1) {
       out << ',' << name;
     } else {
-      for (std::int64_t c = 0; c < items; ++c) out << ',' << name << '_' << c;
+      for (const std::string& column : item_columns(file, name, items)) out << ',' << column;
     }
     out << '\n';
     std::size_t at = 0;
@@ -302,9 +332,17 @@ int run_h5(const Args& args) {
     return args.empty() ? 2 : 0;
   }
   const Args rest(args.begin() + 1, args.end());
-  if (args[0] == "info") return h5_info(rest);
-  if (args[0] == "episodes") return h5_episodes(rest);
-  if (args[0] == "export") return h5_export(rest);
+  try {
+    if (args[0] == "info") return h5_info(rest);
+    if (args[0] == "episodes") return h5_episodes(rest);
+    if (args[0] == "export") return h5_export(rest);
+  } catch (const InputError& e) {
+    // Every complaint starts with the command's name.
+    const std::string prefix = "surge h5 " + args[0] + ": ";
+    const std::string message = e.what();
+    if (message.rfind("surge h5", 0) == 0) throw;
+    throw InputError(prefix + message);
+  }
   throw InputError("surge h5: unknown action '" + args[0] + "': use info, episodes or export; see 'surge h5 --help'");
 }
 

@@ -20,25 +20,8 @@ std::string format_param(double value, const ScenarioSpec& spec) {
   return spec.param_dtype == DType::Float64 ? format_shortest(value) : format_precise(value);
 }
 
-}  // namespace
-
-int run_step(const Args& args) {
-  Command cmd("step",
-              "Loads each input row into its own environment, steps them all once together, and writes\n"
-              "one output row per input row, in input order.");
-  cmd.option("scenario", "NAME", "scenario to step", "", true)
-      .option("input", "IN.csv", "states and actions: columns s_<state> and action (others are ignored)", "", true)
-      .option("output", "OUT.csv", "written with next_<state>, obs_<i>, reward, terminated", "", true)
-      .option("device", "DEV", device_help(), "auto");
-  add_physics_option(cmd)
-      .note(
-          "Continuous scenarios with several action dimensions read action_0, action_1, ...\n"
-          "Each row's environment draws its own value of a randomised parameter; the output then has a\n"
-          "param_<name> column per randomised parameter with the value the row ran under.\n"
-          "The output is written whole or not at all.")
-      .example("surge step --scenario cartpole --input ../shared/golden/gymnasium/cartpole.csv --output next.csv")
-      .example("surge step --scenario pendulum --input in.csv --output next.csv --physics mass=1.2,gravity=9:11");
-  if (!cmd.parse_or_print_usage(args)) return 0;
+// Reads the input, steps every row once and writes the output.
+int step_rows(const Command& cmd) {
   const ScenarioSpec& spec = scenario_spec(cmd.get("scenario"));
   const PhysicsConfig physics = resolve_physics(spec, physics_options(cmd));
   const std::string output_path = cmd.get("output");
@@ -83,7 +66,7 @@ int run_step(const Args& args) {
       const double a = parse_cell(table, row, action_columns[0]);
       if (a != std::floor(a) || a < 0 || a >= spec.num_actions)
         throw InputError("'" + table.path + "' row " + std::to_string(row + 1) + ", column 'action': '" +
-                         table.rows[row][action_columns[0]] + "' is not a valid " + spec.name +
+                         format_excerpt(table.rows[row][action_columns[0]]) + "' is not a valid " + spec.name +
                          " action (an integer 0.." + std::to_string(spec.num_actions - 1) + ")");
       discrete.push_back(static_cast<std::int32_t>(a));
     } else {
@@ -128,9 +111,30 @@ int run_step(const Args& args) {
     out << "\n";
   }
   file.commit();
-  std::cerr << "surge step: " << n << " " << spec.name << " transitions on " << device.str() << " -> " << output_path
+  std::cerr << "surge step: " << plural(n, spec.name + " transition") << " on " << device.str() << " -> " << output_path
             << "\n";
   return 0;
+}
+
+}  // namespace
+
+int run_step(const Args& args) {
+  Command cmd("step",
+              "Loads each input row into its own environment, steps them all once together, and writes\n"
+              "one output row per input row, in input order.");
+  cmd.option("scenario", "NAME", "scenario to step", "", true)
+      .option("input", "IN.csv", "states and actions: columns s_<state> and action (others are ignored)", "", true)
+      .option("output", "OUT.csv", "written with next_<state>, obs_<i>, reward, terminated", "", true)
+      .option("device", "DEV", device_help(), "auto");
+  add_physics_option(cmd)
+      .note(
+          "Continuous scenarios with several action dimensions read action_0, action_1, ...\n"
+          "Each row's environment draws its own value of a randomised parameter; the output then has a\n"
+          "param_<name> column per randomised parameter with the value the row ran under.\n"
+          "The output is written whole or not at all.")
+      .example("surge step --scenario cartpole --input ../shared/golden/gymnasium/cartpole.csv --output next.csv")
+      .example("surge step --scenario pendulum --input in.csv --output next.csv --physics mass=1.2,gravity=9:11");
+  return cmd.parse_or_print_usage(args) ? cmd.naming_errors([&] { return step_rows(cmd); }) : 0;
 }
 
 }  // namespace surge::cli

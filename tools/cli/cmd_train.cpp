@@ -113,6 +113,7 @@ void read_resume(const Command& cmd, RunPlan& plan) {
       throw InputError(cmd.complaint("--resume continues the run as it was configured, so --" + std::string(fixed) +
                                      " cannot be given with it"));
   plan.resumed = rl::read_checkpoint(plan.resume_path);
+  rl::require_scenario(*plan.resumed, scenario_spec(plan.resumed->scenario));
   plan.resume_state = rl::read_resume_state(plan.resume_path);
   TrainOutput::check_rows(plan.resume_state.metrics_rows, plan.resume_state.metrics_columns,
                           "checkpoint '" + plan.resume_path + "'");
@@ -284,10 +285,7 @@ int train_command(const Args& args) {
               "seed included), DIR/checkpoint.h5 (parameters, optimiser state, config; see `surge eval`) and\n"
               "DIR/tb (TensorBoard), and ends with a one-line summary.");
   declare(cmd);
-  if (!cmd.parse(args)) {
-    std::cout << cmd.usage();
-    return 0;
-  }
+  if (!cmd.parse_or_print_usage(args)) return 0;
   RunPlan plan;
   const rl::RankPlace place = rl::rank_place();
   plan.device = rank_device(resolve_device(cmd.get("device")), place);

@@ -2,17 +2,22 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <sstream>
 
 #include "sim/error.hpp"
+#include "sim/format.hpp"
+#include "tools/cli/args.hpp"
 
 namespace surge::cli {
 
 AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
+  if (path_.empty()) throw InputError("cannot write a file with an empty name");
   temporary_ = path_ + ".partial." + std::to_string(::getpid());
   out_.open(temporary_, std::ios::out | std::ios::trunc);
   if (!out_) throw InputError("cannot write '" + path_ + "': check that its folder exists and is writable");
@@ -30,8 +35,9 @@ void AtomicFile::commit() {
   const bool ok = static_cast<bool>(out_);
   out_.close();
   if (!ok || std::rename(temporary_.c_str(), path_.c_str()) != 0) {
+    const std::string reason = ok ? std::strerror(errno) : "the disk is full or the file could not be written";
     std::remove(temporary_.c_str());
-    throw Error("could not finish writing '" + path_ + "' (disk full?)");
+    throw InputError("could not finish writing '" + path_ + "': " + reason);
   }
   committed_ = true;
 }
@@ -44,6 +50,7 @@ void write_atomically(const std::string& path, const std::string& text) {
 
 void require_writable(const std::string& path, const std::string& what) {
   namespace fs = std::filesystem;
+  if (path.empty()) throw InputError("cannot write " + what + " '': give a file name");
   const fs::path p(path);
   const fs::path folder = p.has_parent_path() ? p.parent_path() : fs::path(".");
   std::error_code ec;
@@ -52,6 +59,21 @@ void require_writable(const std::string& path, const std::string& what) {
   if (fs::is_directory(p, ec)) throw InputError("cannot write " + what + " '" + path + "': it is a folder");
   if (::access(folder.c_str(), W_OK) != 0)
     throw InputError("cannot write " + what + " '" + path + "': folder '" + folder.string() + "' is not writable");
+}
+
+std::string read_text_file(const std::string& path, const std::string& what) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) throw InputError("cannot read " + what + " '" + path + "': it is a folder");
+  std::ifstream in(path, std::ios::binary);
+  if (!in || !fs::is_regular_file(path, ec))
+    throw InputError("cannot read " + what + " '" + path + "': no such file, or no permission to read it");
+  const std::uintmax_t size = fs::file_size(path, ec);
+  if (ec || size > kMaxTextFileBytes)
+    throw InputError("cannot read " + what + " '" + path + "': it is larger than " + format_bytes(kMaxTextFileBytes));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 namespace {
@@ -87,6 +109,8 @@ CsvTable CsvTable::read(const std::string& path) {
   table.path = path;
   std::string line;
   if (!std::getline(in, line)) throw InputError("'" + path + "' is empty: expected a CSV header row");
+  // A UTF-8 byte order mark, which spreadsheet programs write, is not part of the first column's name.
+  if (line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);
   table.header = split_line(line);
   std::size_t line_number = 1;
   while (std::getline(in, line)) {
@@ -103,12 +127,12 @@ CsvTable CsvTable::read(const std::string& path) {
 
 double parse_cell(const CsvTable& table, std::size_t row, int column) {
   const std::string& text = table.rows[row][static_cast<std::size_t>(column)];
-  char* end = nullptr;
-  const double value = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || !std::isfinite(value))
-    throw InputError("'" + table.path + "' row " + std::to_string(row + 1) + ", column '" + table.header[column] +
-                     "': '" + text + "' is not a finite number");
-  return value;
+  const std::optional<double> value = parse_number_text(text);
+  if (!value)
+    throw InputError("'" + table.path + "' row " + std::to_string(row + 1) + ", column '" +
+                     format_excerpt(table.header[column]) + "': '" + format_excerpt(text) +
+                     "' is not a finite decimal number");
+  return *value;
 }
 
 }  // namespace surge::cli

@@ -1,6 +1,7 @@
 #pragma once
 // Files the command line reads and writes. Outputs are written whole or not at all: into a
 // temporary beside the target, renamed over it only once complete.
+#include <cstddef>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -26,6 +27,11 @@ class AtomicFile {
 
 // Writes `text` to `path` through an AtomicFile: the whole of it or nothing.
 void write_atomically(const std::string& path, const std::string& text);
+
+// The whole of a text file (a config), of at most kMaxTextFileBytes; throws InputError naming `what`
+// and the path when it is a folder, missing, unreadable or larger.
+inline constexpr std::size_t kMaxTextFileBytes = std::size_t(16) << 20;
+std::string read_text_file(const std::string& path, const std::string& what);
 
 // Checks early that `path` can be written, so a long run does not fail at its end.
 void require_writable(const std::string& path, const std::string& what);

@@ -8,16 +8,19 @@
 namespace surge::cli {
 
 std::unique_ptr<rl::RolloutLog> open_train_rollout_log(const RolloutLogRequest& request, Engine& engine,
-                                                       const rl::Trainer& trainer, std::int64_t resume_iteration) {
+                                                       rl::Trainer& trainer, std::int64_t resume_iteration) {
   using rl::LogCapture;
   using rl::LogDtype;
   const rl::RolloutStorage& rollout = trainer.rollout();
   const ScenarioSpec& spec = engine.spec();
   const std::int64_t steps = rollout.num_steps();
+  const std::int64_t log_envs = std::min(request.envs, trainer.config().num_envs);
   const std::vector<std::int64_t> obs_shape{rollout.obs_dim()};
+  const bool normalized = trainer.config().normalize_obs;
   std::vector<rl::LogField> fields = {
-      {rl::kObsField, LogDtype::Float32, steps, obs_shape, rollout.obs(0), LogCapture::AtEnd,
-       "the observation acted on"},
+      {rl::kObsField, LogDtype::Float32, steps, obs_shape,
+       normalized ? trainer.keep_raw_observations(log_envs) : rollout.obs(0), LogCapture::AtEnd,
+       "the observation acted on, as the environment gave it", normalized},
       rollout.continuous() ? rl::LogField{rl::kActionsField,
                                           LogDtype::Float32,
                                           steps,
@@ -94,7 +97,7 @@ std::unique_ptr<rl::RolloutLog> open_train_rollout_log(const RolloutLogRequest& 
   options.device = trainer.device();
   options.num_envs = config.num_envs;
   options.first_env = 0;
-  options.log_envs = std::min(request.envs, config.num_envs);
+  options.log_envs = log_envs;
   options.every = request.every;
   options.queue_depth = request.queue_depth;
   options.first_iteration = 1;
@@ -112,14 +115,16 @@ std::unique_ptr<rl::RolloutLog> open_train_rollout_log(const RolloutLogRequest& 
       {"surge_version", std::string(SURGE_VERSION)},
       {"device", trainer.device().str()},
       {"rollout_steps", steps},
-      {"physics_names", names},
+      {rl::kPhysicsNamesAttribute, names},
       {"physics_value", std::vector<float>(physics.value.begin(), physics.value.end())},
       {"physics_low", std::vector<float>(physics.low.begin(), physics.low.end())},
       {"physics_high", std::vector<float>(physics.high.begin(), physics.high.end())},
       {"physics_randomized", randomized},
+      {rl::kObsNamesAttribute, spec.obs_names},
       {"config", config.to_toml()},
-      // 1 where obs are normalised as the policy saw them (normalize_obs); rewards are always the env's own
+      // 1 where the run normalised observations for the policy (normalize_obs); obs holds the envs' own either way
       {"obs_normalized", static_cast<std::int64_t>(config.normalize_obs)},
+      {rl::kObsRawAttribute, std::int64_t{1}},
   };
   return std::make_unique<rl::RolloutLog>(std::move(options), std::move(fields));
 }

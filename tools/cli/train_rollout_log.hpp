@@ -21,7 +21,9 @@ struct RolloutLogRequest {
 // Opens the log (a new file, or when resuming at `resume_iteration` >= 1 the same file cut back to the
 // iterations before it). The fields are obs, actions, logprob, value, reward, terminated, truncated,
 // advantage and return per step, and start_episode_return, start_episode_length and physics per env.
+// `obs` holds the environments' own observations: with normalize_obs, which normalises the rollout's
+// in place, the trainer keeps a copy of the logged envs' (Trainer::keep_raw_observations).
 std::unique_ptr<rl::RolloutLog> open_train_rollout_log(const RolloutLogRequest& request, Engine& engine,
-                                                       const rl::Trainer& trainer, std::int64_t resume_iteration);
+                                                       rl::Trainer& trainer, std::int64_t resume_iteration);
 
 }  // namespace surge::cli

@@ -8,6 +8,7 @@
 #include "scenarios/registry.hpp"
 #include "scenarios/train_configs.hpp"
 #include "sim/error.hpp"
+#include "tools/cli/io.hpp"
 #include "tools/cli/physics_option.hpp"
 
 namespace surge::cli {
@@ -39,14 +40,11 @@ void note_changes(BuiltConfig& built, std::map<std::string, std::string>& before
 }
 
 std::string read_config_file(const Command& cmd, const std::string& path) {
-  std::error_code error;
-  if (std::filesystem::is_directory(path, error))
-    throw InputError(cmd.complaint("--config " + path + " is a folder; give its config.toml"));
-  std::ifstream in(path);
-  if (!in) throw InputError(cmd.complaint("cannot read config file '" + path + "'"));
-  std::ostringstream contents;
-  contents << in.rdbuf();
-  return contents.str();
+  try {
+    return read_text_file(path, "config file");
+  } catch (const InputError& error) {
+    throw InputError(cmd.complaint(error.what()));
+  }
 }
 
 }  // namespace

@@ -65,6 +65,14 @@ void print_version() {
 #endif
 }
 
+// "surge train", or "surge bench env" for a command with subcommands: the name errors start with.
+std::string command_path(const std::vector<std::string>& args) {
+  if (args.empty()) return "surge";
+  std::string path = "surge " + args[0];
+  if ((args[0] == "bench" || args[0] == "h5") && args.size() > 1 && args[1].rfind("-", 0) != 0) path += " " + args[1];
+  return path;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -91,7 +99,10 @@ int main(int argc, char** argv) {
     std::cerr << "surge: unknown command '" << command << "'; see 'surge --help'\n";
     return 2;
   } catch (const surge::InputError& e) {
-    std::cerr << e.what() << "\n";
+    // Errors thrown below a command (readers, parsers) do not know which command called them: say it.
+    const std::string message = e.what();
+    if (message.rfind("surge", 0) != 0) std::cerr << command_path(args) << ": ";
+    std::cerr << message << "\n";
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "surge: error: " << e.what() << "\n";

@@ -213,9 +213,11 @@ def make_fixtures(surge, folder):
 
 
 def truncations(data):
+    """Labels name the cut by position, not by size, so that they stay the same when the format grows."""
     size = len(data)
-    cuts = sorted({0, 1, 8, 96, 512, 2048, size // 4, size // 2, (3 * size) // 4, size - 1})
-    return [(f"truncated-{cut}", data[:cut]) for cut in cuts if cut < size]
+    cuts = [("0", 0), ("1", 1), ("8", 8), ("96", 96), ("512", 512), ("2048", 2048), ("quarter", size // 4),
+            ("half", size // 2), ("three-quarters", 3 * size // 4), ("last-byte", size - 1)]
+    return [(f"truncated-{label}", data[:cut]) for label, cut in cuts if cut < size]
 
 
 def byte_flips(data, count, seed):
@@ -230,7 +232,7 @@ def byte_flips(data, count, seed):
         damaged = bytearray(data)
         for i in range(offset, min(offset + length, len(damaged))):
             damaged[i] ^= 0xFF
-        out.append((f"flip-{offset}x{length}", bytes(damaged)))
+        out.append((f"flip-{index:02d}", bytes(damaged)))  # (offset, length) follow from the seed
     return out
 
 

@@ -11,9 +11,9 @@ namespace {
 
 // Library file names to try, each first through the loader's search path, then in the CUDA
 // toolkit's usual folders (which the loader may not know about). RTLD_NODELETE keeps a probed library
-// mapped after dlclose: the CUDA libraries keep start-up allocations of their own (cuDNN's and cuBLASLt's
-// static C++ runtimes) that LeakSanitizer can then name, and tools/asan.supp leave out, instead of
-// reporting them from an unknown module.
+// mapped after dlclose, so that what it allocated for itself when loaded (cuDNN's and cuBLASLt's static
+// C++ runtimes) stays reachable: unloaded, LeakSanitizer reports it as leaked from an unknown module that
+// no suppression can name (tools/sanitize-check.sh).
 struct Loaded {
   void* handle = nullptr;
   std::string path;

@@ -11,7 +11,7 @@
 #   SURGE_FUZZ_EXCEPTIONS=any (let every exception pass, to look past a known exit-1 bug for memory errors)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build_dir=${BUILD_DIR:-build-fuzz}
+build_dir=$(realpath -m "${BUILD_DIR:-build-fuzz}")
 jobs=${JOBS:-$(nproc)}
 seconds=${FUZZ_SECONDS:-60}
 targets=("$@")
@@ -32,7 +32,7 @@ export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 
 failed=0
 for target in "${targets[@]}"; do
-  corpus="$build_dir/fuzz-corpus/$target" findings="$build_dir/fuzz-findings/$target"
+  corpus="$build_dir/fuzz-corpus/$target" findings="$build_dir/fuzz-findings/$target" log="$build_dir/fuzz-$target.log"
   rm -rf "$findings"
   mkdir -p "$corpus" "$findings"
   cp tests/fuzz/corpus/"$target"/* "$corpus"/ 2>/dev/null || true
@@ -42,10 +42,14 @@ for target in "${targets[@]}"; do
   esac
   echo "fuzz: $target for ${seconds}s from $(ls "$corpus" | wc -l) inputs"
   # -fork with -ignore_*: a finding is saved and the run goes on, so one known crash does not hide the next.
-  (cd "$findings" && "$OLDPWD/$build_dir/bin/fuzz_$target" -seed=1 -max_total_time="$seconds" -timeout=20 \
-    -rss_limit_mb=4096 -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 -print_final_stats=1 \
-    "$OLDPWD/$corpus" >"$OLDPWD/$build_dir/fuzz-$target.log" 2>&1) || true
-  grep -E "^(#[0-9]+ *DONE|stat::number_of_executed_units|INFO: exiting)" "$build_dir/fuzz-$target.log" | tail -2 || true
+  (cd "$findings" && "$build_dir/bin/fuzz_$target" -seed=1 -max_total_time="$seconds" -timeout=20 -rss_limit_mb=4096 \
+    -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 "$corpus" >"$log" 2>&1) || true
+  if ! grep -q "INFO: fuzzed for" "$log"; then
+    echo "fuzz: $target did not run to its time limit:"
+    tail -20 "$log"
+    failed=1
+  fi
+  grep -E "^#[0-9]+: cov" "$log" | tail -1 || true
   # Each finding is run again alone, with whole stacks through uninstrumented libraries; one that does
   # not fail again (a job that died of its neighbour's memory) is listed but does not fail the check.
   for finding in "$findings"/*; do

@@ -30,7 +30,7 @@ std::unique_ptr<Collective> open_single_process() { return std::make_unique<Sing
 
 #ifndef SURGE_WITH_NCCL
 std::unique_ptr<Collective> open_nccl(Device device, const RankPlace&) {
-  throw InputError("surge: training on " + device.str() +
+  throw InputError("training on " + device.str() +
                    " across MPI ranks needs NCCL, and this build has none; install NCCL (libnccl-dev) and rebuild, "
                    "or train with --device cpu");
 }

@@ -19,7 +19,7 @@ void check_mpi(int code, const char* call) {
   char text[MPI_MAX_ERROR_STRING] = {};
   int length = 0;
   MPI_Error_string(code, text, &length);
-  throw Error(std::string("surge: ") + call + " failed: " + text);
+  throw Error(std::string(call) + " failed: " + text);
 }
 
 // mpirun (Open MPI), Hydra (MPICH) and PMIx launchers set these in every rank's environment; a program

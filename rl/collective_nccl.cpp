@@ -35,12 +35,12 @@ const char* nccl_name(ncclResult_t result) {
 #ifdef SURGE_WITH_MPI
 void broadcast_from_first(void* bytes, int count) {
   if (MPI_Bcast(bytes, count, MPI_BYTE, 0, MPI_COMM_WORLD) != MPI_SUCCESS)
-    throw Error("surge: MPI_Bcast of the NCCL unique id failed");
+    throw Error("MPI_Bcast of the NCCL unique id failed");
 }
 bool any_rank(bool flag) {
   int value = flag ? 1 : 0;
   if (MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD) != MPI_SUCCESS)
-    throw Error("surge: MPI_Allreduce of the stop flag failed");
+    throw Error("MPI_Allreduce of the stop flag failed");
   return value != 0;
 }
 #else
@@ -83,7 +83,7 @@ class NcclCollective final : public Collective {
     if (failure != ncclSuccess) {
       ncclCommAbort(comm_);
       comm_ = nullptr;
-      throw Error("surge: NCCL failed on rank " + std::to_string(place_.rank) + " (" + place_.host +
+      throw Error("NCCL failed on rank " + std::to_string(place_.rank) + " (" + place_.host +
                   "): " + ncclGetErrorString(failure) + "; the run stops");
     }
     return place_.size == 1 ? flag : any_rank(flag);

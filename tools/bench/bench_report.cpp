@@ -19,6 +19,11 @@ std::string bench_mode(const Command& cmd) {
   return mode;
 }
 
+void require_creatable(const std::string& path, const std::string& what) {
+  require_writable(path, what);
+  const AtomicFile probe(path);  // its temporary is removed again: nothing is left behind
+}
+
 std::string command_line(const std::string& command, const Args& args) {
   std::string line = command;
   for (const std::string& a : args) line += " " + a;
@@ -27,8 +32,8 @@ std::string command_line(const std::string& command, const Args& args) {
 
 ReportFiles::ReportFiles(const Command& cmd)
     : json_path_(cmd.has("json") ? cmd.get("json") : ""), svg_path_(cmd.has("svg") ? cmd.get("svg") : "") {
-  if (!json_path_.empty()) require_writable(json_path_, "JSON report");
-  if (!svg_path_.empty()) require_writable(svg_path_, "SVG figure");
+  if (!json_path_.empty()) require_creatable(json_path_, "JSON report");
+  if (!svg_path_.empty()) require_creatable(svg_path_, "SVG figure");
 }
 
 void ReportFiles::write(const std::function<std::string()>& render_json,

@@ -18,7 +18,12 @@ std::string bench_mode(const Command& cmd);
 // "surge bench sweep --from 64 ...": `command` followed by its arguments.
 std::string command_line(const std::string& command, const Args& args);
 
-// --json FILE and --svg FILE: both checked writable when read, so a long run does not fail at its end;
+// Checks early that `path` can be created: its folder exists and is writable, and a file of that name can
+// be opened there (a name too long, or a folder such as /proc that refuses new files, fails here and not
+// after a long measurement). Throws InputError naming `what` and the path.
+void require_creatable(const std::string& path, const std::string& what);
+
+// --json FILE and --svg FILE: both checked creatable when read, so a long run does not fail at its end;
 // both rendered before either is written, so a failure leaves neither behind.
 class ReportFiles {
  public:

@@ -55,7 +55,7 @@ int bench_env(const Args& args) {
   const std::string mode = bench_mode(cmd);
   const std::uint64_t seed = cmd.get_u64("seed");
   const std::string json_path = cmd.has("json") ? cmd.get("json") : "";
-  if (!json_path.empty()) require_writable(json_path, "JSON report");
+  if (!json_path.empty()) require_creatable(json_path, "JSON report");
   const Device device = resolve_device(cmd.get("device"));
 
   // Stop before allocating anything when the run cannot fit.
@@ -138,9 +138,11 @@ int run_bench(const Args& args) {
       "  roofline  each phase's FLOPs and bytes against the measured SGEMM rate and copy bandwidth\n"
       "  train     end-to-end PPO training throughput (env-steps/s), CUDA graphs on and off\n\n"
       "See 'surge bench <what> --help'.\n";
-  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+  if (args.empty())
+    throw InputError("surge bench: name the benchmark: env, sweep, roofline or train; see 'surge bench --help'");
+  if (args[0] == "--help" || args[0] == "-h") {
     std::cout << usage;
-    return args.empty() ? 2 : 0;
+    return 0;
   }
   const Args rest(args.begin() + 1, args.end());
   if (args[0] == "env") return bench_env(rest);

@@ -60,7 +60,9 @@ int run_config(const Args& args) {
     std::cout << "Usage: surge config show [options]\n\n"
                  "  show   the effective training config (TOML) and where each value came from;\n"
                  "         `surge config show --help` lists its options\n";
-    return args.empty() ? 2 : 0;
+    if (!args.empty()) return 0;
+    std::cerr << "surge config: no subcommand given; the one there is: show\n";
+    return 2;
   }
   if (args[0] == "show") return run_config_show(Args(args.begin() + 1, args.end()));
   throw InputError("surge config: unknown subcommand '" + args[0] + "'; the one there is: show");

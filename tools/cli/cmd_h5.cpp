@@ -329,7 +329,9 @@ int run_h5(const Args& args) {
       "See 'surge h5 <what> --help'.\n";
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     std::cout << usage;
-    return args.empty() ? 2 : 0;
+    if (!args.empty()) return 0;
+    std::cerr << "surge h5: no subcommand given; they are info, episodes and export\n";
+    return 2;
   }
   const Args rest(args.begin() + 1, args.end());
   try {

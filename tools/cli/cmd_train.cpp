@@ -157,6 +157,7 @@ RunOutcome train_run(const RunPlan& plan, const std::string& out_dir) {
   output.write_config(config, spec, plan.device);
   folder.keep();
 
+  say_device_notice();
   std::cerr << "surge train: " << config.scenario << " on " << plan.device.str() << ", "
             << (ranks.size() > 1 ? std::to_string(ranks.size()) + " ranks x " : "") << config.num_envs << " envs x "
             << config.num_steps << " steps, " << plural(trainer.num_iterations(), "iteration") << " ("

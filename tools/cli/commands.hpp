@@ -26,8 +26,11 @@ int run_plot(const Args& args);    // cmd_plot.cpp
 
 // Shared by the commands: the help text of --device, and --device's value -> a Device. "cuda" on a
 // machine that cannot run it throws InputError with one line of the doctor's verdict; "auto" falls
-// back to the CPU and says so on stderr, once per process.
+// back to the CPU and says so on stderr, once per process, through say_device_notice(): a long command
+// calls it as it starts work, main() after a command that ended without an input error (so that an
+// error stays one line).
 std::string device_help();
 Device resolve_device(const std::string& text);
+void say_device_notice();
 
 }  // namespace surge::cli

@@ -17,8 +17,28 @@
 namespace surge::cli {
 
 AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
+  namespace fs = std::filesystem;
   if (path_.empty()) throw InputError("cannot write a file with an empty name");
-  temporary_ = path_ + ".partial." + std::to_string(::getpid());
+  // A link is followed: the file it names is replaced, and the link stays. A device, FIFO or socket
+  // (/dev/stdout, /dev/null, a pipe) is written through, as it cannot be replaced; a folder is refused.
+  std::error_code error;
+  const fs::file_status status = fs::status(path_, error);  // of what a link names
+  if (fs::is_directory(status)) throw InputError("cannot write '" + path_ + "': it is a folder; give a file name");
+  if (fs::exists(status) && !fs::is_regular_file(status)) {
+    direct_ = true;
+    out_.open(path_, std::ios::out);
+    if (!out_) throw InputError("cannot write '" + path_ + "': " + std::strerror(errno));
+    return;
+  }
+  std::string target = path_;
+  if (fs::is_symlink(fs::symlink_status(path_, error))) {
+    if (!fs::exists(status))
+      throw InputError("cannot write '" + path_ + "': it is a link to '" + fs::read_symlink(path_, error).string() +
+                       "', which does not exist");
+    target = fs::canonical(path_, error).string();
+  }
+  final_ = target;
+  temporary_ = target + ".partial." + std::to_string(::getpid());
   out_.open(temporary_, std::ios::out | std::ios::trunc);
   if (!out_) throw InputError("cannot write '" + path_ + "': check that its folder exists and is writable");
 }
@@ -26,7 +46,7 @@ AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
 AtomicFile::~AtomicFile() {
   if (!committed_) {
     out_.close();
-    std::remove(temporary_.c_str());
+    if (!direct_) std::remove(temporary_.c_str());
   }
 }
 
@@ -34,7 +54,12 @@ void AtomicFile::commit() {
   out_.flush();
   const bool ok = static_cast<bool>(out_);
   out_.close();
-  if (!ok || std::rename(temporary_.c_str(), path_.c_str()) != 0) {
+  if (direct_) {
+    if (!ok) throw InputError("could not finish writing '" + path_ + "': " + std::strerror(errno));
+    committed_ = true;
+    return;
+  }
+  if (!ok || std::rename(temporary_.c_str(), final_.c_str()) != 0) {
     const std::string reason = ok ? std::strerror(errno) : "the disk is full or the file could not be written";
     std::remove(temporary_.c_str());
     throw InputError("could not finish writing '" + path_ + "': " + reason);

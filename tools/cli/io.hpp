@@ -8,6 +8,9 @@
 
 namespace surge::cli {
 
+// A file written whole or not at all: into a temporary beside the target, renamed over it by commit().
+// A link is followed (the file it names is replaced, the link stays); a device, FIFO or socket such as
+// /dev/stdout is written straight through, since it cannot be replaced; a folder is refused.
 class AtomicFile {
  public:
   // Throws InputError (naming the path) if the file cannot be created.
@@ -20,9 +23,10 @@ class AtomicFile {
   void commit();  // flush, close and rename into place; throws on failure
 
  private:
-  std::string path_, temporary_;
+  std::string path_, final_, temporary_;
   std::ofstream out_;
   bool committed_ = false;
+  bool direct_ = false;  // written through: a device, FIFO or socket
 };
 
 // Writes `text` to `path` through an AtomicFile: the whole of it or nothing.

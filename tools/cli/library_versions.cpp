@@ -10,7 +10,10 @@ namespace surge::cli {
 namespace {
 
 // Library file names to try, each first through the loader's search path, then in the CUDA
-// toolkit's usual folders (which the loader may not know about).
+// toolkit's usual folders (which the loader may not know about). RTLD_NODELETE keeps a probed library
+// mapped after dlclose, so that what it allocated for itself when loaded (cuDNN's and cuBLASLt's static
+// C++ runtimes) stays reachable: unloaded, LeakSanitizer reports it as leaked from an unknown module that
+// no suppression can name (tools/sanitize-check.sh).
 struct Loaded {
   void* handle = nullptr;
   std::string path;
@@ -29,7 +32,8 @@ Loaded open_first(const std::vector<std::string>& names, bool cuda_library) {
   }
   for (const std::string& folder : folders)
     for (const std::string& name : names)
-      if (void* handle = dlopen((folder + name).c_str(), RTLD_LAZY | RTLD_LOCAL)) return {handle, folder + name};
+      if (void* handle = dlopen((folder + name).c_str(), RTLD_LAZY | RTLD_LOCAL | RTLD_NODELETE))
+        return {handle, folder + name};
   return {};
 }
 

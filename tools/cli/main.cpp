@@ -8,6 +8,7 @@
 #include "scenarios/registry.hpp"
 #include "sim/device.hpp"
 #include "sim/error.hpp"
+#include "sim/format.hpp"
 #include "sim/runtime_internal.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/version.hpp"
@@ -89,7 +90,9 @@ int main(int argc, char** argv) {
   try {
     if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
       print_usage();
-      return args.empty() ? 2 : 0;
+      if (!args.empty()) return 0;
+      std::cerr << "surge: no command given; the commands are listed above\n";
+      return 2;
     }
     if (args[0] == "--version" || args[0] == "version") {
       print_version();
@@ -98,16 +101,22 @@ int main(int argc, char** argv) {
     surge::cpu_order();  // a bad SURGE_CPU_ORDER is refused before any command writes anything
     const std::string command = args[0];
     const surge::cli::Args rest(args.begin() + 1, args.end());
-    if (command == "step") return surge::cli::run_step(rest);
-    if (command == "bench") return surge::cli::run_bench(rest);
-    if (command == "train") return surge::cli::run_train(rest);
-    if (command == "eval") return surge::cli::run_eval(rest);
-    if (command == "h5") return surge::cli::run_h5(rest);
-    if (command == "doctor") return surge::cli::run_doctor(rest);
-    if (command == "plot") return surge::cli::run_plot(rest);
-    if (command == "config") return surge::cli::run_config(rest);
-    std::cerr << "surge: unknown command '" << command << "'; see 'surge --help'\n";
-    return 2;
+    int (*run)(const surge::cli::Args&) = nullptr;
+    if (command == "step") run = surge::cli::run_step;
+    if (command == "bench") run = surge::cli::run_bench;
+    if (command == "train") run = surge::cli::run_train;
+    if (command == "eval") run = surge::cli::run_eval;
+    if (command == "h5") run = surge::cli::run_h5;
+    if (command == "doctor") run = surge::cli::run_doctor;
+    if (command == "plot") run = surge::cli::run_plot;
+    if (command == "config") run = surge::cli::run_config;
+    if (!run) {
+      std::cerr << "surge: unknown command '" << surge::format_excerpt(command) << "'; see 'surge --help'\n";
+      return 2;
+    }
+    const int code = run(rest);
+    surge::cli::say_device_notice();  // if the command did not say it as it started
+    return code;
   } catch (const surge::InputError& e) {
     // Every error line starts with the command's name; messages from shared code get it here.
     const std::string message = e.what();

@@ -127,6 +127,11 @@ bool Command::parse(const std::vector<std::string>& args) {
     } else {
       if (k + 1 >= args.size()) throw InputError(complaint("--" + name + " needs a value (" + spec->value_name + ")"));
       value = args[++k];
+      // "--out --help" is a forgotten value, not a folder named --help.
+      const std::string next = value.rfind("--", 0) == 0 ? value.substr(2, value.find('=') - 2) : "";
+      if (value == "-h" || next == "help" || (!next.empty() && find(next)))
+        throw InputError(complaint("--" + name + " needs a value (" + spec->value_name + "), not the option '" +
+                                   format_excerpt(value) + "'"));
     }
     if (!spec->is_repeated && values_.count(name)) throw InputError(complaint("--" + name + " was given twice"));
     values_[name].push_back(value);

@@ -257,7 +257,6 @@ int h5_export(Args args) {
     return 0;
   }
   const std::string name = cmd.get("dataset");
-  Output output(cmd.has("out") ? cmd.get("out") : "");
   const RolloutFile file(path);
   std::optional<std::int64_t> row;
   if (cmd.has("iteration")) {
@@ -272,6 +271,7 @@ int h5_export(Args args) {
   if (name != rl::kEnvIdDataset && !one_per_iteration) require_env_axis(file, info, per_step);
   const rl::DatasetValues data = file.read(name, row);
 
+  Output output(cmd.has("out") ? cmd.get("out") : "");  // after the reads: a damaged file leaves nothing
   std::ostream& out = output.stream();
   const std::vector<std::int64_t>& iterations = file.iterations();
   const std::vector<std::int64_t>& env_ids = file.env_ids();

@@ -335,6 +335,8 @@ int train_command(const Args& args) {
   plan.checkpoint_every = cmd.get_int("checkpoint-every", 0, std::int64_t(1) << 40);
   if (cmd.has("stop-after")) plan.stop_after = cmd.get_int("stop-after", 1, std::int64_t(1) << 40);
 
+  if (!cmd.get_all("out").empty() && cmd.get("out").empty())
+    throw InputError(cmd.complaint("--out '' names no folder; give one, or leave --out out for a new dated one"));
   std::string out_dir = cmd.get_all("out").empty() ? "" : cmd.get("out");
   if (out_dir.empty()) {
     const std::string resume_folder = std::filesystem::path(plan.resume_path).parent_path().string();
@@ -347,6 +349,13 @@ int train_command(const Args& args) {
       throw InputError(cmd.complaint("--log-rollouts takes one run; train the seed to log on its own (--seed K)"));
     RolloutLogRequest request;
     request.path = cmd.get("log-rollouts");
+    if (request.path.empty()) throw InputError(cmd.complaint("--log-rollouts '' names no file; give FILE.h5"));
+    // The log is laid out beside its path and renamed onto it: only a regular file (or none) can be replaced.
+    const std::filesystem::file_status existing = std::filesystem::symlink_status(request.path);
+    if (std::filesystem::exists(existing) && !std::filesystem::is_regular_file(existing))
+      throw InputError(cmd.complaint("--log-rollouts " + request.path +
+                                     " is not a regular file (a link, a FIFO or a device); give the path of an HDF5 "
+                                     "file to write"));
     request.every = cmd.get_int("log-every", 1, std::int64_t(1) << 40);
     // The default takes at most all the environments there are; a number asked for must fit.
     request.envs = cmd.get_all("log-envs").empty() ? std::min<std::int64_t>(64, plan.config.num_envs)

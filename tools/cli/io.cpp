@@ -1,5 +1,6 @@
 #include "tools/cli/io.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -25,6 +26,12 @@ AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
   const fs::file_status status = fs::status(path_, error);  // of what a link names
   if (fs::is_directory(status)) throw InputError("cannot write '" + path_ + "': it is a folder; give a file name");
   if (fs::exists(status) && !fs::is_regular_file(status)) {
+    if (fs::is_fifo(status)) {  // a FIFO no one reads would block the write for ever: say so instead
+      const int probe = ::open(path_.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+      if (probe < 0)
+        throw InputError("cannot write '" + path_ + "': it is a FIFO with no reader; start the reader first");
+      ::close(probe);
+    }
     direct_ = true;
     out_.open(path_, std::ios::out);
     if (!out_) throw InputError("cannot write '" + path_ + "': " + std::strerror(errno));

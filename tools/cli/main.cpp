@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <filesystem>
 #include <iostream>
 #include <string>
 
@@ -68,6 +69,14 @@ std::string command_name(const std::vector<std::string>& args) {
   return name;
 }
 
+// An error as one line on stderr: the command's name first (messages from shared code lack it), and a
+// line break inside (a file name may hold one) written as \n.
+std::string one_line(const std::string& message, const std::vector<std::string>& args) {
+  std::string line = message.rfind("surge", 0) == 0 ? "" : command_name(args) + ": ";
+  for (char c : message) line += c == '\n' ? std::string("\\n") : c == '\r' ? std::string("\\r") : std::string(1, c);
+  return line;
+}
+
 void print_version() {
   const surge::CudaStatus& cuda = surge::cuda_status();
   std::cout << "surge " << SURGE_VERSION << "\n";
@@ -118,9 +127,11 @@ int main(int argc, char** argv) {
     surge::cli::say_device_notice();  // if the command did not say it as it started
     return code;
   } catch (const surge::InputError& e) {
-    // Every error line starts with the command's name; messages from shared code get it here.
-    const std::string message = e.what();
-    std::cerr << (message.rfind("surge", 0) == 0 ? "" : command_name(args) + ": ") << message << "\n";
+    std::cerr << one_line(e.what(), args) << "\n";
+    return 2;
+  } catch (const std::filesystem::filesystem_error& e) {
+    // A path the file system refused (a loop of links, a name too long): the input's doing, not a bug.
+    std::cerr << one_line(e.what(), args) << "\n";
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "surge: error: " << e.what() << "\n";

@@ -216,7 +216,8 @@ std::vector<PlotGroup> group_runs(const std::vector<PlotRun>& runs) {
     std::map<std::string, bool> keys;
     for (const auto& group : members)
       for (const auto& [key, value] : runs[group[0]].settings) keys[key] = true;
-    for (const auto& [key, unused] : keys) {
+    for (const auto& entry : keys) {
+      const std::string& key = entry.first;  // a plain reference: Clang 14 cannot capture a structured binding
       auto value_of = [&](const std::vector<std::size_t>& group) {
         const auto it = runs[group[0]].settings.find(key);
         return it == runs[group[0]].settings.end() ? std::string("(unset)") : it->second;

@@ -369,7 +369,11 @@ void apply_config_setting(TrainConfig& config, const std::string& setting) {
   const auto eq = setting.find('=');
   if (eq == std::string::npos || eq == 0)
     throw InputError("--set '" + shown + "' is not of the form key=value (e.g. --set learning_rate=3e-4)");
-  const std::string key = setting.substr(0, eq);
+  // Spaces around the key are layout, as in TOML ("physics.a = 0" names parameter "a").
+  std::string key = setting.substr(0, eq);
+  key.erase(0, key.find_first_not_of(" \t"));
+  key.erase(key.find_last_not_of(" \t") + 1);
+  if (key.empty()) throw InputError("--set '" + shown + "' names no key (e.g. --set learning_rate=3e-4)");
   std::string value = setting.substr(eq + 1);
   const std::string where = "--set " + shown;
   if (key.rfind("physics.", 0) == 0) {

@@ -183,6 +183,11 @@ void read_physics_entry(TrainConfig& config, const std::string& name, const toml
   const std::string what =
       "physics." + format_excerpt(name) + " must be a number (a fixed value) or a range [low, high] of two numbers";
   const std::string key = "physics." + format_excerpt(name);
+  // A parameter's name is a bare TOML key (every scenario's are): anything else could not be written back.
+  const bool bare = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+  });
+  if (!bare) throw InputError(where + ": '" + key + "' is not a physics parameter name (letters, digits and _ only)");
   PhysicsSetting setting;
   setting.name = name;
   if (const auto* array = node.as_array()) {

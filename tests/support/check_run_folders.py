@@ -19,6 +19,9 @@ import tempfile
 import time
 import tomllib
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fuzz_cli import snapshot as listing  # noqa: E402  every entry with its kind, size and time
+
 SURGE = None
 SMALL = ["--device", "cpu", "--set", "hidden=[16,16]"]
 
@@ -38,17 +41,6 @@ def refused(result, *words):
     assert lines[0].startswith("surge "), lines[0]
     for word in words:
         assert word in lines[0], (word, lines[0])
-
-
-def listing(folder):
-    """Every path under `folder` with its size and modification time."""
-    found = {}
-    for root, dirs, files in os.walk(folder):
-        for name in dirs + files:
-            path = os.path.join(root, name)
-            info = os.lstat(path)
-            found[os.path.relpath(path, folder)] = (info.st_size, info.st_mtime_ns)
-    return found
 
 
 def metrics(folder):

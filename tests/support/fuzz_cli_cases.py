@@ -354,9 +354,32 @@ def hdf5_cases(fx, scratch):
     return cases
 
 
+def run_cases(fx):
+    """The run-folder inputs: --seeds, --overwrite, the evaluation keys, and surge config show."""
+    cases = []
+    for value in ["", "a", "-1", "3-1", "1-", "-5", "1,1", "1-2000", "1,,2", "0x1", "1.5", " 1-2"]:
+        cases.append(Case(f"run/train/--seeds={value!r}", TRAIN + ["--seeds", value], {}, ("out",)))
+    cases.append(Case("run/train/--seeds-with-seed", TRAIN + ["--seeds", "1-2", "--seed", "3"], {}, ("out",)))
+    cases.append(Case("run/train/--overwrite-file", TRAIN + ["--overwrite"], {"out": b"a file"}, ()))
+    cases.append(Case("run/train/--out-holds-files", TRAIN, {"out": ("dir",), "out/x": b"x"}, ()))
+    for value in ["eval_every=-1", "eval_every=x", "eval_episodes=0", "eval_episodes=1e12", "scenario=1",
+                  "scenario=\"nope\""]:
+        cases.append(Case(f"run/train/--set={value}", TRAIN + ["--set", value], {}, ("out",)))
+    show = ["config", "show", "--device", "cpu"]
+    for label, args in [("bad-scenario", ["--scenario", "nope"]), ("bad-preset", ["--preset", "nope"]),
+                        ("bad-set", ["--set", "bogus=1"]), ("no-subcommand", []), ("unknown-subcommand", None),
+                        ("missing-config", ["--config", "no.toml"]), ("scenario-disagrees", ["--config", "c.toml"])]:
+        argv = ["config", "nope"] if args is None else (["config"] if not args else show + args)
+        fls = {"c.toml": b'scenario = "acrobot"\n'} if label == "scenario-disagrees" else {}
+        if label == "scenario-disagrees":
+            argv = argv + ["--scenario", "cartpole"]
+        cases.append(Case(f"run/config-show/{label}", argv, fls, ()))
+    return cases
+
+
 def all_cases(fx, source_dir, scratch):
     cases = (flag_cases(fx) + number_cases(fx) + path_cases(fx) + csv_cases(fx) + toml_cases(fx, source_dir) +
-             hdf5_cases(fx, scratch))
+             hdf5_cases(fx, scratch) + run_cases(fx))
     ids = [case.id for case in cases]
     duplicates = sorted({i for i in ids if ids.count(i) > 1})
     if duplicates:

@@ -65,8 +65,10 @@ for target in "${targets[@]}"; do
     # HDF5 1.10 follows a damaged variable-length string's global-heap length without checking it
     # (H5HG_read): a defect of the library, not of the reader; the program itself reports such a file
     # from a guard on that read (rl/io/hdf5_util.cpp). Listed, not failed.
-    if grep -q "libFuzzer: out-of-memory" "$finding.log"; then
-      echo "fuzz: $target: $(basename "$finding") needs more than 4 GB of memory (a finding to look at, listed, not failed)"
+    # A read the program's guard ended (rl/io/hdf5_read_guard.hpp: HDF5 looping over a damaged global heap)
+    # is the answer the program gives, one line and exit 2.
+    if grep -q "is damaged: the HDF5 library did not finish" "$finding.log"; then
+      echo "fuzz: $target: $(basename "$finding") is answered by the program's read guard (exit 2)"
       continue
     fi
     if grep -q "in H5HG_read" "$finding.log"; then

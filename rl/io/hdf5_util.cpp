@@ -1,12 +1,10 @@
 #include "rl/io/hdf5_util.hpp"
 
-#include <signal.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <sstream>
 
+#include "rl/io/hdf5_read_guard.hpp"
 #include "sim/error.hpp"
 #include "sim/format.hpp"
 
@@ -162,47 +160,6 @@ bool has_attribute(hid_t object, const std::string& name) { return H5Aexists(obj
 
 namespace {
 
-// HDF5 1.10 follows a variable-length string's global-heap reference without checking it, so a damaged
-// file can make H5Aread copy from anywhere. While such a read runs, a crash is reported as what it is,
-// a damaged input file, with exit code 2 (write and _exit are async-signal-safe; the message is ready).
-char crash_message[640];
-std::size_t crash_message_length = 0;
-
-extern "C" void on_read_crash(int) {
-  if (::write(STDERR_FILENO, crash_message, crash_message_length) < 0) {
-    // Nothing more can be done from here.
-  }
-  ::_exit(2);
-}
-
-class ReadCrashGuard {
- public:
-  ReadCrashGuard(hid_t object, const std::string& name) {
-    char file[512] = "";
-    if (H5Fget_name(object, file, sizeof file) < 0) file[0] = '\0';
-    const int written = std::snprintf(crash_message, sizeof crash_message,
-                                      "surge: '%s' is damaged: the HDF5 library crashed reading its attribute '%s'; "
-                                      "use an undamaged copy\n",
-                                      file, name.c_str());
-    crash_message_length = written < 0 ? 0 : std::min<std::size_t>(written, sizeof crash_message - 1);
-    struct sigaction action {};
-    action.sa_handler = on_read_crash;
-    sigemptyset(&action.sa_mask);
-    sigaction(SIGSEGV, &action, &previous_segv_);
-    sigaction(SIGBUS, &action, &previous_bus_);
-  }
-  ~ReadCrashGuard() {
-    sigaction(SIGSEGV, &previous_segv_, nullptr);
-    sigaction(SIGBUS, &previous_bus_, nullptr);
-  }
-  ReadCrashGuard(const ReadCrashGuard&) = delete;
-  ReadCrashGuard& operator=(const ReadCrashGuard&) = delete;
-
- private:
-  struct sigaction previous_segv_ {
-  }, previous_bus_{};
-};
-
 // Every element of a string attribute (scalar or array, fixed or variable length).
 std::vector<std::string> read_strings(hid_t attribute, const std::string& name) {
   Handle type(H5Aget_type(attribute), "type of attribute '" + name + "'");
@@ -214,7 +171,14 @@ std::vector<std::string> read_strings(hid_t attribute, const std::string& name) 
     Handle memory_type = utf8_string_type();
     std::vector<char*> texts(static_cast<std::size_t>(count), nullptr);
     {
-      const ReadCrashGuard guard(attribute, name);
+      char file[512] = "";
+      if (H5Fget_name(attribute, file, sizeof file) < 0) file[0] = '\0';
+      hsize_t file_bytes = 0;
+      if (const hid_t file_id = H5Iget_file_id(attribute); file_id >= 0) {
+        if (H5Fget_filesize(file_id, &file_bytes) < 0) file_bytes = 0;
+        H5Fclose(file_id);
+      }
+      const GuardedRead guard(file, file_bytes, name);
       check(H5Aread(attribute, memory_type.get(), texts.data()), "read attribute '" + name + "'");
     }
     for (char* text : texts) {

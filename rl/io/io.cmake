@@ -11,6 +11,7 @@ find_package(Threads REQUIRED)
 # The rollout log, its reader and the episodes rebuilt from it always build; without HDF5 the file
 # behind them is a stand-in that answers every open with one line saying so.
 add_library(surge_rollout_log STATIC ${_surge_rl_io_dir}/rollout_log.cpp ${_surge_rl_io_dir}/rollout_log_lock.cpp
+                                     ${_surge_rl_io_dir}/hdf5_read_guard.cpp
                                      ${_surge_rl_io_dir}/rollout_episodes.cpp)
 surge_target_defaults(surge_rollout_log)
 target_link_libraries(surge_rollout_log PUBLIC surge_sim Threads::Threads)

@@ -7,11 +7,15 @@ fault), write nothing, and leave the checkpoint as it was; never exit 1 or crash
   type or shape, a group where a dataset belongs, NaN parameters, attributes missing, of another type or
   out of range, resume state out of range (train_state with 2 or 5 values, a ring head or count out of
   range, an iteration that is not the checkpoint's, a 1-D metrics table);
+- a damaged variable-length string (HDF5 1.10 trusts it): a length of 4 GB must not make the program ask for
+  4 GB, and a heap object of size zero (HDF5 loops for ever on it) must end in one line, not a hang;
 - a checkpoint of the first layout (biases [out][1], no checksums) still loads and plays the same.
 Exit 77 (skipped) where h5py is missing."""
 import hashlib
 import os
+import resource
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -61,6 +65,38 @@ def require_refused(path, what, needles, commands=("eval", "train")):
             assert needle in line, (what, command, needle, line)
         assert out is None or not os.path.exists(out), (what, command, "wrote", out)
         assert digest(path) == before, (what, command, "changed the checkpoint")
+
+
+def heap_offsets(path, text):
+    """Where the file keeps the string `text` in a global heap (HDF5's GCOL collections): the byte offset of
+    the length field of the reference to it, and of the size field of the collection's free-space object."""
+    data = open(path, "rb").read()
+    start = data.find(b"GCOL")
+    while start >= 0:
+        size = struct.unpack_from("<Q", data, start + 8)[0]
+        at, found, free = start + 16, None, None
+        while at + 16 <= start + size:
+            index, _, _, length = struct.unpack_from("<HHIQ", data, at)
+            if index == 0:
+                free = at + 8
+                break
+            if data[at + 16:at + 16 + length] == text:
+                found = index
+            at += 16 + (length + 7) // 8 * 8
+        if found is not None:
+            reference = struct.pack("<IQI", len(text), start, found)
+            return data.find(reference), free
+        start = data.find(b"GCOL", start + 4)
+    raise AssertionError(f"{text!r} is in no global heap of {path}")
+
+
+def patched(name, offset, value, base=None):
+    path = os.path.join(work, name + ".h5")
+    shutil.copy(base or original, path)
+    with open(path, "r+b") as f:
+        f.seek(offset)
+        f.write(value)
+    return path
 
 
 def edited(name, edit):
@@ -135,6 +171,26 @@ try:
     with open(path, "w") as f:
         f.write("iteration,global_step\n1,2\n")
     require_refused(path, "not HDF5", ["not an HDF5 file"])
+
+    # HDF5 1.10 allocates and clears a variable-length string's stored length before it reads the heap, and
+    # loops for ever over a heap object of size zero. The reads of such strings run under a guard
+    # (rl/io/hdf5_read_guard.hpp): an address-space cap and a watchdog.
+    # Today's checkpoints checksum their object headers, where the length lives; a file of the first layout
+    # (tests/data) does not, so the length is changed there. Global heaps have no checksum in either.
+    old_layout = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "checkpoints",
+                              "mountain_car_continuous_iteration5.h5")
+    length_at, _ = heap_offsets(old_layout, b"MountainCarContinuous-v0")
+    _, free_at = heap_offsets(original, b"CartPole-v1")
+    assert length_at > 0 and free_at, (length_at, free_at)
+    path = patched("string_4gb", length_at, struct.pack("<I", 0xFE001008), old_layout)
+    require_refused(path, "a 4 GB string", ["'gym_id'", "memory allocation failed"], ("eval",))
+    peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    assert peak_kb < 1 << 20, f"a child process reached {peak_kb} KB"
+    path = patched("heap_loop", free_at, struct.pack("<Q", 0))
+    result = subprocess.run([surge, "eval", "--checkpoint", path, "--episodes", "8", "--device", "cpu"],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, (result.returncode, result.stderr)
+    assert result.stderr.startswith(f"surge eval: '{path}' is damaged: the HDF5 library did not finish"), result.stderr
 
     def train_state(values, attribute=False):
         def edit(f):

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <string>
 
+#include "rl/io/hdf5_read_guard.hpp"
 #include "scenarios/registry.hpp"
 #include "sim/device.hpp"
 #include "sim/error.hpp"
@@ -109,6 +110,7 @@ int main(int argc, char** argv) {
     }
     surge::cpu_order();  // a bad SURGE_CPU_ORDER is refused before any command writes anything
     const std::string command = args[0];
+    surge::rl::hdf5::set_guarded_read_prefix(command_name(args));
     const surge::cli::Args rest(args.begin() + 1, args.end());
     int (*run)(const surge::cli::Args&) = nullptr;
     if (command == "step") run = surge::cli::run_step;

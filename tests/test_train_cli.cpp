@@ -177,6 +177,18 @@ TEST_CASE("surge train --dry-run prints the memory plan and writes nothing", "[t
   CHECK(r.output().find("rollout.obs") != std::string::npos);
   CHECK(r.output().find("learner.adam_v") != std::string::npos);
   CHECK(r.output().find("workspace.actor_activations") != std::string::npos);
+  CHECK(r.output().find("rollout_log.obs_raw") == std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(dir));
+
+  // A rollout log of normalised observations keeps the raw ones: (8 + 1) steps x 5 envs x 4 floats.
+  const Result logged = run_surge(
+      "train --device cpu --num-envs 64 --num-steps 8 --set normalize_obs=true --dry-run "
+      "--log-envs 5 --log-rollouts " +
+      (dir / "log.h5").string() + " --out " + dir.string());
+  INFO(logged.output());
+  REQUIRE(logged.exit_code == 0);
+  CHECK(logged.output().find("rollout_log.obs_raw           [T+1][M][obs_dim]                 180") !=
+        std::string::npos);
   CHECK_FALSE(std::filesystem::exists(dir));
 }
 

@@ -325,6 +325,10 @@ int train_command(const Args& args) {
   // Every buffer is sized from the config: a run that would not fit stops here, before it allocates.
   MemoryPlan memory = engine_memory_plan(scenario, plan.device, plan.config.num_envs);
   memory.append(rl::Trainer::memory_plan(plan.config, spec, plan.device, place.size));
+  // The default takes at most all the environments there are; a number asked for must fit.
+  const std::int64_t log_envs = cmd.get_all("log-envs").empty() ? std::min<std::int64_t>(64, plan.config.num_envs)
+                                                                : cmd.get_int("log-envs", 1, plan.config.num_envs);
+  if (cmd.has("log-rollouts")) memory.append(rollout_log_memory_plan(plan.config, spec, plan.device, log_envs));
   if (cmd.flag_set("dry-run")) {
     const AvailableMemory available = available_memory(plan.device);
     if (place.rank == 0) std::cout << memory.table(available);
@@ -357,9 +361,7 @@ int train_command(const Args& args) {
                                      " is not a regular file (a link, a FIFO or a device); give the path of an HDF5 "
                                      "file to write"));
     request.every = cmd.get_int("log-every", 1, std::int64_t(1) << 40);
-    // The default takes at most all the environments there are; a number asked for must fit.
-    request.envs = cmd.get_all("log-envs").empty() ? std::min<std::int64_t>(64, plan.config.num_envs)
-                                                   : cmd.get_int("log-envs", 1, plan.config.num_envs);
+    request.envs = log_envs;
     request.queue_depth = static_cast<int>(cmd.get_int("log-queue", 1, 64));
     RunFolder::require_not_an_output(out_dir, request.path, "--log-rollouts", "surge train");
     // A log inside the run's folder may wait for the folder; anywhere else its folder must exist.

@@ -7,6 +7,14 @@
 
 namespace surge::cli {
 
+MemoryPlan rollout_log_memory_plan(const rl::TrainConfig& config, const ScenarioSpec& spec, Device device,
+                                   std::int64_t log_envs) {
+  MemoryPlan plan(device);
+  if (config.normalize_obs)
+    plan.add<float>("rollout_log.obs_raw", "[T+1][M][obs_dim]", (config.num_steps + 1) * log_envs * spec.obs_dim);
+  return plan;
+}
+
 std::unique_ptr<rl::RolloutLog> open_train_rollout_log(const RolloutLogRequest& request, Engine& engine,
                                                        rl::Trainer& trainer, std::int64_t resume_iteration) {
   using rl::LogCapture;

@@ -8,6 +8,7 @@
 #include "rl/io/rollout_log.hpp"
 #include "rl/trainer.hpp"
 #include "sim/engine.hpp"
+#include "sim/memory_plan.hpp"
 
 namespace surge::cli {
 
@@ -23,6 +24,11 @@ struct RolloutLogRequest {
 // advantage and return per step, and start_episode_return, start_episode_length and physics per env.
 // `obs` holds the environments' own observations: with normalize_obs, which normalises the rollout's
 // in place, the trainer keeps a copy of the logged envs' (Trainer::keep_raw_observations).
+// What logging adds to the training run's memory plan: with normalize_obs, the device copy of the logged
+// envs' raw observations ([T+1][M][obs_dim] floats, Trainer::keep_raw_observations).
+MemoryPlan rollout_log_memory_plan(const rl::TrainConfig& config, const ScenarioSpec& spec, Device device,
+                                   std::int64_t log_envs);
+
 std::unique_ptr<rl::RolloutLog> open_train_rollout_log(const RolloutLogRequest& request, Engine& engine,
                                                        rl::Trainer& trainer, std::int64_t resume_iteration);
 

@@ -5,6 +5,7 @@ usage: check_mpi.py equivalence DATA_PARALLEL_CHECK
        check_mpi.py train SURGE
        check_mpi.py resume SURGE
        check_mpi.py stall SURGE
+       check_mpi.py logs SURGE
 
 equivalence: runs the check program (tests/support/data_parallel_check.cpp) as two ranks: identical
 parameters on both after every iteration, and the same training as one process over both ranks'
@@ -17,6 +18,8 @@ on 2 ranks writes the metrics.csv of an uninterrupted 2-rank run, cell for cell 
 checkpoint counts both ranks' steps for `surge eval`; resuming it in one process is refused with one line.
 stall: with rank_timeout_s = 3, SIGSTOP on rank 1's process ends the job soon after, with one line from
 rank 0 naming rank 1 and its host.
+logs: --log-ranks all writes FILE.h5 (rank 0) and FILE.rank1.h5, each holding its own rank's global
+environment numbers; --log-ranks 1 writes rank 1's alone, and continues it on --resume.
 
 Exit 77 (skipped) where mpirun is missing or the program was built without MPI.
 """
@@ -202,8 +205,45 @@ def stall(surge):
         assert lines[0][0] == socket.gethostname() == lines[0][1], lines
 
 
+def logged(surge, path, cwd):
+    """(iteration count, env range) as `surge h5 info` reports them."""
+    info = run([surge, "h5", "info", path], cwd)
+    assert info.returncode == 0, info.returncode
+    iterations = re.search(r"^logged iterations: (\d+)", info.stdout, re.MULTILINE)
+    envs = re.search(r"^logged environments: \d+ \(env ([^)]*)\)", info.stdout, re.MULTILINE)
+    assert iterations and envs, info.stdout
+    return int(iterations.group(1)), envs.group(1)
+
+
+def logs(surge):
+    if not built_with_mpi(surge):
+        print("surge was built without MPI: skipped")
+        sys.exit(SKIP)
+    start = ["train", "--scenario", "cartpole", "--device", "cpu", "--total-steps", str(8 * 2 * 16 * 16),
+             "--log-every", "1", "--log-envs", "4"]
+    with tempfile.TemporaryDirectory() as cwd:
+        both = run(mpirun(2) + [surge] + start + ["--out", "both", "--log-rollouts", "both/roll.h5", "--log-ranks", "all"],
+                   cwd)
+        assert both.returncode == 0, both.returncode
+        assert logged(surge, "both/roll.h5", cwd) == (8, "0-3"), "rank 0: environments 0..3"
+        assert logged(surge, "both/roll.rank1.h5", cwd) == (8, "16-19"), "rank 1: its global environments 16..19"
+
+        half = run(mpirun(2) + [surge] + start + ["--out", "one", "--log-rollouts", "one/roll.h5", "--log-ranks", "1",
+                                                   "--stop-after", "3"], cwd)
+        assert half.returncode == 0, half.returncode
+        assert logged(surge, "one/roll.rank1.h5", cwd) == (3, "16-19")
+        resumed = run(mpirun(2) + [surge, "train", "--resume", "one/checkpoint.h5", "--log-rollouts", "one/roll.h5",
+                                   "--log-ranks", "1", "--log-every", "1", "--log-envs", "4"], cwd)
+        assert resumed.returncode == 0, resumed.returncode
+        assert logged(surge, "one/roll.rank1.h5", cwd) == (8, "16-19"), "rank 1's log continued"
+        assert not os.path.exists(os.path.join(cwd, "one", "roll.h5")), "rank 0 logs nothing when not chosen"
+
+        refused = run(mpirun(2) + [surge] + start + ["--out", "bad", "--log-rollouts", "x.h5", "--log-ranks", "2"], cwd)
+        assert refused.returncode != 0 and "--log-ranks 2: '2' is not one of the 2 ranks" in refused.stderr
+
+
 def main():
-    modes = {"equivalence": equivalence, "train": train, "resume": resume, "stall": stall}
+    modes = {"equivalence": equivalence, "train": train, "resume": resume, "stall": stall, "logs": logs}
     if len(sys.argv) != 3 or sys.argv[1] not in modes:
         print(__doc__)
         return 2

@@ -2,6 +2,7 @@
 // config.toml, checkpoint.h5 (best.h5 with evaluation) and TensorBoard events.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -39,6 +40,7 @@ struct RunPlan {
   double target = NAN;
   std::int64_t checkpoint_every = 0, stop_after = -1;
   std::optional<RolloutLogRequest> log;
+  std::vector<bool> log_ranks{true};  // --log-ranks: a flag per rank
   RunFolder::Reuse reuse = RunFolder::Reuse::Refuse;
   std::optional<rl::Checkpoint> resumed;
   rl::ResumeState resume_state;
@@ -68,6 +70,10 @@ void declare(Command& cmd) {
       .option("log-rollouts", "FILE.h5", "log rollouts to FILE.h5 (HDF5; see 'surge h5' and docs/hdf5-schema.md)")
       .option("log-every", "K", "log iterations 1, 1+K, 1+2K, ...", "10")
       .option("log-envs", "M", "log environments 0 .. M-1 (by default at most 64)", "64")
+      .option("log-ranks", "LIST",
+              "under mpirun, the ranks whose rollouts are logged: all, or ranks such as 0,2; rank r > 0 writes "
+              "FILE.rank<r>.h5 beside FILE.h5, its env_id holding the global environment numbers",
+              "0")
       .option("log-queue", "Q",
               "logged iterations held in host memory for the writer; when all Q wait, an iteration "
               "is dropped (and counted) rather than slowing training",
@@ -131,6 +137,11 @@ void read_resume(const Command& cmd, RunPlan& plan, int ranks) {
   plan.reuse = RunFolder::Reuse::Resume;
 }
 
+// Whether a rank other than 0 logs rollouts.
+bool ranks_log(const RunPlan& plan) {
+  return plan.log && std::find(plan.log_ranks.begin() + 1, plan.log_ranks.end(), true) != plan.log_ranks.end();
+}
+
 struct RunOutcome {
   int exit_code = 0;
   SeedResult result;
@@ -143,13 +154,13 @@ RunOutcome train_run(const RunPlan& plan, const std::string& out_dir) {
   const std::unique_ptr<rl::Collective> opened = rl::open_collective(plan.device);
   const rl::Collective& ranks = *opened;
   if (ranks.rank() != 0) {
-    const RankRun run{config,
-                      plan.physics,
-                      plan.device,
-                      plan.target,
-                      plan.stop_after,
-                      plan.resumed ? &*plan.resumed : nullptr,
-                      &plan.resume_state};
+    RankRun run{config, plan.physics, plan.device, plan.target, plan.stop_after, nullptr, &plan.resume_state, {}};
+    if (plan.resumed) run.resumed = &*plan.resumed;
+    run.ranks_log = ranks_log(plan);
+    if (plan.log && plan.log_ranks[ranks.rank()]) {
+      run.log = plan.log;
+      run.log->path = rank_log_path(plan.log->path, ranks.rank());
+    }
     return {follow_run(run, ranks), {}};
   }
   const ScenarioSpec& spec = scenario_spec(config.scenario);
@@ -164,8 +175,9 @@ RunOutcome train_run(const RunPlan& plan, const std::string& out_dir) {
     first_iteration = plan.resume_state.iteration();
   }
   std::unique_ptr<rl::RolloutLog> rollout_log;
-  if (plan.log)
+  if (plan.log && plan.log_ranks[0])
     rollout_log = open_train_rollout_log(*plan.log, *engine, trainer, plan.resumed ? first_iteration + 1 : -1);
+  if (ranks_log(plan)) logs_may_open(ranks);
   TrainOutput output =
       plan.resumed ? TrainOutput(folder.dir(), plan.resume_state.metrics_rows, plan.resume_state.metrics_columns)
                    : TrainOutput(folder.dir());
@@ -231,7 +243,7 @@ RunOutcome train_run(const RunPlan& plan, const std::string& out_dir) {
     // Iterations are numbered from 1 in the log, as in metrics.csv.
     if (rollout_log) rollout_log->begin_iteration(k + 1, trainer.stream());
     trainer.iterate();
-    if (rollout_log) rollout_log->end_iteration((k + 1) * config.batch_size(), trainer.stream());
+    if (rollout_log) rollout_log->end_iteration((k + 1) * config.batch_size() * ranks.size(), trainer.stream());
     done = k + 1;
     consume(trainer.ready_metrics());
     bool save_best = false;
@@ -267,11 +279,7 @@ RunOutcome train_run(const RunPlan& plan, const std::string& out_dir) {
   }
   if (rollout_log) {
     rollout_log->close();
-    const rl::RolloutLogStats logged = rollout_log->stats();
-    if (!logged.failed)
-      std::cerr << "surge train: logged " << plural(logged.written, "iteration") << " to " << rollout_log->path()
-                << (logged.dropped ? " (" + std::to_string(logged.dropped) + " dropped: the disk did not keep up)" : "")
-                << "\n";
+    report_rollout_log(*rollout_log);
   }
   if (final_state && !save_checkpoint(checkpoint_path, *final_state))
     failed += failed.empty() ? "checkpoint.h5" : " and checkpoint.h5";
@@ -399,6 +407,10 @@ int train_command(const Args& args) {
         std::filesystem::weakly_canonical(std::filesystem::absolute(out_dir), error))
       require_writable(request.path, "the rollout log");
     plan.log = request;
+    plan.log_ranks = parse_log_ranks(cmd.get("log-ranks"), place.size, cmd);
+  } else if (!cmd.get_all("log-ranks").empty()) {
+    throw InputError(
+        cmd.complaint("--log-ranks chooses the ranks that --log-rollouts logs; give --log-rollouts FILE.h5"));
   }
   if (seeds.empty()) {
     if (plan.reuse == RunFolder::Reuse::Refuse && place.rank == 0)

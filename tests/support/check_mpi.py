@@ -12,7 +12,8 @@ parameters on both after every iteration, and the same training as one process o
 environments.
 train: `mpirun -np 2 surge train --scenario cartpole --device cpu --target-return 475` solves CartPole;
 rank 0 alone writes the run folder, metrics.csv counts the steps of both ranks; then SIGINT to mpirun stops
-both ranks at one iteration boundary with metrics.csv and the checkpoint written whole.
+both ranks at one iteration boundary with metrics.csv and the checkpoint written whole, and the run goes on
+from that checkpoint on 2 ranks.
 resume: a 2-rank run stopped half way (with a periodic checkpoint and evaluations on the way) and resumed
 on 2 ranks writes the metrics.csv of an uninterrupted 2-rank run, cell for cell but the timings; the
 checkpoint counts both ranks' steps for `surge eval`; resuming it in one process is refused with one line.
@@ -110,6 +111,10 @@ def train(surge):
         assert len(rows) >= 5 and int(rows[-1]["iteration"]) == len(rows), "metrics.csv holds whole rows"
         assert os.path.exists(os.path.join(cwd, "stop", "checkpoint.h5")) or "no HDF5" in err, "the checkpoint"
         assert sorted(os.listdir(cwd)) == ["run", "stop"], os.listdir(cwd)
+        if "no HDF5" not in err:  # the checkpoint holds both ranks: the run goes on from it
+            again = run(mpirun(2) + [surge, "train", "--resume", "stop/checkpoint.h5", "--stop-after", "1"], cwd)
+            assert again.returncode == 0, f"the resumed run exited {again.returncode}"
+            assert f"resumed after iteration {len(rows)}" in again.stderr, again.stderr
 
 
 def run(command, cwd):

@@ -53,9 +53,8 @@ RankPlace rank_place();
 
 // The collective for a learner on `device`: single_process() for one rank; MPI for CPU devices and NCCL
 // for CUDA ones (bootstrapped through MPI) otherwise. Throws InputError when the build lacks what the
-// device needs (NCCL for CUDA). The CPU's sums start with a barrier (the rank timeout's check that every
-// rank arrived); with `time_waits` (benchmarks) it is timed apart, so that waiting_seconds() tells the
-// wait for other ranks from the transfer.
+// device needs (NCCL for CUDA). With `time_waits` (benchmarks), the CPU's sums start with a barrier,
+// timed apart, so that waiting_seconds() tells the wait for other ranks from the transfer.
 std::unique_ptr<Collective> open_collective(Device device, bool time_waits = false);
 
 // Under mpirun: how long a rank waits in a collective (a sum, the stop flag, a gather) for the others

@@ -16,6 +16,7 @@ class SingleProcess final : public Collective {
   void all_reduce_sum(Span<float>, const Stream&) const override {}
   void all_reduce_sum(Span<double>, const Stream&) const override {}
   bool any(bool flag) const override { return flag; }
+  std::vector<std::vector<std::byte>> gather(const std::vector<std::byte>& bytes) const override { return {bytes}; }
   std::string describe() const override { return "1 process"; }
 };
 
@@ -27,6 +28,13 @@ const Collective& single_process() {
 }
 
 std::unique_ptr<Collective> open_single_process() { return std::make_unique<SingleProcess>(); }
+
+RankTimeout& rank_timeout() {
+  static RankTimeout timeout;
+  return timeout;
+}
+
+void set_rank_timeout(double seconds, const std::string& command) { rank_timeout() = {seconds, command}; }
 
 #ifndef SURGE_WITH_NCCL
 std::unique_ptr<Collective> open_nccl(Device device, const RankPlace&) {

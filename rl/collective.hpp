@@ -3,9 +3,11 @@
 // enqueued on the learner's stream. A run launched by mpirun, in a build with MPI, has one rank per
 // process (MPI_Allreduce on the CPU, ncclAllReduce between GPUs, captured in the CUDA graph); every other
 // run is one rank, and its sums are the values themselves.
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "sim/device.hpp"
 #include "sim/memory.hpp"
@@ -24,6 +26,9 @@ class Collective {
   virtual void all_reduce_sum(Span<double> values, const Stream& stream) const = 0;
   // On the host, now (it waits for every rank): whether `flag` is true on any rank.
   virtual bool any(bool flag) const = 0;
+  // On the host, now (every rank calls it): rank 0 gets every rank's `bytes`, by rank (its own first);
+  // the other ranks get an empty list. Checkpoints gather each rank's environments so.
+  virtual std::vector<std::vector<std::byte>> gather(const std::vector<std::byte>& bytes) const = 0;
   // Host seconds spent in all_reduce_sum so far, waiting for the other ranks included (CPU only: on
   // CUDA the sums run on the stream, out of the host's sight, and this stays 0). Of those, the seconds
   // spent waiting for the slowest rank to arrive, where the collective was opened to tell them apart.
@@ -51,6 +56,11 @@ RankPlace rank_place();
 // device needs (NCCL for CUDA). With `time_waits` (benchmarks), the CPU's sums start with a barrier,
 // timed apart, so that waiting_seconds() tells the wait for other ranks from the transfer.
 std::unique_ptr<Collective> open_collective(Device device, bool time_waits = false);
+
+// Under mpirun: how long a rank waits in a collective (a sum, the stop flag, a gather) for the others
+// before it ends the job, with one line from `command` ("surge train") naming the ranks that did not
+// arrive and their hosts (MPI_Abort; on NCCL the communicator is aborted first). 60 s until set.
+void set_rank_timeout(double seconds, const std::string& command);
 
 // Ends MPI, if this process started it, once every rank has finished its work (every rank must call it).
 // A process that ends without calling it (after an error) leaves MPI as it is: the launcher then stops

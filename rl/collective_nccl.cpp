@@ -8,6 +8,14 @@
 #include <mpi.h>
 #endif
 
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <iostream>
+#include <mutex>
+#include <thread>
+
 #include "rl/collective.hpp"
 #include "rl/collective_backends.hpp"
 #include "sim/cuda_check.hpp"
@@ -56,12 +64,20 @@ class NcclCollective final : public Collective {
   NcclCollective(Device device, const RankPlace& place) : place_(place) {
     ncclUniqueId id{};
     if (place.rank == 0) SURGE_NCCL_CHECK(ncclGetUniqueId(&id));
-    // A communicator of one rank (the GPU smoke test) needs no MPI.
+    // A communicator of one rank (the GPU smoke test) needs no MPI, and no watchdog.
     if (place.size > 1) broadcast_from_first(&id, sizeof id);
     SURGE_CUDA_CHECK(cudaSetDevice(device.index));
     SURGE_NCCL_CHECK(ncclCommInitRank(&comm_, place.size, id, place.rank));
+    beat();
+    if (place.size > 1) watchdog_ = std::thread([this] { watch(); });
   }
   ~NcclCollective() override {
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      finished_ = true;
+    }
+    wake_.notify_all();
+    if (watchdog_.joinable()) watchdog_.join();
     if (comm_) ncclCommDestroy(comm_);
   }
   NcclCollective(const NcclCollective&) = delete;
@@ -79,14 +95,26 @@ class NcclCollective final : public Collective {
   // ends this rank with a line naming it, instead of a wait that never ends.
   bool any(bool flag) const override {
     ncclResult_t failure = ncclSuccess;
-    SURGE_NCCL_CHECK(ncclCommGetAsyncError(comm_, &failure));
-    if (failure != ncclSuccess) {
-      ncclCommAbort(comm_);
-      comm_ = nullptr;
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      SURGE_NCCL_CHECK(ncclCommGetAsyncError(comm_, &failure));
+      if (failure != ncclSuccess) {
+        ncclCommAbort(comm_);
+        comm_ = nullptr;
+      }
+    }
+    if (failure != ncclSuccess)
       throw Error("NCCL failed on rank " + std::to_string(place_.rank) + " (" + place_.host +
                   "): " + ncclGetErrorString(failure) + "; the run stops");
-    }
-    return place_.size == 1 ? flag : any_rank(flag);
+    const bool result = place_.size == 1 ? flag : any_rank(flag);
+    beat();
+    return result;
+  }
+  std::vector<std::vector<std::byte>> gather(const std::vector<std::byte>& bytes) const override {
+#ifdef SURGE_WITH_MPI
+    if (place_.size > 1) return mpi_gather(bytes, place_);
+#endif
+    return {bytes};
   }
   std::string describe() const override {
     return "NCCL rank " + std::to_string(place_.rank) + " of " + std::to_string(place_.size) + " (" + place_.host + ")";
@@ -100,8 +128,40 @@ class NcclCollective final : public Collective {
                                    static_cast<cudaStream_t>(stream.native_handle())));
   }
 
+  // The host comes back to any() once per iteration. A rank whose host has not for the rank timeout
+  // waits on sums that another rank never joins (its stream blocked in NCCL, the host in a wait for the
+  // stream): the watchdog aborts the communicator, which ends those waits, names this rank and ends the
+  // job (the process exits, and mpirun stops the others). So does an error NCCL reports on its own.
+  void beat() const { last_beat_ns_ = Clock::now().time_since_epoch().count(); }
+  void watch() {
+    const RankTimeout timeout = rank_timeout();
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!wake_.wait_for(lock, std::chrono::milliseconds(200), [this] { return finished_; })) {
+      ncclResult_t failure = ncclSuccess;
+      if (comm_) ncclCommGetAsyncError(comm_, &failure);
+      const double idle =
+          std::chrono::duration<double>(Clock::now().time_since_epoch() - Clock::duration(last_beat_ns_.load()))
+              .count();
+      if (failure == ncclSuccess && idle < timeout.seconds) continue;
+      std::cerr << timeout.command << ": NCCL rank " << place_.rank << " (" << place_.host << "): "
+                << (failure != ncclSuccess ? std::string("NCCL failed: ") + ncclGetErrorString(failure)
+                                           : "the sums across the ranks made no progress for " +
+                                                 std::to_string(static_cast<long>(timeout.seconds)) +
+                                                 " s (rank_timeout_s): another rank stalled or died")
+                << "; the communicator is aborted and the job stops" << std::endl;
+      if (comm_) ncclCommAbort(comm_);
+      std::_Exit(1);
+    }
+  }
+
+  using Clock = std::chrono::steady_clock;
   RankPlace place_;
   mutable ncclComm_t comm_ = nullptr;  // null once aborted
+  mutable std::mutex mutex_;           // comm_ between the host and the watchdog
+  std::condition_variable wake_;
+  bool finished_ = false;
+  mutable std::atomic<Clock::rep> last_beat_ns_{0};
+  std::thread watchdog_;
 };
 
 }  // namespace

@@ -159,6 +159,7 @@ const std::vector<Key>& keys() {
       bool_key("cuda_graph", &TrainConfig::cuda_graph),
       bool_key("tf32", &TrainConfig::tf32),
       integer_key("cpu_threads", &TrainConfig::cpu_threads),
+      number_key("rank_timeout_s", &TrainConfig::rank_timeout_s),
   };
   return table;
 }
@@ -303,6 +304,8 @@ void TrainConfig::validate() const {
   require_range(reward_clip > 0 && !std::isnan(reward_clip), "reward_clip", text(reward_clip), "it must be positive");
   require_range(cpu_threads >= 0 && cpu_threads <= 4096, "cpu_threads", text(cpu_threads),
                 "it must lie in 0..4096 (0 leaves OpenMP's default)");
+  require_range(rank_timeout_s >= 0.1 && rank_timeout_s <= 1e6, "rank_timeout_s", text(rank_timeout_s),
+                "it must lie in 0.1..1000000 (seconds a rank waits for the others)");
   require_range(eval_every >= 0, "eval_every", text(eval_every), "it must be >= 0 (0 turns evaluation off)");
   require_range(eval_episodes >= 1 && eval_episodes <= (std::int64_t(1) << 24), "eval_episodes", text(eval_episodes),
                 "it must lie in 1..16777216");

@@ -120,6 +120,7 @@ Checkpoint read_checkpoint_file(const checkpoint_file::Reader& file) {
                  " and action_dim = " + std::to_string(c.action_dim) + " where exactly one of them must be positive");
   c.global_step = file.integer("/", "global_step", 0, kMaxCount);
   c.iteration = file.integer("/", "iteration", 0, kMaxCount);
+  c.ranks = file.has_attribute("/", "ranks") ? static_cast<int>(file.integer("/", "ranks", 1, 1 << 20)) : 1;
   const std::string config = file.text("/", "config");
   try {
     c.config = load_train_config(config, "config", false, "");
@@ -128,11 +129,12 @@ Checkpoint read_checkpoint_file(const checkpoint_file::Reader& file) {
     file.damaged("attribute 'config' of / is not a config this build accepts (" + std::string(error.what()) + ")");
   }
   // A run may be resumed with fewer total_steps than it had done, so the bound is the steps a config allows.
-  const std::int64_t batch = c.config.batch_size();
+  const std::int64_t batch = c.config.batch_size() * c.ranks;
   if (c.iteration > kMaxTotalSteps / batch || c.global_step != c.iteration * batch)
-    file.damaged("attributes iteration = " + std::to_string(c.iteration) + " and global_step = " +
-                 std::to_string(c.global_step) + " do not fit its config's batch of " + std::to_string(batch) +
-                 " steps (global_step = iteration x batch, at most " + std::to_string(kMaxTotalSteps) + ")");
+    file.damaged("attributes iteration = " + std::to_string(c.iteration) +
+                 " and global_step = " + std::to_string(c.global_step) + " do not fit its config's batch of " +
+                 std::to_string(batch) + " steps over its ranks (global_step = iteration x batch, at most " +
+                 std::to_string(kMaxTotalSteps) + ")");
   const ActorCritic network = checkpoint_network(c);
   c.params = read_slices(file, "/parameters", network.table(), false);
   c.adam_m = read_slices(file, "/optimizer/adam_m", network.table(), false);
@@ -177,6 +179,7 @@ void write_checkpoint(const std::string& path, const Checkpoint& c) {
     hdf5::write_int_attribute(root, "action_dim", c.action_dim);
     hdf5::write_int_attribute(root, "global_step", c.global_step);
     hdf5::write_int_attribute(root, "iteration", c.iteration);
+    if (c.ranks > 1) hdf5::write_int_attribute(root, "ranks", c.ranks);
     hdf5::write_string_attribute(root, "config", c.config.to_toml());
     {
       hdf5::Handle parameters = create_group(root, "parameters");
@@ -228,7 +231,8 @@ void write_checkpoint(const std::string& path, const Trainer& trainer) {
   c.config = trainer.config();
   const TrainState state = trainer.train_state();
   c.iteration = state.iteration;
-  c.global_step = state.iteration * trainer.config().batch_size();
+  c.ranks = trainer.ranks().size();
+  c.global_step = state.iteration * trainer.config().batch_size() * c.ranks;
   c.params = to_host(trainer.parameters(), trainer.stream());
   c.adam_m = to_host(trainer.adam_first_moment(), trainer.stream());
   c.adam_v = to_host(trainer.adam_second_moment(), trainer.stream());

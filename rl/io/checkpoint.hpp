@@ -5,7 +5,7 @@
 // in HDF5's 1.10 format, whose metadata is checksummed too (rl/io/checkpoint_file.hpp). Layout:
 //   /                    attributes format ("surge-checkpoint"), format_version, scenario, gym_id, obs_dim,
 //                        num_actions (0 when continuous), action_dim (0 when discrete), global_step,
-//                        iteration, config (TOML text)
+//                        iteration, config (TOML text), ranks (of a data-parallel run; absent: 1)
 //   /parameters/<slice>  float32: a weight [out][in] (/parameters/actor.0.weight [64][4]), a bias [out]
 //                        (/parameters/actor.0.bias [64]; files written before this layout hold [64][1],
 //                        and still load), the Gaussian's actor.log_std [action_dim][1]
@@ -38,8 +38,9 @@ struct Checkpoint {
   int num_actions = 0;  // discrete actions, or 0
   int action_dim = 0;   // continuous action dimensions (a Gaussian policy with /parameters/actor.log_std), or 0
   TrainConfig config;
-  std::int64_t global_step = 0;
+  std::int64_t global_step = 0;  // every rank's steps: iteration x batch x ranks
   std::int64_t iteration = 0;
+  int ranks = 1;  // the data-parallel run's processes
   // Flat, laid out by the ParamTable of network() below.
   std::vector<float> params, adam_m, adam_v;
   double adam_step = 0.0;

@@ -17,6 +17,8 @@
 //                        env_params [N][params] in the scenario's parameter type (float32, or float64 for
 //                        a scenario that keeps its parameters so), env_episode_steps int32 [N],
 //                        env_episode_returns float32 [N], env_rng_offsets uint64 [N]
+//   /resume/rank<r>/...  a data-parallel run's rank r (1 .. ranks-1, the root's attribute `ranks`; rank 0's
+//                        entries are the ones above): its trainer and env_ entries, named and shaped as above
 // Files of the first release keep train_state as an int64 [4] attribute of /resume and the other
 // entries flat; they load the same.
 // Without HDF5 (rl/io/no_hdf5_checkpoint.cpp) the functions below throw InputError saying so.
@@ -38,17 +40,26 @@ namespace surge::rl {
 class Trainer;
 struct Checkpoint;
 
+// One rank's own state: what ResumeState::trainer and ::engine hold for rank 0.
+struct RankResume {
+  std::vector<SavedBuffer> trainer, engine;
+};
+
 struct ResumeState {
-  std::string path;                  // the checkpoint it was read from (for messages)
-  std::vector<SavedBuffer> trainer;  // Trainer::save_state() less the agent's entries (kAgent)
-  std::vector<SavedBuffer> engine;   // the engine's saved entries (state, params, counters, RNG offsets)
+  std::string path;                     // the checkpoint it was read from (for messages)
+  std::vector<SavedBuffer> trainer;     // Trainer::save_state() less the agent's entries (kAgent)
+  std::vector<SavedBuffer> engine;      // the engine's saved entries (state, params, counters, RNG offsets)
+  int ranks = 1;                        // of the run that saved it
+  std::vector<RankResume> other_ranks;  // [ranks - 1]: ranks 1 .. ranks-1 of a data-parallel run
   std::vector<std::string> metrics_columns;
   std::vector<std::vector<double>> metrics_rows;
 
-  // Copies the device state to the host (waits for the trainer's stream).
+  // Copies the device state to the host (waits for the trainer's stream). Data-parallel, every rank
+  // calls it at the same point: rank 0's state gathers the others' (other_ranks); theirs hold their own.
   static ResumeState capture(const Trainer& trainer, Engine& engine);
-  // Puts the agent and this state back into a trainer and engine built from the checkpoint's config;
-  // throws InputError when their sizes differ from the checkpoint's.
+  // Puts the agent and this state back into a trainer and engine built from the checkpoint's config,
+  // the trainer's rank taking its own part; throws InputError when their sizes or the number of ranks
+  // differ from the checkpoint's.
   void restore(const Checkpoint& agent, Trainer& trainer, Engine& engine) const;
   // Iterations the saved run had completed (its train_state).
   std::int64_t iteration() const {

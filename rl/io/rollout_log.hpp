@@ -61,6 +61,7 @@ struct RolloutLogOptions {
   Device device = Device::cpu();     // where the fields live
   std::int64_t num_envs = 0;         // N: the env axis of the device buffers
   std::int64_t first_env = 0;        // the logged envs are first_env .. first_env + log_envs - 1
+  std::int64_t env_id_base = 0;      // added to first_env.. in env_id: a data-parallel rank's first global env
   std::int64_t log_envs = 0;         // M
   std::int64_t every = 1;            // log the iterations with (iteration - first_iteration) % every == 0
   std::int64_t first_iteration = 0;  // the number of a run's first iteration, where every env starts afresh

@@ -146,7 +146,8 @@ void RolloutLogFile::Datasets::create(const RolloutLogOptions& options, const st
     for (const LogAttribute& attribute : options.attributes) write_attribute(root, attribute);
 
     std::vector<std::int64_t> env_ids(static_cast<std::size_t>(options.log_envs));
-    for (std::int64_t m = 0; m < options.log_envs; ++m) env_ids[static_cast<std::size_t>(m)] = options.first_env + m;
+    for (std::int64_t m = 0; m < options.log_envs; ++m)
+      env_ids[static_cast<std::size_t>(m)] = options.env_id_base + options.first_env + m;
     const Handle env_dataset = hdf5::write_dataset(root, kEnvIdDataset, env_ids);
     hdf5::write_string_attribute(env_dataset.get(), "description", "the environments logged, by index in the run");
 
@@ -235,7 +236,7 @@ std::int64_t RolloutLogFile::Datasets::reopen(const RolloutLogOptions& options, 
     if (env_ids.size() != static_cast<std::size_t>(options.log_envs))
       refuse("it logged another number of environments");
     hdf5::read_whole(env_dataset.get(), H5T_NATIVE_INT64, env_ids.data(), kEnvIdDataset);
-    if (env_ids.front() != options.first_env) refuse("it logged other environments");
+    if (env_ids.front() != options.env_id_base + options.first_env) refuse("it logged other environments");
   }
   iteration = open(kIterationDataset);
   global_step = open(kGlobalStepDataset);

@@ -2,6 +2,7 @@
 // config.toml, checkpoint.h5 (best.h5 with evaluation) and TensorBoard events.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -39,6 +40,7 @@ struct RunPlan {
   double target = NAN;
   std::int64_t checkpoint_every = 0, stop_after = -1;
   std::optional<RolloutLogRequest> log;
+  std::vector<bool> log_ranks{true};  // --log-ranks: a flag per rank
   RunFolder::Reuse reuse = RunFolder::Reuse::Refuse;
   std::optional<rl::Checkpoint> resumed;
   rl::ResumeState resume_state;
@@ -68,6 +70,10 @@ void declare(Command& cmd) {
       .option("log-rollouts", "FILE.h5", "log rollouts to FILE.h5 (HDF5; see 'surge h5' and docs/hdf5-schema.md)")
       .option("log-every", "K", "log iterations 1, 1+K, 1+2K, ...", "10")
       .option("log-envs", "M", "log environments 0 .. M-1 (by default at most 64)", "64")
+      .option("log-ranks", "LIST",
+              "under mpirun, the ranks whose rollouts are logged: all, or ranks such as 0,2; rank r > 0 writes "
+              "FILE.rank<r>.h5 beside FILE.h5, its env_id holding the global environment numbers",
+              "0")
       .option("log-queue", "Q",
               "logged iterations held in host memory for the writer; when all Q wait, an iteration "
               "is dropped (and counted) rather than slowing training",
@@ -92,7 +98,9 @@ void declare(Command& cmd) {
       .note(
           "Under mpirun (a build with MPI; `surge doctor` says): one rank per process, each with --num-envs\n"
           "environments of its own, gradients averaged after every minibatch; total_steps counts every rank's steps\n"
-          "and rank 0 alone writes DIR. See docs/scaling.md.")
+          "and rank 0 alone writes DIR; --resume continues such a run on as many ranks. A rank that waits in a sum\n"
+          "for the others longer than rank_timeout_s (--set rank_timeout_s=S, default 60) ends the job with a line\n"
+          "naming the ranks that did not arrive and their hosts. See docs/scaling.md.")
       .example("surge train --scenario cartpole --device cpu --target-return 475")
       .example("surge train --scenario acrobot --seeds 1-3 --out runs/acrobot-seeds")
       .example("surge train --config runs/cartpole/20261201-120000-seed1/config.toml --out runs/again")
@@ -105,7 +113,7 @@ void declare(Command& cmd) {
 }
 
 // Reads the checkpoint to continue and checks that nothing would change its config.
-void read_resume(const Command& cmd, RunPlan& plan) {
+void read_resume(const Command& cmd, RunPlan& plan, int ranks) {
   plan.resume_path = cmd.get("resume");
   for (const char* fixed :
        {"scenario", "config", "preset", "set", "physics", "num-envs", "num-steps", "seed", "seeds", "overwrite"})
@@ -113,6 +121,10 @@ void read_resume(const Command& cmd, RunPlan& plan) {
       throw InputError(cmd.complaint("--resume continues the run as it was configured, so --" + std::string(fixed) +
                                      " cannot be given with it"));
   plan.resumed = rl::read_checkpoint(plan.resume_path);
+  if (plan.resumed->ranks != ranks)
+    throw InputError(cmd.complaint("checkpoint '" + plan.resume_path + "' was written by " +
+                                   plural(plan.resumed->ranks, "rank") + ", and this run has " + std::to_string(ranks) +
+                                   "; resume it with mpirun -np " + std::to_string(plan.resumed->ranks)));
   rl::require_scenario(*plan.resumed, scenario_spec(plan.resumed->scenario));
   plan.resume_state = rl::read_resume_state(plan.resume_path);
   TrainOutput::check_rows(plan.resume_state.metrics_rows, plan.resume_state.metrics_columns,
@@ -125,6 +137,11 @@ void read_resume(const Command& cmd, RunPlan& plan) {
   plan.reuse = RunFolder::Reuse::Resume;
 }
 
+// Whether a rank other than 0 logs rollouts.
+bool ranks_log(const RunPlan& plan) {
+  return plan.log && std::find(plan.log_ranks.begin() + 1, plan.log_ranks.end(), true) != plan.log_ranks.end();
+}
+
 struct RunOutcome {
   int exit_code = 0;
   SeedResult result;
@@ -133,10 +150,19 @@ struct RunOutcome {
 RunOutcome train_run(const RunPlan& plan, const std::string& out_dir) {
   const rl::TrainConfig& config = plan.config;
   // Under mpirun, rank 0 is this run and writes everything; the others only train (train_ranks.hpp).
+  rl::set_rank_timeout(config.rank_timeout_s, "surge train");
   const std::unique_ptr<rl::Collective> opened = rl::open_collective(plan.device);
   const rl::Collective& ranks = *opened;
-  if (ranks.rank() != 0)
-    return {follow_run(config, plan.physics, plan.device, plan.target, plan.stop_after, ranks), {}};
+  if (ranks.rank() != 0) {
+    RankRun run{config, plan.physics, plan.device, plan.target, plan.stop_after, nullptr, &plan.resume_state, {}};
+    if (plan.resumed) run.resumed = &*plan.resumed;
+    run.ranks_log = ranks_log(plan);
+    if (plan.log && plan.log_ranks[ranks.rank()]) {
+      run.log = plan.log;
+      run.log->path = rank_log_path(plan.log->path, ranks.rank());
+    }
+    return {follow_run(run, ranks), {}};
+  }
   const ScenarioSpec& spec = scenario_spec(config.scenario);
   RunFolder folder(out_dir, plan.reuse, "surge train");
   const std::string checkpoint_path = folder.dir() + "/checkpoint.h5";
@@ -149,8 +175,9 @@ RunOutcome train_run(const RunPlan& plan, const std::string& out_dir) {
     first_iteration = plan.resume_state.iteration();
   }
   std::unique_ptr<rl::RolloutLog> rollout_log;
-  if (plan.log)
+  if (plan.log && plan.log_ranks[0])
     rollout_log = open_train_rollout_log(*plan.log, *engine, trainer, plan.resumed ? first_iteration + 1 : -1);
+  if (ranks_log(plan)) logs_may_open(ranks);
   TrainOutput output =
       plan.resumed ? TrainOutput(folder.dir(), plan.resume_state.metrics_rows, plan.resume_state.metrics_columns)
                    : TrainOutput(folder.dir());
@@ -187,14 +214,17 @@ RunOutcome train_run(const RunPlan& plan, const std::string& out_dir) {
       }
     }
   };
-  // A checkpoint carries the metrics rows so far, so it waits for the latest iteration first. It is
-  // written beside its target and renamed over it, so a failed write leaves the last good one.
-  auto save_checkpoint = [&](const std::string& path) {
-    if (!rl::checkpoints_available()) return true;
+  // A checkpoint carries the metrics rows so far, so it waits for the latest iteration first, and every
+  // rank's state (each rank captures it at the same boundary: train_ranks.hpp).
+  auto capture_state = [&] {
     consume(trainer.drain());
     rl::ResumeState state = rl::ResumeState::capture(trainer, *engine);
     state.metrics_columns = TrainOutput::columns();
     state.metrics_rows = output.rows();
+    return state;
+  };
+  // Written beside its target and renamed over it, so a failed write leaves the last good one.
+  auto save_checkpoint = [&](const std::string& path, const rl::ResumeState& state) {
     try {
       rl::write_resumable_checkpoint(path, trainer, state);
       return true;
@@ -213,20 +243,29 @@ RunOutcome train_run(const RunPlan& plan, const std::string& out_dir) {
     // Iterations are numbered from 1 in the log, as in metrics.csv.
     if (rollout_log) rollout_log->begin_iteration(k + 1, trainer.stream());
     trainer.iterate();
-    if (rollout_log) rollout_log->end_iteration((k + 1) * config.batch_size(), trainer.stream());
+    if (rollout_log) rollout_log->end_iteration((k + 1) * config.batch_size() * ranks.size(), trainer.stream());
     done = k + 1;
     consume(trainer.ready_metrics());
+    bool save_best = false;
     if (evaluator.due(done)) {
       consume(trainer.drain());
       const double best = output.best_eval();
       const EvalResult eval = evaluator.run(trainer, done);
       output.set_eval(eval.mean, eval.std);
-      if (best_checkpoints && !(eval.mean <= best)) best_checkpoints = save_checkpoint(folder.dir() + "/best.h5");
+      save_best = best_checkpoints && !(eval.mean <= best);
     }
-    if (periodic_checkpoints && done % plan.checkpoint_every == 0 && done < trainer.num_iterations())
-      periodic_checkpoints = save_checkpoint(checkpoint_path);
+    const bool save_periodic =
+        periodic_checkpoints && done % plan.checkpoint_every == 0 && done < trainer.num_iterations();
+    if (checkpoint_now(save_best || save_periodic, ranks)) {
+      const rl::ResumeState state = capture_state();
+      if (save_best) best_checkpoints = save_checkpoint(folder.dir() + "/best.h5", state);
+      if (save_periodic) periodic_checkpoints = save_checkpoint(checkpoint_path, state);
+    }
   }
   consume(trainer.drain());
+  // The other ranks hand over their state for the last checkpoint now, not after the files below.
+  std::optional<rl::ResumeState> final_state;
+  if (rl::checkpoints_available()) final_state = capture_state();
   progress.finish();
   signals.shield();  // what follows is written whole: a further Ctrl-C waits for it
   std::string failed;
@@ -240,13 +279,10 @@ RunOutcome train_run(const RunPlan& plan, const std::string& out_dir) {
   }
   if (rollout_log) {
     rollout_log->close();
-    const rl::RolloutLogStats logged = rollout_log->stats();
-    if (!logged.failed)
-      std::cerr << "surge train: logged " << plural(logged.written, "iteration") << " to " << rollout_log->path()
-                << (logged.dropped ? " (" + std::to_string(logged.dropped) + " dropped: the disk did not keep up)" : "")
-                << "\n";
+    report_rollout_log(*rollout_log);
   }
-  if (!save_checkpoint(checkpoint_path)) failed += failed.empty() ? "checkpoint.h5" : " and checkpoint.h5";
+  if (final_state && !save_checkpoint(checkpoint_path, *final_state))
+    failed += failed.empty() ? "checkpoint.h5" : " and checkpoint.h5";
   if (!rl::checkpoints_available())
     std::cerr
         << "surge train: this build has no HDF5, so no checkpoint.h5 was written (install libhdf5-dev and rebuild)\n";
@@ -268,7 +304,10 @@ RunOutcome train_run(const RunPlan& plan, const std::string& out_dir) {
                                 : "stopped as asked (--stop-after)";
     std::cerr << "surge train: " << why << " after iteration " << done << " of " << trainer.num_iterations()
               << "; metrics.csv and checkpoint.h5 are written"
-              << (ranks.size() > 1 ? "" : "; continue with: surge train --resume " + checkpoint_path) << "\n";
+              << "; continue with: "
+              << (ranks.size() > 1 ? "mpirun -np " + std::to_string(ranks.size()) + " " : std::string()) +
+                     "surge train --resume " + checkpoint_path
+              << "\n";
     if (signals.requested()) outcome.exit_code = StopSignals::exit_code(signals.signal_number());
   }
   if (outcome.exit_code == 0) outcome.result.greedy = final_evaluation(trainer, plan.physics, config);
@@ -291,13 +330,12 @@ int train_command(const Args& args) {
   const rl::RankPlace place = rl::rank_place();
   plan.device = rank_device(resolve_device(cmd.get("device")), place);
   if (place.size > 1)
-    for (const char* alone : {"resume", "seeds"})
-      if (cmd.has(alone))
-        throw InputError(cmd.complaint("--" + std::string(alone) + " is for one process, not " +
-                                       std::to_string(place.size) + " ranks under mpirun; run it without mpirun"));
+    if (cmd.has("seeds"))
+      throw InputError(cmd.complaint("--seeds is for one process, not " + std::to_string(place.size) +
+                                     " ranks under mpirun; run it without mpirun"));
   std::vector<std::uint64_t> seeds;
   if (cmd.has("resume")) {
-    read_resume(cmd, plan);
+    read_resume(cmd, plan, place.size);
   } else {
     BuiltConfig built = build_train_config(cmd, plan.device);
     if (cmd.has("seeds")) {
@@ -371,6 +409,10 @@ int train_command(const Args& args) {
         std::filesystem::weakly_canonical(std::filesystem::absolute(out_dir), error))
       require_writable(request.path, "the rollout log");
     plan.log = request;
+    plan.log_ranks = parse_log_ranks(cmd.get("log-ranks"), place.size, cmd);
+  } else if (!cmd.get_all("log-ranks").empty()) {
+    throw InputError(
+        cmd.complaint("--log-ranks chooses the ranks that --log-rollouts logs; give --log-rollouts FILE.h5"));
   }
   if (seeds.empty()) {
     if (plan.reuse == RunFolder::Reuse::Refuse && place.rank == 0)

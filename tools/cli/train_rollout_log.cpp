@@ -105,6 +105,7 @@ std::unique_ptr<rl::RolloutLog> open_train_rollout_log(const RolloutLogRequest& 
   options.device = trainer.device();
   options.num_envs = config.num_envs;
   options.first_env = 0;
+  options.env_id_base = engine.first_env();  // under mpirun, env_id holds the global numbers
   options.log_envs = log_envs;
   options.every = request.every;
   options.queue_depth = request.queue_depth;

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Surge set-up in one command, for a fresh Debian 12 / Ubuntu machine with the CUDA toolkit, as root.
 #
-#   tools/setup.sh            install what is missing, build, run the main job (train CartPole, bench env)
-#   tools/setup.sh test       install what is missing, build, run the whole test suite
+#   tools/setup.sh            install what is missing, build, install the Python package (pip install .),
+#                             run the main job (train CartPole, bench env)
+#   tools/setup.sh test       install what is missing, build, run the whole test suite (with the Python
+#                             package's pytest suite, against the extension in the build tree)
 #   tools/setup.sh --deps-only | --build-only    one half only (the Dockerfile uses these)
 #
 # Environment: BUILD_DIR (default build), SURGE_CUDA_ARCHITECTURES (narrow the CUDA targets, e.g. 90-real),
@@ -29,8 +31,15 @@ esac
 say() { echo "setup: $*"; }
 
 debian_packages=(cmake g++ make pkg-config python3 python3-pip catch2 libopenblas-dev libhdf5-dev
-                 libtomlplusplus-dev nlohmann-json3-dev libdlpack-dev libtorch-dev openmpi-bin libopenmpi-dev)
+                 libtomlplusplus-dev nlohmann-json3-dev libdlpack-dev libtorch-dev openmpi-bin libopenmpi-dev
+                 python3-dev python3-torch)
 python_packages=(numpy gymnasium h5py tensorboard)
+# The Python package: nanobind binds it; pytest runs its tests; JAX (CPU wheels) is optional.
+python_build_packages=(nanobind scikit_build_core pytest)
+
+pip_install() {
+  python3 -m pip install --quiet "$@" 2>/dev/null || python3 -m pip install --quiet --break-system-packages "$@"
+}
 
 install_deps() {
   local missing=()
@@ -58,10 +67,20 @@ install_deps() {
   done
   if ((${#missing_py[@]})); then
     say "installing Python packages: ${missing_py[*]}"
-    python3 -m pip install --quiet "${missing_py[@]}" 2>/dev/null ||
-      python3 -m pip install --quiet --break-system-packages "${missing_py[@]}"
+    pip_install "${missing_py[@]}"
   else
     say "Python packages: all present"
+  fi
+  local missing_build=()
+  for module in "${python_build_packages[@]}"; do
+    python3 -c "import $module" 2>/dev/null || missing_build+=("${module//_/-}")
+  done
+  if ((${#missing_build[@]})); then
+    say "installing Python packages for the surge package: ${missing_build[*]}"
+    pip_install "${missing_build[@]}"
+  fi
+  if ! python3 -c "import jax" 2>/dev/null; then
+    pip_install "jax[cpu]" || say "JAX not installed: the Python package's JAX tests will be skipped"
   fi
   if ! command -v nvcc >/dev/null && [[ ! -x /usr/local/cuda/bin/nvcc ]]; then
     say "nvcc not found: building the CPU backend only (install the CUDA toolkit for the GPU backend)"
@@ -72,6 +91,9 @@ build() {
   local cmake_args=(-S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release)
   if [[ -n "${SURGE_CUDA_ARCHITECTURES:-}" ]]; then
     cmake_args+=("-DSURGE_CUDA_ARCHITECTURES=${SURGE_CUDA_ARCHITECTURES}")
+  fi
+  if python3 -c "import nanobind" 2>/dev/null; then
+    cmake_args+=(-DSURGE_BUILD_PYTHON=ON "-DPython_EXECUTABLE=$(command -v python3)")
   fi
   say "configuring in $build_dir"
   mkdir -p "$build_dir"
@@ -87,6 +109,8 @@ case "$action" in
   main)
     install_deps
     build
+    say "installing the Python package surge (pip install .)"
+    pip_install .
     say "running the main job: PPO on CartPole until the mean return of the last 100 episodes reaches 475"
     "$build_dir/bin/surge" train --scenario cartpole --device auto --target-return 475
     say "the run's folder (named above: runs/cartpole/<date>-<time>-seed1) holds metrics.csv and checkpoint.h5; environment throughput next"

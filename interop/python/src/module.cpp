@@ -79,15 +79,16 @@ interop::DlpackTensor import_tensor(nb::handle producer, const TensorSpec& expec
   }
 }
 
-void step(VectorEngine& engine, nb::handle actions) {
+int step(VectorEngine& engine, nb::handle actions) {
   const interop::DlpackTensor imported = import_tensor(actions, engine.action_spec(), "actions");
   nb::gil_scoped_release unlocked;
-  engine.step(imported.view());
+  return engine.step(imported.view());
 }
 
 // Writes a host or device array into one of the engine's state views.
 void write_state(VectorEngine& engine, const std::string& name, nb::handle values) {
-  const TensorView& view = find_view(engine.state_views(), name);
+  const std::vector<NamedTensorView> views = engine.state_views();
+  const TensorView& view = find_view(views, name);
   TensorSpec expected = TensorSpec::like(view);
   expected.device = Device::cpu();
   const interop::DlpackTensor imported = import_tensor(values, expected, name.c_str());
@@ -120,6 +121,7 @@ NB_MODULE(_surge, m) {
            [](const Exported& e) {
              return Exported{e.view, e.owner, false};
            })
+      .def_prop_ro("is_bool", [](const Exported& e) { return e.as_bool; })
       .def_prop_ro("data_pointer", &Exported::data_pointer);
 
   nb::class_<VectorEngine>(m, "VectorEngine")

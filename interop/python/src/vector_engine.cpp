@@ -1,5 +1,7 @@
 #include "interop/python/src/vector_engine.hpp"
 
+#include <algorithm>
+
 #include "interop/python/src/episode_book.hpp"
 #include "sim/engine_views.hpp"
 #include "sim/error.hpp"
@@ -87,7 +89,7 @@ TensorSpec VectorEngine::action_spec() const {
   return {DType::Float32, device(), {num_envs_, spec_->action_dim}};
 }
 
-void VectorEngine::step(const TensorView& actions) {
+int VectorEngine::step(const TensorView& actions) {
   Held& h = held();
   ActionView action_view;
   if (spec_->action_kind == ActionKind::Discrete)
@@ -101,6 +103,9 @@ void VectorEngine::step(const TensorView& actions) {
                  h.running_length.span(), h.episode_return.span(), h.episode_length.span(), h.ended.span()},
                 h.stream);
   h.stream.synchronize();  // Python's consumers read on their own streams
+  if (!h.ended.device().is_cpu()) return -1;
+  const std::uint8_t* ended = h.ended.data();
+  return std::any_of(ended, ended + num_envs_, [](std::uint8_t flag) { return flag != 0; }) ? 1 : 0;
 }
 
 std::vector<NamedTensorView> VectorEngine::output_views() const {

@@ -35,8 +35,9 @@ class VectorEngine {
   // What step() accepts: int32 [N] (discrete) or float32 [N][action_dim] (continuous), on the device.
   TensorSpec action_spec() const;
   // One step of every environment (same-step auto-reset) and the episode bookkeeping; the outputs are
-  // complete when it returns. `actions` must meet action_spec().
-  void step(const TensorView& actions);
+  // complete when it returns. `actions` must meet action_spec(). Returns whether an episode ended, as
+  // 1 or 0 on the CPU; -1 on CUDA, where finding out would cost a copy back (the caller assumes one did).
+  int step(const TensorView& actions);
 
   // "obs", "reward", "terminated", "truncated", "final_obs", "ended", "episode_return", "episode_length":
   // the buffers every step overwrites, alive while owner() is held.

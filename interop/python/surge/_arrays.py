@@ -9,7 +9,12 @@ class NumpyArrays:
     fresh_each_step = False  # the same array objects are returned at every step
 
     def wrap(self, exported):
-        return np.from_dlpack(exported)
+        try:
+            return np.from_dlpack(exported)
+        except (BufferError, TypeError, RuntimeError):  # a NumPy before 1.25 lacks DLPack's bool
+            if not exported.is_bool:
+                raise
+            return np.from_dlpack(exported.as_uint8()).view(np.bool_)
 
     def copy(self, array):
         return array.copy()
@@ -37,6 +42,8 @@ class TorchArrays:
         try:
             return self.torch.utils.dlpack.from_dlpack(exported)
         except (RuntimeError, TypeError, BufferError):  # a torch without DLPack's bool takes the bytes
+            if not exported.is_bool:
+                raise
             return self.torch.utils.dlpack.from_dlpack(exported.as_uint8()).view(self.torch.bool)
 
     def copy(self, array):

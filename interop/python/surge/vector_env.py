@@ -76,8 +76,6 @@ class SurgeVectorEnv(VectorEnv):
         self.action_space = batch_space(self.single_action_space, self.num_envs)
         self._exported = self._engine.outputs()
         self._views = self._wrap_outputs()
-        # On the CPU the host reads the ended flags in place to decide whether infos carry episodes.
-        self._ended_host = np.from_dlpack(self._exported["ended"]) if self.device == "cpu" else None
 
     def _wrap_outputs(self):
         return {name: self._arrays.wrap(self._exported[name]) for name in OUTPUTS}
@@ -95,50 +93,42 @@ class SurgeVectorEnv(VectorEnv):
         self._engine.reset(None if seed is None else int(seed))
         if seed is not None:
             self._np_random, self._np_random_seed = np.random.default_rng(seed), seed
-        views = self._wrap_outputs() if self._arrays.fresh_each_step else self._views
-        return self._out(views["obs"]), {}
+        obs = self._arrays.wrap(self._exported["obs"]) if self._arrays.fresh_each_step else self._views["obs"]
+        return (self._arrays.copy(obs) if self._copy else obs), {}
 
     def step(self, actions):
-        self._step(actions)
+        try:
+            any_ended = self._engine.step(actions)  # in place when the dtype and device are Surge's
+        except (TypeError, BufferError, AttributeError) as error:
+            any_ended = self._step_converted(actions, error)
         views = self._wrap_outputs() if self._arrays.fresh_each_step else self._views
+        if self._copy:
+            views = {name: self._arrays.copy(array) for name, array in views.items()}
         infos = {}
-        if self._ended_host is None or self._ended_host.any():
-            ended = self._out(views["ended"])
+        if any_ended:  # 1 or 0 on the CPU; -1 (unknown, so infos are given) on CUDA
+            ended = views["ended"]
             infos = {
-                "final_obs": self._out(views["final_obs"]),
+                "final_obs": views["final_obs"],
                 "_final_obs": ended,
                 "final_info": {},
                 "_final_info": ended,
-                "episode": {
-                    "r": self._out(views["episode_return"]),
-                    "l": self._out(views["episode_length"]),
-                    "_r": ended,
-                    "_l": ended,
-                },
+                "episode": {"r": views["episode_return"], "l": views["episode_length"], "_r": ended, "_l": ended},
                 "_episode": ended,
             }
-        out = self._out
-        return out(views["obs"]), out(views["reward"]), out(views["terminated"]), out(views["truncated"]), infos
+        return views["obs"], views["reward"], views["terminated"], views["truncated"], infos
 
-    def _out(self, array):
-        return self._arrays.copy(array) if self._copy else array
-
-    def _step(self, actions):
+    def _step_converted(self, actions, error):
+        """Actions of another dtype of the same kind (int64 indices, float64 torques), a read-only
+        array or a list: converted once, then stepped."""
         engine = self._engine
-        if hasattr(actions, "__dlpack__"):
-            try:
-                return engine.step(actions)
-            except TypeError as error:
-                mismatch = error
-            except BufferError:  # a read-only NumPy array: DLPack cannot say so, so it is copied
-                mismatch = None
-        else:
-            mismatch = None
+        if isinstance(error, TypeError) and "dtype differs" not in str(error):
+            raise error
         converted = self._arrays.convert(actions, engine.discrete)
         if converted is None:
             expected = "integer" if engine.discrete else "integer or floating-point"
-            raise TypeError(f"{mismatch or 'actions'}: {engine.scenario} takes {expected} actions") from None
-        engine.step(converted)
+            mismatch = error if isinstance(error, TypeError) else "actions"
+            raise TypeError(f"{mismatch}: {engine.scenario} takes {expected} actions") from None
+        return engine.step(converted)
 
     def get_state(self):
         """Every environment's state as host NumPy copies: physics state, parameters, counters, RNG offsets."""

@@ -103,14 +103,23 @@ build() {
   cmake --build "$build_dir" -j "$jobs"
 }
 
+# The Python package, built again by pip in its own folder (docs/python.md).
+install_package() {
+  local pip_args=(.)
+  if [[ -n "${SURGE_CUDA_ARCHITECTURES:-}" ]]; then
+    pip_args+=(-C "cmake.define.SURGE_CUDA_ARCHITECTURES=${SURGE_CUDA_ARCHITECTURES}")
+  fi
+  say "installing the Python package surge (pip install .)"
+  pip_install "${pip_args[@]}"
+}
+
 case "$action" in
   deps) install_deps ;;
   build) build ;;
   main)
     install_deps
     build
-    say "installing the Python package surge (pip install .)"
-    pip_install .
+    install_package
     say "running the main job: PPO on CartPole until the mean return of the last 100 episodes reaches 475"
     "$build_dir/bin/surge" train --scenario cartpole --device auto --target-return 475
     say "the run's folder (named above: runs/cartpole/<date>-<time>-seed1) holds metrics.csv and checkpoint.h5; environment throughput next"

@@ -62,7 +62,8 @@ def gymnasium_vector(num_envs, steps):
 def envpool_vector(num_envs, steps):
     import envpool
 
-    env = envpool.make_gymnasium("CartPole-v1", num_envs=num_envs, batch_size=num_envs, seed=1)
+    threads = int(os.environ.get("OMP_NUM_THREADS", "0"))  # 0: EnvPool's default, one per core
+    env = envpool.make_gymnasium("CartPole-v1", num_envs=num_envs, batch_size=num_envs, seed=1, num_threads=threads)
     env.reset()
     actions = np.random.default_rng(0).integers(0, 2, num_envs).astype(np.int32)
     per_call_us(env.step, actions, 3)
@@ -97,7 +98,8 @@ def main(argv=None):
     small_us = statistics.median(per_call_us(small.step, small_actions, args.small_calls) for _ in range(args.rounds))
     print(f"N = 16: env.step costs {small_us:.2f} us per call (median of {args.rounds} rounds of {args.small_calls})")
 
-    results = {"load_average": os.getloadavg(), "n16_us_per_step": small_us, "rates": {}}
+    threads = os.environ.get("OMP_NUM_THREADS", "unset")
+    results = {"load_average": os.getloadavg(), "omp_num_threads": threads, "n16_us_per_step": small_us, "rates": {}}
     for num_envs in args.num_envs:
         runs = {name: [] for name in contenders}
         for _ in range(args.rounds):
@@ -109,6 +111,7 @@ def main(argv=None):
         for name, rate in medians.items():
             print(f"N = {num_envs}: {name:30s} {rate / 1e6:8.2f} M env-steps/s  ({rate / reference:.0%} of the program)")
     results["load_average_after"] = os.getloadavg()
+    print(f"OMP_NUM_THREADS={threads} (Surge's CPU threads, in this process and the program)")
     print(f"load average before {results['load_average'][0]:.2f}, after {results['load_average_after'][0]:.2f}")
     if args.json:
         with open(args.json, "w") as f:

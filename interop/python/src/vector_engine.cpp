@@ -75,7 +75,7 @@ void VectorEngine::reset(std::optional<std::uint64_t> seed) {
   } else {
     h.engine->reset(h.stream);
   }
-  for (auto* buffer : {&h.reward, &h.episode_return, &h.running_return})
+  for (auto* buffer : {&h.final_obs, &h.reward, &h.episode_return, &h.running_return})
     zero_bytes(buffer->data(), buffer->device(), buffer->size() * sizeof(float), h.stream);
   for (auto* buffer : {&h.terminated, &h.truncated, &h.ended})
     zero_bytes(buffer->data(), buffer->device(), buffer->size(), h.stream);

@@ -80,7 +80,9 @@ install_deps() {
     pip_install "${missing_build[@]}"
   fi
   if ! python3 -c "import jax" 2>/dev/null; then
-    pip_install "jax[cpu]" || say "JAX not installed: the Python package's JAX tests will be skipped"
+    # NumPy stays where it is: Debian's python3-torch is built against Debian's NumPy.
+    pip_install "jax[cpu]" "numpy==$(python3 -c 'import numpy; print(numpy.__version__)')" ||
+      say "JAX not installed (none fits this NumPy): the Python package's JAX tests will be skipped"
   fi
   if ! command -v nvcc >/dev/null && [[ ! -x /usr/local/cuda/bin/nvcc ]]; then
     say "nvcc not found: building the CPU backend only (install the CUDA toolkit for the GPU backend)"

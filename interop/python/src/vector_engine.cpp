@@ -38,6 +38,7 @@ struct VectorEngine::Held {
 
   Stream stream;
   PhysicsConfig physics;
+  bool fresh = true;  // not stepped since make_engine or reset: reset() leaves it at the seed's first states
   std::unique_ptr<Engine> engine;
   DeviceBuffer<float> obs, final_obs;                          // [N][obs_dim]
   DeviceBuffer<float> reward, episode_return, running_return;  // [N]
@@ -72,8 +73,8 @@ void VectorEngine::reset(std::optional<std::uint64_t> seed) {
   if (seed) {
     h.stream.synchronize();
     h.engine = make_engine(spec_->name, h.engine->device(), num_envs_, *seed, h.physics);
-  } else {
-    h.engine->reset(h.stream);
+  } else if (!h.fresh) {
+    h.engine->reset(h.stream);  // a new start from each env's stream; a fresh engine is at its first
   }
   for (auto* buffer : {&h.final_obs, &h.reward, &h.episode_return, &h.running_return})
     zero_bytes(buffer->data(), buffer->device(), buffer->size() * sizeof(float), h.stream);
@@ -82,6 +83,7 @@ void VectorEngine::reset(std::optional<std::uint64_t> seed) {
   for (auto* buffer : {&h.episode_length, &h.running_length})
     zero_bytes(buffer->data(), buffer->device(), buffer->size() * sizeof(std::int32_t), h.stream);
   observe();
+  h.fresh = true;
 }
 
 TensorSpec VectorEngine::action_spec() const {
@@ -91,6 +93,7 @@ TensorSpec VectorEngine::action_spec() const {
 
 int VectorEngine::step(const TensorView& actions) {
   Held& h = held();
+  h.fresh = false;
   ActionView action_view;
   if (spec_->action_kind == ActionKind::Discrete)
     action_view.discrete = actions.span<const std::int32_t>();
@@ -131,6 +134,7 @@ std::vector<NamedTensorView> VectorEngine::state_views() const {
 
 void VectorEngine::observe() {
   Held& h = held();
+  h.fresh = false;  // the states were written: a reset must draw new ones
   h.engine->observe(h.obs.span(), h.stream);
   h.stream.synchronize();
 }

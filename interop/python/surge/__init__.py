@@ -5,6 +5,7 @@
 `python -m surge ...` runs the surge command line. See docs/python.md.
 """
 from ._surge import __version__
+from .train import Policy, eval, train
 from .vector_env import SurgeVectorEnv, make
 
-__all__ = ["SurgeVectorEnv", "make", "__version__"]
+__all__ = ["Policy", "SurgeVectorEnv", "eval", "make", "train", "__version__"]

@@ -1,11 +1,8 @@
 """python -m surge ...: the surge command line (the program installed in this package)."""
 import os
 import sys
-from pathlib import Path
 
-
-def program():
-    return Path(__file__).resolve().parent / "bin" / "surge"
+from ._program import program
 
 
 def main():

@@ -17,7 +17,7 @@ import time
 import numpy as np
 
 from . import make
-from .__main__ import program
+from ._program import program
 
 
 def per_call_us(step, actions, calls):

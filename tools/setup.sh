@@ -33,9 +33,9 @@ say() { echo "setup: $*"; }
 debian_packages=(cmake g++ make pkg-config python3 python3-pip catch2 libopenblas-dev libhdf5-dev
                  libtomlplusplus-dev nlohmann-json3-dev libdlpack-dev libtorch-dev openmpi-bin libopenmpi-dev
                  python3-dev python3-torch)
-python_packages=(numpy gymnasium h5py tensorboard)
-# The Python package: nanobind binds it; pytest runs its tests; JAX (CPU wheels) is optional.
-python_build_packages=(nanobind scikit_build_core pytest)
+# Modules (pip's name: '_' as '-'): independent checkers for the tests (Gymnasium itself, h5py, TensorBoard);
+# for the Python package, nanobind and scikit-build-core to build it and pytest for its tests.
+python_packages=(numpy gymnasium h5py tensorboard nanobind scikit_build_core pytest)
 
 pip_install() {
   python3 -m pip install --quiet "$@" 2>/dev/null || python3 -m pip install --quiet --break-system-packages "$@"
@@ -60,24 +60,15 @@ install_deps() {
   else
     say "Debian packages: all present"
   fi
-  # Independent checkers for the tests: Gymnasium itself and h5py.
   local missing_py=()
   for module in "${python_packages[@]}"; do
-    python3 -c "import $module" 2>/dev/null || missing_py+=("$module")
+    python3 -c "import $module" 2>/dev/null || missing_py+=("${module//_/-}")
   done
   if ((${#missing_py[@]})); then
     say "installing Python packages: ${missing_py[*]}"
     pip_install "${missing_py[@]}"
   else
     say "Python packages: all present"
-  fi
-  local missing_build=()
-  for module in "${python_build_packages[@]}"; do
-    python3 -c "import $module" 2>/dev/null || missing_build+=("${module//_/-}")
-  done
-  if ((${#missing_build[@]})); then
-    say "installing Python packages for the surge package: ${missing_build[*]}"
-    pip_install "${missing_build[@]}"
   fi
   if ! python3 -c "import jax" 2>/dev/null; then
     # NumPy stays where it is: Debian's python3-torch is built against Debian's NumPy.

@@ -34,19 +34,23 @@ def _run(args, capture_stdout=False):
     """Runs the program with our stdout and stderr; Ctrl-C reaches it too (it stops at an iteration
     boundary and writes its checkpoint), and we wait for it. Bad input becomes a ValueError."""
     stdout = subprocess.PIPE if capture_stdout else None
-    process = subprocess.Popen([str(program()), *args], stdout=stdout, stderr=subprocess.PIPE, text=True)
+    # A session of its own, so that a terminal's Ctrl-C reaches the program once, through us.
+    process = subprocess.Popen([str(program()), *args], stdout=stdout, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
     last_lines = []
     try:
         for line in process.stderr:
             print(line, end="", file=sys.stderr, flush=True)
             last_lines = (last_lines + [line.rstrip("\n")])[-5:]
         process.wait()
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # the program stops at the next iteration boundary and writes its checkpoint
         process.send_signal(signal.SIGINT)
+        for line in process.stderr:
+            print(line, end="", file=sys.stderr, flush=True)
         process.wait()
     if process.returncode == 2:
         raise ValueError(last_lines[-1] if last_lines else f"surge {args[0]}: bad input")
-    if process.returncode not in (0, -signal.SIGINT):
+    if process.returncode not in (0, 128 + signal.SIGINT):  # 130: stopped by SIGINT, outputs written
         raise RuntimeError(f"surge {args[0]} failed with exit code {process.returncode}: {' '.join(last_lines[-1:])}")
     return process.stdout.read() if capture_stdout else None
 

@@ -60,12 +60,12 @@ class SurgeVectorEnv(VectorEnv):
         if array is not None and array not in ARRAY_KINDS:
             raise ValueError(f"unknown array kind {array!r}: use one of {', '.join(ARRAY_KINDS)}")
         self._engine = _surge.VectorEngine(str(id), int(num_envs), str(device), int(seed), _physics_text(physics))
-        on_cpu = self._engine.device == "cpu"
+        device = self._engine.device
         if array is None:
-            array = "numpy" if on_cpu else "torch"
-        if array == "numpy" and not on_cpu:
+            array = "numpy" if device == "cpu" else "torch"
+        if array == "numpy" and device != "cpu":
             self._engine.close()
-            raise ValueError(f"array='numpy' cannot view memory on {self._engine.device}: use array='torch' or 'jax'")
+            raise ValueError(f"array='numpy' cannot view memory on {device}: use array='torch' or 'jax'")
         self._arrays = array_kind(array)
         self._copy = bool(copy)
         self.num_envs = self._engine.num_envs

@@ -62,9 +62,17 @@ nb::dict exported(const std::vector<NamedTensorView>& views, const ViewOwner& ow
   return out;
 }
 
-// Takes the tensor behind `producer.__dlpack__()` and checks it against `expected`.
-interop::DlpackTensor import_tensor(nb::handle producer, const TensorSpec& expected, const char* what) {
-  nb::object capsule = producer.attr("__dlpack__")();
+// Takes the tensor behind `producer.__dlpack__()` and checks it against `expected`. On CUDA the
+// producer is given Surge's stream (the DLPack protocol's `stream`), so it orders its writes before
+// Surge's reads without a host wait.
+interop::DlpackTensor import_tensor(nb::handle producer, const TensorSpec& expected, const char* what,
+                                    void* stream = nullptr) {
+  // Only a producer whose memory is on CUDA takes a stream (NumPy refuses one).
+  const bool producer_on_cuda =
+      stream && nb::cast<int>(producer.attr("__dlpack_device__")()[0]) == static_cast<int>(kDLCUDA);
+  nb::object capsule = producer_on_cuda
+                           ? producer.attr("__dlpack__")(nb::arg("stream") = reinterpret_cast<std::intptr_t>(stream))
+                           : producer.attr("__dlpack__")();
   auto* managed = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule.ptr(), "dltensor"));
   if (!managed) throw nb::python_error();
   PyCapsule_SetName(capsule.ptr(), "used_dltensor");
@@ -80,7 +88,9 @@ interop::DlpackTensor import_tensor(nb::handle producer, const TensorSpec& expec
 }
 
 int step(VectorEngine& engine, nb::handle actions) {
-  const interop::DlpackTensor imported = import_tensor(actions, engine.action_spec(), "actions");
+  const TensorSpec expected = engine.action_spec();
+  void* stream = expected.device.is_cpu() ? nullptr : engine.stream_handle();
+  const interop::DlpackTensor imported = import_tensor(actions, expected, "actions", stream);
   nb::gil_scoped_release unlocked;
   return engine.step(imported.view());
 }

@@ -139,6 +139,8 @@ void VectorEngine::observe() {
   h.stream.synchronize();
 }
 
+void* VectorEngine::stream_handle() const { return held().stream.native_handle(); }
+
 void VectorEngine::close() {
   if (held_) held_->stream.synchronize();
   held_.reset();

@@ -49,6 +49,9 @@ class VectorEngine {
   // Rewrites "obs" from the current states (after state_views() were written to).
   void observe();
 
+  // The cudaStream_t Surge steps on (nullptr on the CPU): where a producer of actions must order its writes.
+  void* stream_handle() const;
+
   void close();
   bool closed() const { return held_ == nullptr; }
 

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Surge set-up in one command, for a fresh Debian 12 / Ubuntu machine with the CUDA toolkit, as root.
 #
-#   tools/setup.sh            install what is missing, build, run the main job (train CartPole, bench env)
-#   tools/setup.sh test       install what is missing, build, run the whole test suite
+#   tools/setup.sh            install what is missing, build, install the Python package (pip install .),
+#                             run the main job (train CartPole, bench env)
+#   tools/setup.sh test       install what is missing, build, run the whole test suite (with the Python
+#                             package's pytest suite, against the extension in the build tree)
 #   tools/setup.sh --deps-only | --build-only    one half only (the Dockerfile uses these)
 #
 # Environment: BUILD_DIR (default build), SURGE_CUDA_ARCHITECTURES (narrow the CUDA targets, e.g. 90-real),
@@ -29,8 +31,15 @@ esac
 say() { echo "setup: $*"; }
 
 debian_packages=(cmake g++ make pkg-config python3 python3-pip catch2 libopenblas-dev libhdf5-dev
-                 libtomlplusplus-dev nlohmann-json3-dev libdlpack-dev libtorch-dev openmpi-bin libopenmpi-dev)
-python_packages=(numpy gymnasium h5py tensorboard)
+                 libtomlplusplus-dev nlohmann-json3-dev libdlpack-dev libtorch-dev openmpi-bin libopenmpi-dev
+                 python3-dev python3-torch)
+# Modules (pip's name: '_' as '-'): independent checkers for the tests (Gymnasium itself, h5py, TensorBoard);
+# for the Python package, nanobind and scikit-build-core to build it and pytest for its tests.
+python_packages=(numpy gymnasium h5py tensorboard nanobind scikit_build_core pytest)
+
+pip_install() {
+  python3 -m pip install --quiet "$@" 2>/dev/null || python3 -m pip install --quiet --break-system-packages "$@"
+}
 
 install_deps() {
   local missing=()
@@ -51,17 +60,20 @@ install_deps() {
   else
     say "Debian packages: all present"
   fi
-  # Independent checkers for the tests: Gymnasium itself and h5py.
   local missing_py=()
   for module in "${python_packages[@]}"; do
-    python3 -c "import $module" 2>/dev/null || missing_py+=("$module")
+    python3 -c "import $module" 2>/dev/null || missing_py+=("${module//_/-}")
   done
   if ((${#missing_py[@]})); then
     say "installing Python packages: ${missing_py[*]}"
-    python3 -m pip install --quiet "${missing_py[@]}" 2>/dev/null ||
-      python3 -m pip install --quiet --break-system-packages "${missing_py[@]}"
+    pip_install "${missing_py[@]}"
   else
     say "Python packages: all present"
+  fi
+  if ! python3 -c "import jax" 2>/dev/null; then
+    # NumPy stays where it is: Debian's python3-torch is built against Debian's NumPy.
+    pip_install "jax[cpu]" "numpy==$(python3 -c 'import numpy; print(numpy.__version__)')" ||
+      say "JAX not installed (none fits this NumPy): the Python package's JAX tests will be skipped"
   fi
   if ! command -v nvcc >/dev/null && [[ ! -x /usr/local/cuda/bin/nvcc ]]; then
     say "nvcc not found: building the CPU backend only (install the CUDA toolkit for the GPU backend)"
@@ -73,6 +85,9 @@ build() {
   if [[ -n "${SURGE_CUDA_ARCHITECTURES:-}" ]]; then
     cmake_args+=("-DSURGE_CUDA_ARCHITECTURES=${SURGE_CUDA_ARCHITECTURES}")
   fi
+  if python3 -c "import nanobind" 2>/dev/null; then
+    cmake_args+=(-DSURGE_BUILD_PYTHON=ON "-DPython_EXECUTABLE=$(command -v python3)")
+  fi
   say "configuring in $build_dir"
   mkdir -p "$build_dir"
   cmake "${cmake_args[@]}" >"$build_dir/configure.log" 2>&1 || { cat "$build_dir/configure.log"; exit 1; }
@@ -81,12 +96,23 @@ build() {
   cmake --build "$build_dir" -j "$jobs"
 }
 
+# The Python package, built again by pip in its own folder (docs/python.md).
+install_package() {
+  local pip_args=(.)
+  if [[ -n "${SURGE_CUDA_ARCHITECTURES:-}" ]]; then
+    pip_args+=(-C "cmake.define.SURGE_CUDA_ARCHITECTURES=${SURGE_CUDA_ARCHITECTURES}")
+  fi
+  say "installing the Python package surge (pip install .)"
+  pip_install "${pip_args[@]}"
+}
+
 case "$action" in
   deps) install_deps ;;
   build) build ;;
   main)
     install_deps
     build
+    install_package
     say "running the main job: PPO on CartPole until the mean return of the last 100 episodes reaches 475"
     "$build_dir/bin/surge" train --scenario cartpole --device auto --target-return 475
     say "the run's folder (named above: runs/cartpole/<date>-<time>-seed1) holds metrics.csv and checkpoint.h5; environment throughput next"

@@ -29,8 +29,10 @@ esac
 say() { echo "setup: $*"; }
 
 debian_packages=(cmake g++ make pkg-config python3 python3-pip catch2 libopenblas-dev libhdf5-dev
-                 libtomlplusplus-dev nlohmann-json3-dev libdlpack-dev libtorch-dev openmpi-bin libopenmpi-dev)
-python_packages=(numpy gymnasium h5py tensorboard)
+                 libtomlplusplus-dev nlohmann-json3-dev libdlpack-dev libtorch-dev openmpi-bin libopenmpi-dev
+                 zlib1g-dev ffmpeg)
+# module:package where the pip package is named otherwise
+python_packages=(numpy gymnasium h5py tensorboard pygame PIL:pillow)
 
 install_deps() {
   local missing=()
@@ -53,8 +55,8 @@ install_deps() {
   fi
   # Independent checkers for the tests: Gymnasium itself and h5py.
   local missing_py=()
-  for module in "${python_packages[@]}"; do
-    python3 -c "import $module" 2>/dev/null || missing_py+=("$module")
+  for entry in "${python_packages[@]}"; do
+    python3 -c "import ${entry%%:*}" 2>/dev/null || missing_py+=("${entry#*:}")
   done
   if ((${#missing_py[@]})); then
     say "installing Python packages: ${missing_py[*]}"

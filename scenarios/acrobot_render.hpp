@@ -11,10 +11,10 @@ namespace surge::render {
 
 template <>
 struct SceneOf<Acrobot> {
-  static constexpr int kWidth = 500, kHeight = 500;
+  static constexpr int kWidth = 500;  // square, as Gymnasium's SCREEN_DIM
+  static constexpr int kHeight = kWidth;
 
   SURGE_HD_INLINE static void build(const Acrobot::State& s, const Acrobot::Params& p, Scene& scene) {
-    begin_scene(scene, kWidth, kHeight);
     const float link_1 = static_cast<float>(p.link_length_1), link_2 = 1.0f;  // Gymnasium's LINK_LENGTH_2
     const float scale = static_cast<float>(kWidth) / (2.0f * (link_1 + link_2 + 0.2f));
     const float offset = 0.5f * static_cast<float>(kWidth);
@@ -27,12 +27,7 @@ struct SceneOf<Acrobot> {
     const float half_width = 0.1f * scale;
     for (int k = 0; k < 2; ++k) {
       const Point corners[4] = {{0, -half_width}, {0, half_width}, {lengths[k], half_width}, {lengths[k], -half_width}};
-      Point bar[4];
-      for (int i = 0; i < 4; ++i) {
-        const Point c = rotated(corners[i], angles[k]);
-        bar[i] = truncated({c.x + joints[k].x, c.y + joints[k].y});
-      }
-      add_polygon(scene, bar, 4, {0, 204, 204});
+      add_placed_polygon(scene, corners, 4, angles[k], joints[k], {0, 204, 204});
       add_disc(scene, truncated(joints[k]), truncf(half_width) + 0.5f, {204, 204, 0});
     }
   }

@@ -16,7 +16,6 @@ struct MountainCarScene {
 
   SURGE_HD_INLINE static void build(float position, float goal_position, Scene& scene) {
     using namespace mountain_car_valley;
-    begin_scene(scene, kWidth, kHeight);
     const float scale = static_cast<float>(kWidth) / (kMaxPosition - kMinPosition);
     scene.has_curve = true;
     scene.curve = {
@@ -27,12 +26,7 @@ struct MountainCarScene {
     const Point base = {(position - kMinPosition) * scale, clearance + hill(position) * scale};
     const Point corners[4] = {
         {-car_half_width, 0}, {-car_half_width, car_height}, {car_half_width, car_height}, {car_half_width, 0}};
-    Point car[4];
-    for (int i = 0; i < 4; ++i) {
-      const Point c = rotated(corners[i], tilt);
-      car[i] = truncated({c.x + base.x, c.y + base.y});
-    }
-    add_polygon(scene, car, 4, {0, 0, 0});
+    add_placed_polygon(scene, corners, 4, tilt, base, {0, 0, 0});
     const float wheel_offsets[2] = {0.5f * car_half_width, -0.5f * car_half_width};
     for (float along : wheel_offsets) {
       const Point c = rotated({along, 0}, tilt);

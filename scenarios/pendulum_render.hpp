@@ -14,19 +14,13 @@ struct SceneOf<Pendulum> {
   static constexpr int kWidth = 500, kHeight = 500;
 
   SURGE_HD_INLINE static void build(const Pendulum::State& s, const Pendulum::Params&, Scene& scene) {
-    begin_scene(scene, kWidth, kHeight);
     const float scale = static_cast<float>(kWidth) / 4.4f;
     const float offset = static_cast<float>(kWidth / 2);
     const float rod_length = scale, half_width = 0.1f * scale;
     const float angle = s.theta + 1.5707963267948966f;
     const Colour red = {204, 77, 77};
     const Point corners[4] = {{0, -half_width}, {0, half_width}, {rod_length, half_width}, {rod_length, -half_width}};
-    Point rod[4];
-    for (int i = 0; i < 4; ++i) {
-      const Point c = rotated(corners[i], angle);
-      rod[i] = truncated({c.x + offset, c.y + offset});
-    }
-    add_polygon(scene, rod, 4, red);
+    add_placed_polygon(scene, corners, 4, angle, {offset, offset}, red);
     const float end_radius = truncf(half_width) + 0.5f;
     add_disc(scene, {offset, offset}, end_radius, red);
     const Point end = rotated({rod_length, 0}, angle);

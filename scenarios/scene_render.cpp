@@ -28,9 +28,7 @@ void draw_one(const float* state, const double* params, const render::FrameView&
     values[k] = static_cast<typename S::ParamType>(params ? params[k] : S::kParams[k].default_value);
   typename S::Params p;
   std::memcpy(&p, values, sizeof(p));
-  render::Scene scene;
-  render::SceneOf<S>::build(s, p, scene);
-  render::draw(scene, frame);
+  render::draw_state<S>(s, p, frame);
 }
 
 template <class S>

@@ -220,6 +220,18 @@ SURGE_HD_INLINE Point rotated(Point p, float angle) {
   return {p.x * c - p.y * s, p.x * s + p.y * c};
 }
 
+// A polygon given in its own frame, turned by `angle` about its origin and moved to `origin`; its
+// corners truncated to whole pixels as gfxdraw does.
+SURGE_HD_INLINE void add_placed_polygon(Scene& scene, const Point* corners, int n, float angle, Point origin,
+                                        Colour colour) {
+  Point placed[8];
+  for (int i = 0; i < n; ++i) {
+    const Point c = rotated(corners[i], angle);
+    placed[i] = truncated({c.x + origin.x, c.y + origin.y});
+  }
+  add_polygon(scene, placed, n, colour);
+}
+
 SURGE_HD_INLINE void begin_scene(Scene& scene, float width, float height) {
   scene.width = width, scene.height = height;
   scene.background = {255.0f, 255.0f, 255.0f};
@@ -306,10 +318,20 @@ SURGE_HD_INLINE void draw(const Scene& scene, const FrameView& frame) {
   for (int row = 0; row < frame.height; ++row) draw_row(scene, frame, row);
 }
 
-// Scene<Scenario> (in scenarios/<name>_render.hpp) draws a scenario's state as its reference does:
+// SceneOf<Scenario> (in scenarios/<name>_render.hpp) draws a scenario's state as its reference does:
 //   static constexpr int kWidth, kHeight;   // the reference's frame size, the scene space's W0 x H0
-//   SURGE_HD static void build(const State&, const Params&, render::Scene&);
+//   SURGE_HD static void build(const State&, const Params&, render::Scene&);   // adds the shapes
 template <class Scenario>
 struct SceneOf;
+
+// A scenario's state drawn into `frame`: the scene built afresh, then every row.
+template <class Scenario>
+SURGE_HD_INLINE void draw_state(const typename Scenario::State& state, const typename Scenario::Params& params,
+                                const FrameView& frame) {
+  Scene scene;
+  begin_scene(scene, SceneOf<Scenario>::kWidth, SceneOf<Scenario>::kHeight);
+  SceneOf<Scenario>::build(state, params, scene);
+  draw(scene, frame);
+}
 
 }  // namespace surge::render

@@ -66,6 +66,10 @@ struct Scene {
 
 // ---- geometry ------------------------------------------------------------------------------------
 
+// fminf and fmaxf are calls into libm when the host compiler must keep their NaN rules; these inline.
+SURGE_HD_INLINE float min_of(float a, float b) { return a < b ? a : b; }
+SURGE_HD_INLINE float max_of(float a, float b) { return a > b ? a : b; }
+
 SURGE_HD_INLINE float polygon_area(const Point* v, int n) {
   float twice = 0.0f;
   for (int i = 0; i < n; ++i) {
@@ -92,8 +96,21 @@ SURGE_HD_INLINE int clip_polygon(const Point* in, int n, Point* out, bool along_
   return m;
 }
 
-// Area of a convex polygon's intersection with the rectangle [x0, x1] x [y0, y1].
+// Area of a convex counter-clockwise polygon's intersection with the rectangle [x0, x1] x [y0, y1].
 SURGE_HD_INLINE float polygon_rect_area(const Point* v, int n, float x0, float y0, float x1, float y1) {
+  // Most pixels a shape's box reaches are wholly inside it or wholly outside one of its edges: decided by
+  // the rectangle's corners against each edge, without clipping.
+  bool inside = true;
+  for (int i = 0; i < n; ++i) {
+    const Point a = v[i], b = v[i + 1 == n ? 0 : i + 1];
+    const float ex = b.x - a.x, ey = b.y - a.y;
+    if (ex == 0.0f && ey == 0.0f) continue;
+    const float c00 = ex * (y0 - a.y) - ey * (x0 - a.x), c10 = ex * (y0 - a.y) - ey * (x1 - a.x);
+    const float c01 = ex * (y1 - a.y) - ey * (x0 - a.x), c11 = ex * (y1 - a.y) - ey * (x1 - a.x);
+    if (c00 <= 0.0f && c10 <= 0.0f && c01 <= 0.0f && c11 <= 0.0f) return 0.0f;
+    inside = inside && c00 >= 0.0f && c10 >= 0.0f && c01 >= 0.0f && c11 >= 0.0f;
+  }
+  if (inside) return (x1 - x0) * (y1 - y0);
   Point a[kMaxPolygonVertices + 4], b[kMaxPolygonVertices + 4];
   int m = clip_polygon(v, n, a, true, x0, -1.0f);
   m = clip_polygon(a, m, b, true, x1, 1.0f);
@@ -104,26 +121,26 @@ SURGE_HD_INLINE float polygon_rect_area(const Point* v, int n, float x0, float y
 
 // Integral of sqrt(r^2 - t^2) from 0 to x, for |x| <= r.
 SURGE_HD_INLINE float half_chord_integral(float x, float r) {
-  const float ratio = fminf(fmaxf(x / r, -1.0f), 1.0f);
-  return 0.5f * (x * sqrtf(fmaxf(r * r - x * x, 0.0f)) + r * r * asinf(ratio));
+  const float ratio = min_of(max_of(x / r, -1.0f), 1.0f);
+  return 0.5f * (x * sqrtf(max_of(r * r - x * x, 0.0f)) + r * r * asinf(ratio));
 }
 
 // Area of the disc of radius r about the origin with x <= qx and y <= qy.
 SURGE_HD_INLINE float disc_quadrant_area(float qx, float qy, float r) {
   if (qy <= -r || qx <= -r) return 0.0f;
-  const float x_end = fminf(qx, r);
+  const float x_end = min_of(qx, r);
   const float full_left = half_chord_integral(-r, r);
   if (qy >= r) return 2.0f * (half_chord_integral(x_end, r) - full_left);
   // Inside |x| < w the column is cut at qy (length qy + h); outside, it lies wholly below qy (qy > 0)
   // or wholly above it (qy < 0).
-  const float w = sqrtf(fmaxf(r * r - qy * qy, 0.0f));
+  const float w = sqrtf(max_of(r * r - qy * qy, 0.0f));
   float area = 0.0f;
   if (qy > 0.0f) {
-    area += 2.0f * (half_chord_integral(fminf(x_end, -w), r) - full_left);
+    area += 2.0f * (half_chord_integral(min_of(x_end, -w), r) - full_left);
     if (x_end > w) area += 2.0f * (half_chord_integral(x_end, r) - half_chord_integral(w, r));
   }
   if (x_end > -w) {
-    const float cut = fminf(x_end, w);
+    const float cut = min_of(x_end, w);
     area += qy * (cut + w) + half_chord_integral(cut, r) - half_chord_integral(-w, r);
   }
   return area;
@@ -132,11 +149,11 @@ SURGE_HD_INLINE float disc_quadrant_area(float qx, float qy, float r) {
 SURGE_HD_INLINE float disc_rect_area(Point c, float r, float x0, float y0, float x1, float y1) {
   x0 -= c.x, x1 -= c.x, y0 -= c.y, y1 -= c.y;
   const float r2 = r * r;
-  const float far_x = fmaxf(x0 * x0, x1 * x1), far_y = fmaxf(y0 * y0, y1 * y1);
+  const float far_x = max_of(x0 * x0, x1 * x1), far_y = max_of(y0 * y0, y1 * y1);
   if (far_x + far_y <= r2) return (x1 - x0) * (y1 - y0);  // the whole rectangle is inside
   const float area = disc_quadrant_area(x1, y1, r) - disc_quadrant_area(x0, y1, r) - disc_quadrant_area(x1, y0, r) +
                      disc_quadrant_area(x0, y0, r);
-  return fmaxf(area, 0.0f);
+  return max_of(area, 0.0f);
 }
 
 // ---- building shapes -----------------------------------------------------------------------------
@@ -150,14 +167,17 @@ SURGE_HD_INLINE void finish_bounds(Shape& s) {
   s.min_x = s.max_x = s.vertices[0].x;
   s.min_y = s.max_y = s.vertices[0].y;
   for (int i = 1; i < s.vertex_count; ++i) {
-    s.min_x = fminf(s.min_x, s.vertices[i].x), s.max_x = fmaxf(s.max_x, s.vertices[i].x);
-    s.min_y = fminf(s.min_y, s.vertices[i].y), s.max_y = fmaxf(s.max_y, s.vertices[i].y);
+    s.min_x = min_of(s.min_x, s.vertices[i].x), s.max_x = max_of(s.max_x, s.vertices[i].x);
+    s.min_y = min_of(s.min_y, s.vertices[i].y), s.max_y = max_of(s.max_y, s.vertices[i].y);
   }
 }
 
+// The direction from a to b as a "diamond angle" in [0, 4): increasing with the true angle from the
+// +x axis, 0, 1, 2, 3 along +x, +y, -x, -y, and no trigonometry.
 SURGE_HD_INLINE float edge_angle(Point a, Point b) {
-  const float angle = atan2f(b.y - a.y, b.x - a.x);
-  return angle < 0.0f ? angle + 6.28318530717958647692f : angle;
+  const float dx = b.x - a.x, dy = b.y - a.y;
+  const float turn = dy / (fabsf(dx) + fabsf(dy));
+  return dx < 0.0f ? 2.0f - turn : (dy < 0.0f ? 4.0f + turn : turn);
 }
 
 // Appends the polygon `v` (n <= 8 vertices, convex, either orientation) grown by the square [-h, h]^2
@@ -180,7 +200,7 @@ SURGE_HD_INLINE void add_polygon(Scene& scene, const Point* v, int n, Colour col
     s.vertices[count++] = at;
     const Point a = p[(low + taken_polygon) % n], b = p[(low + taken_polygon + 1) % n];
     const float polygon_turn = taken_polygon < n ? edge_angle(a, b) : 1e9f;
-    const float square_turn = taken_square < 4 ? 1.5707963267948966f * static_cast<float>(taken_square) : 1e9f;
+    const float square_turn = taken_square < 4 ? static_cast<float>(taken_square) : 1e9f;
     if (polygon_turn <= square_turn) {
       at = {at.x + b.x - a.x, at.y + b.y - a.y};
       ++taken_polygon;
@@ -257,13 +277,13 @@ SURGE_HD_INLINE float curve_y(const SineCurve& c, int i) {
 SURGE_HD_INLINE float curve_coverage(const SineCurve& c, float x0, float y0, float x1, float y1) {
   const float step = (c.x_end - c.x_begin) / static_cast<float>(c.samples - 1);
   // A steep stroke is a pixel wide horizontally too, so look one pixel further each way.
-  const int first = static_cast<int>(fmaxf(floorf((x0 - 1.0f - c.x_begin) / step), 0.0f));
-  const int last = static_cast<int>(fminf(floorf((x1 + 1.0f - c.x_begin) / step), static_cast<float>(c.samples - 2)));
+  const int first = static_cast<int>(max_of(floorf((x0 - 1.0f - c.x_begin) / step), 0.0f));
+  const int last = static_cast<int>(min_of(floorf((x1 + 1.0f - c.x_begin) / step), static_cast<float>(c.samples - 2)));
   float area = 0.0f;
   for (int i = first; i <= last; ++i) {
     const Point a = {c.x_begin + step * static_cast<float>(i), curve_y(c, i)};
     const Point b = {c.x_begin + step * static_cast<float>(i + 1), curve_y(c, i + 1)};
-    if (fminf(a.y, b.y) - 1.0f >= y1 || fmaxf(a.y, b.y) + 1.0f <= y0) continue;
+    if (min_of(a.y, b.y) - 1.0f >= y1 || max_of(a.y, b.y) + 1.0f <= y0) continue;
     Point quad[4];
     if (fabsf(b.y - a.y) <= fabsf(b.x - a.x)) {
       quad[0] = {a.x, a.y - 0.5f}, quad[1] = {b.x, b.y - 0.5f}, quad[2] = {b.x, b.y + 0.5f},
@@ -278,14 +298,14 @@ SURGE_HD_INLINE float curve_coverage(const SineCurve& c, float x0, float y0, flo
 }
 
 SURGE_HD_INLINE void lay_over(Colour& pixel, Colour colour, float coverage) {
-  coverage = fminf(coverage, 1.0f);
+  coverage = min_of(coverage, 1.0f);
   pixel.r += (colour.r - pixel.r) * coverage;
   pixel.g += (colour.g - pixel.g) * coverage;
   pixel.b += (colour.b - pixel.b) * coverage;
 }
 
 SURGE_HD_INLINE std::uint8_t to_byte(float value) {
-  return static_cast<std::uint8_t>(fminf(fmaxf(value + 0.5f, 0.0f), 255.0f));
+  return static_cast<std::uint8_t>(min_of(max_of(value + 0.5f, 0.0f), 255.0f));
 }
 
 // Output row `row` of `frame`: every pixel's colour from the shapes' coverage of its footprint.
@@ -324,13 +344,19 @@ SURGE_HD_INLINE void draw(const Scene& scene, const FrameView& frame) {
 template <class Scenario>
 struct SceneOf;
 
-// A scenario's state drawn into `frame`: the scene built afresh, then every row.
+template <class Scenario>
+SURGE_HD_INLINE void build_scene(const typename Scenario::State& state, const typename Scenario::Params& params,
+                                 Scene& scene) {
+  begin_scene(scene, SceneOf<Scenario>::kWidth, SceneOf<Scenario>::kHeight);
+  SceneOf<Scenario>::build(state, params, scene);
+}
+
+// A scenario's state drawn into `frame`: the scene built, then every row.
 template <class Scenario>
 SURGE_HD_INLINE void draw_state(const typename Scenario::State& state, const typename Scenario::Params& params,
                                 const FrameView& frame) {
   Scene scene;
-  begin_scene(scene, SceneOf<Scenario>::kWidth, SceneOf<Scenario>::kHeight);
-  SceneOf<Scenario>::build(state, params, scene);
+  build_scene<Scenario>(state, params, scene);
   draw(scene, frame);
 }
 

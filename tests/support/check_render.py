@@ -171,12 +171,16 @@ def check_bad_input(folder):
         (["--scenario", "cartpole", "--size", "84by84", "--out", out], "84by84"),
         (["--scenario", "cartpole", "--out", os.path.join(folder, "bad.bmp")], "bad.bmp"),
         (["--scenario", "nowhere", "--out", out], "nowhere"),
+        (["--scenario", "cartpole", "--envs", "16", "--size", "2000x100", "--out", os.path.join(folder, "bad.gif"),
+          "--device", "cpu"], "over 4096 pixels a side"),
+        (["--scenario", "cartpole", "--steps", "200000", "--out", os.path.join(folder, "bad.gif")], "200000"),
+        (["--scenario", "cartpole", "--state", "1,2,3,4", "--out", os.path.join(folder, "bad.gif")], "FILE.png"),
     ]:
         result = subprocess.run([surge, "render", *args], capture_output=True, text=True)
         lines = result.stderr.strip().splitlines()
         assert result.returncode == 2 and len(lines) == 1 and lines[0].startswith("surge render: "), (args, result)
         assert words in lines[0], (args, lines)
-        assert not os.path.exists(out) and not os.path.exists(os.path.join(folder, "bad.bmp")), args
+        assert not [name for name in os.listdir(folder) if name.startswith("bad")], (args, os.listdir(folder))
 
 
 def main():

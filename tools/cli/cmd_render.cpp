@@ -101,7 +101,7 @@ int run_render(const Args& args) {
   const ScenarioSpec& spec = scenario_spec(cmd.get("scenario"));
   FrameSize size = cmd.has("size") ? parse_frame_size(cmd.get("size")) : reference_frame_size(spec.name);
   size.channels = cmd.flag_set("grayscale") ? 1 : 3;
-  const std::int64_t steps = cmd.has("steps") ? cmd.get_int("steps", 0, 1 << 20) : (png ? 0 : 200);
+  const std::int64_t steps = cmd.has("steps") ? cmd.get_int("steps", 0, png ? 1 << 20 : 100000) : (png ? 0 : 200);
   std::vector<float> given_state;
   if (cmd.has("state")) {
     if (!png) throw InputError(cmd.complaint("--state draws one picture; name --out FILE.png"));

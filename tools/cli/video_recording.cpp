@@ -46,6 +46,10 @@ VideoRecording::VideoRecording(const std::string& path, const std::string& scena
     const FrameSize reference = reference_frame_size(scenario);
     tile_ = {std::max(64, reference.width / columns_), std::max(64, reference.height / columns_), tile.channels};
   }
+  if (width() > 4096 || height() > 4096)
+    throw InputError("a video frame of " + std::to_string(width()) + "x" + std::to_string(height()) + " (" +
+                     std::to_string(tiles) + " tiles of " + std::to_string(tile_.width) + "x" +
+                     std::to_string(tile_.height) + ") is over 4096 pixels a side; lower the size or the count");
   tile_pixels_.resize(static_cast<std::size_t>(tile_.width) * tile_.height * 3);
   canvas_.assign(static_cast<std::size_t>(width()) * height() * 3, 255);
   file_ = std::make_unique<video::VideoFile>(path, width(), height(), video_fps(scenario));

@@ -20,7 +20,7 @@ void accumulate_first_episode(const Stream& stream, std::int64_t num_envs, const
 }
 
 std::vector<double> evaluate_policy(Engine& engine, const ActorCritic& network, Span<const float> params, bool sample,
-                                    const FrozenObsNormalization& normalization) {
+                                    const FrozenObsNormalization& normalization, const EvaluationWatcher& watch) {
   const Device device = engine.device();
   const ScenarioSpec& spec = engine.spec();
   const std::int64_t n = engine.num_envs();
@@ -54,6 +54,12 @@ std::vector<double> evaluate_policy(Engine& engine, const ActorCritic& network, 
   }
   engine.observe(obs.span(), stream);
   normalize(obs.data());
+  auto watch_step = [&] {
+    if (!watch) return;
+    stream.synchronize();  // the watcher reads on streams of its own
+    watch(returns.cspan(), finished.cspan());
+  };
+  watch_step();
   // Every episode ends by the time limit; check now and then whether all have, to stop early.
   const std::int64_t check_every = 32;
   for (std::int64_t t = 0; t < spec.max_episode_steps; ++t) {
@@ -72,6 +78,7 @@ std::vector<double> evaluate_policy(Engine& engine, const ActorCritic& network, 
     normalize(obs.data());
     accumulate_first_episode(stream, n, reward.data(), terminated.data(), truncated.data(), finished.data(),
                              returns.data());
+    watch_step();
     if ((t + 1) % check_every == 0) {
       const std::vector<std::uint8_t> done = to_host(finished.cspan(), stream);
       if (std::all_of(done.begin(), done.end(), [](std::uint8_t f) { return f != 0; })) break;

@@ -2,6 +2,7 @@
 // Evaluating a policy: K environments each play one episode to its end, greedily (the most probable
 // action, or a Gaussian's mean) or sampling from the policy, and the K returns come back.
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "rl/actor_critic.hpp"
@@ -19,8 +20,12 @@ struct FrozenObsNormalization {
   Span<const double> moments;  // [2*obs_dim + 1] on the engine's device, or empty for none
   double clip = 10.0;
 };
+// `watch`, when given, is called before the first step and after every step with the returns so far and
+// the flags of the environments whose first episode has ended (both [K], on the engine's device).
+using EvaluationWatcher = std::function<void(Span<const double> returns, Span<const std::uint8_t> finished)>;
 std::vector<double> evaluate_policy(Engine& engine, const ActorCritic& network, Span<const float> params, bool sample,
-                                    const FrozenObsNormalization& normalization = {});
+                                    const FrozenObsNormalization& normalization = {},
+                                    const EvaluationWatcher& watch = {});
 
 // Per environment: adds this step's reward to the return of its first episode until that episode ends.
 void accumulate_first_episode(const Stream& stream, std::int64_t num_envs, const float* reward,

@@ -32,10 +32,11 @@ say() { echo "setup: $*"; }
 
 debian_packages=(cmake g++ make pkg-config python3 python3-pip catch2 libopenblas-dev libhdf5-dev
                  libtomlplusplus-dev nlohmann-json3-dev libdlpack-dev libtorch-dev openmpi-bin libopenmpi-dev
-                 python3-dev python3-torch)
-# Modules (pip's name: '_' as '-'): independent checkers for the tests (Gymnasium itself, h5py, TensorBoard);
-# for the Python package, nanobind and scikit-build-core to build it and pytest for its tests.
-python_packages=(numpy gymnasium h5py tensorboard nanobind scikit_build_core pytest)
+                 python3-dev python3-torch zlib1g-dev ffmpeg)
+# Modules (module:package where pip names it otherwise; pip's name takes '-' for '_'): independent checkers
+# for the tests (Gymnasium itself with pygame for its frames, h5py, TensorBoard, Pillow for GIFs); for the
+# Python package, nanobind and scikit-build-core to build it and pytest for its tests.
+python_packages=(numpy gymnasium h5py tensorboard pygame PIL:pillow nanobind scikit_build_core pytest)
 
 pip_install() {
   python3 -m pip install --quiet "$@" 2>/dev/null || python3 -m pip install --quiet --break-system-packages "$@"
@@ -61,8 +62,9 @@ install_deps() {
     say "Debian packages: all present"
   fi
   local missing_py=()
-  for module in "${python_packages[@]}"; do
-    python3 -c "import $module" 2>/dev/null || missing_py+=("${module//_/-}")
+  for entry in "${python_packages[@]}"; do
+    local module=${entry%%:*} package=${entry#*:}
+    python3 -c "import $module" 2>/dev/null || missing_py+=("${package//_/-}")
   done
   if ((${#missing_py[@]})); then
     say "installing Python packages: ${missing_py[*]}"

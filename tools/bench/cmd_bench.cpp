@@ -13,12 +13,14 @@
 #include "tools/bench/bench_buffers.hpp"
 #include "tools/bench/bench_report.hpp"
 #include "tools/bench/env_bench.hpp"
+#include "tools/bench/render_bench.hpp"
 #include "tools/cli/args.hpp"
 #include "tools/cli/commands.hpp"
 #include "tools/cli/io.hpp"
 #include "tools/cli/json.hpp"
 #include "tools/cli/physics_option.hpp"
 #include "tools/cli/version.hpp"
+#include "tools/cli/video_recording.hpp"
 
 namespace surge::cli {
 namespace {
@@ -40,6 +42,8 @@ int bench_env(const Args& args) {
               "fused")
       .option("seed", "K", "random seed", "1")
       .option("json", "FILE", "also write the results as JSON")
+      .option("render", "WxH", "also draw every environment's frame after each step (render_bench.hpp)")
+      .flag("grayscale", "with --render: grey frames")
       .flag("dry-run", "print the memory plan (every buffer, the total, whether it fits) and stop");
   add_physics_option(cmd)
       .example("surge bench env --scenario cartpole --num-envs 65536 --steps 128 --device cpu")
@@ -57,6 +61,11 @@ int bench_env(const Args& args) {
   const std::string json_path = cmd.has("json") ? cmd.get("json") : "";
   if (!json_path.empty()) require_creatable(json_path, "JSON report");
   const Device device = resolve_device(cmd.get("device"));
+  if (cmd.has("render")) {
+    RenderBenchConfig render{&spec, device, num_envs, steps, repeats, seed, parse_frame_size(cmd.get("render"))};
+    render.frame.channels = cmd.flag_set("grayscale") ? 1 : 3;
+    return run_render_bench(render);
+  }
 
   // Stop before allocating anything when the run cannot fit.
   const bool step_mode = mode == "step";

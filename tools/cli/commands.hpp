@@ -23,6 +23,7 @@ int run_bench_train(const Args& args);  // cmd_bench_train.cpp
 int run_doctor(const Args& args);
 int run_config(const Args& args);  // cmd_config.cpp: surge config show
 int run_plot(const Args& args);    // cmd_plot.cpp
+int run_render(const Args& args);  // cmd_render.cpp: pictures and videos of a scenario
 
 // Shared by the commands: the help text of --device, and --device's value -> a Device. "cuda" on a
 // machine that cannot run it throws InputError with one line of the doctor's verdict; "auto" falls

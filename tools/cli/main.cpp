@@ -32,6 +32,7 @@ Commands:
   config show     the effective training config as TOML, and where each value came from
   eval            a trained policy's mean return over K episodes, from its checkpoint
   plot            learning curves (one run, or seeds of a config as a band) as SVG
+  render          a scenario's state as a PNG, or environments playing (or a policy) as a GIF or MP4
   step            one batched transition of given states (CSV in, CSV out)
   bench env       environment throughput: env-steps per second and bytes written per step
   bench train     end-to-end PPO training throughput, CUDA graphs on and off
@@ -121,6 +122,7 @@ int main(int argc, char** argv) {
     if (command == "doctor") run = surge::cli::run_doctor;
     if (command == "plot") run = surge::cli::run_plot;
     if (command == "config") run = surge::cli::run_config;
+    if (command == "render") run = surge::cli::run_render;
     if (!run) {
       std::cerr << "surge: unknown command '" << surge::format_excerpt(command) << "'; see 'surge --help'\n";
       return 2;

@@ -1,0 +1,363 @@
+#pragma once
+// Drawing a scene into a frame, written once for both backends (SURGE_HD, no allocation, no exceptions).
+//
+// A scene is described in its reference renderer's own pixel space ("scene space"): Gymnasium's pygame
+// surface before its vertical flip, y up, with pixel (i, j) centred on the point (i, j). Every shape
+// is a convex polygon or a disc (at most Scene::kMaxShapes), plus at most one smooth curve drawn as a
+// chain of one-pixel-wide strokes (MountainCar's hill). A frame of any size W x H shows the whole scene
+// (W0 x H0): output pixel (c, r) covers the rectangle [c sx - 1/2, (c+1) sx - 1/2] x
+// [H0 - 1/2 - (r+1) sy, H0 - 1/2 - r sy] of scene space, with sx = W0 / W and sy = H0 / H, and each
+// shape's colour is laid over the pixel with the exact fraction of that rectangle it covers (its area),
+// in drawing order. So a 64 x 64 frame is what area-averaging the full-size picture would give, without
+// drawing the full-size picture.
+#include <cmath>
+#include <cstdint>
+
+#include "sim/hd.hpp"
+
+namespace surge::render {
+
+struct Point {
+  float x, y;
+};
+
+struct Colour {
+  float r, g, b;
+};
+
+// A caller's frame: row-major, rows top to bottom, `channels` 3 (RGB) or 1 (grey, ITU-R BT.601 luma as
+// OpenCV's RGB2GRAY computes it), `row_stride` bytes between rows.
+struct FrameView {
+  std::uint8_t* pixels;
+  int width, height, channels;
+  std::int64_t row_stride;
+};
+
+inline constexpr int kMaxPolygonVertices = 12;
+
+struct Shape {
+  enum Kind : std::uint8_t { Polygon, Disc };
+  Kind kind;
+  std::uint8_t vertex_count;
+  Colour colour;
+  Point vertices[kMaxPolygonVertices];  // Polygon: convex, counter-clockwise; Disc: vertices[0] is the centre
+  float radius;                         // Disc only
+  float min_x, min_y, max_x, max_y;     // bounding box
+};
+
+// y = amplitude sin(frequency x + phase) + offset between x_begin and x_end, sampled at `samples`
+// points and joined by straight strokes one pixel thick across their minor axis (an anti-aliased
+// line's width), all in scene space.
+struct SineCurve {
+  float x_begin, x_end, amplitude, frequency, phase, offset;
+  int samples;
+  Colour colour;
+};
+
+struct Scene {
+  static constexpr int kMaxShapes = 8;
+  float width, height;  // scene space size, W0 x H0
+  Colour background;
+  int shape_count;
+  bool has_curve;
+  SineCurve curve;  // drawn first, over the background
+  Shape shapes[kMaxShapes];
+};
+
+// ---- geometry ------------------------------------------------------------------------------------
+
+// fminf and fmaxf are calls into libm when the host compiler must keep their NaN rules; these inline.
+SURGE_HD_INLINE float min_of(float a, float b) { return a < b ? a : b; }
+SURGE_HD_INLINE float max_of(float a, float b) { return a > b ? a : b; }
+
+SURGE_HD_INLINE float polygon_area(const Point* v, int n) {
+  float twice = 0.0f;
+  for (int i = 0; i < n; ++i) {
+    const Point a = v[i], b = v[i + 1 == n ? 0 : i + 1];
+    twice += a.x * b.y - a.y * b.x;
+  }
+  return 0.5f * twice;
+}
+
+// Keeps the part of polygon `in` (n vertices) on the side where sign * (coordinate - bound) <= 0 of an
+// axis-aligned line; returns the new vertex count (at most n + 1 for a convex polygon).
+SURGE_HD_INLINE int clip_polygon(const Point* in, int n, Point* out, bool along_x, float bound, float sign) {
+  int m = 0;
+  for (int i = 0; i < n; ++i) {
+    const Point a = in[i], b = in[i + 1 == n ? 0 : i + 1];
+    const float da = sign * ((along_x ? a.x : a.y) - bound);
+    const float db = sign * ((along_x ? b.x : b.y) - bound);
+    if (da <= 0.0f) out[m++] = a;
+    if ((da < 0.0f && db > 0.0f) || (da > 0.0f && db < 0.0f)) {
+      const float t = da / (da - db);
+      out[m++] = {a.x + t * (b.x - a.x), a.y + t * (b.y - a.y)};
+    }
+  }
+  return m;
+}
+
+// Area of a convex counter-clockwise polygon's intersection with the rectangle [x0, x1] x [y0, y1].
+SURGE_HD_INLINE float polygon_rect_area(const Point* v, int n, float x0, float y0, float x1, float y1) {
+  // Most pixels a shape's box reaches are wholly inside it or wholly outside one of its edges: decided by
+  // the rectangle's corners against each edge, without clipping.
+  bool inside = true;
+  for (int i = 0; i < n; ++i) {
+    const Point a = v[i], b = v[i + 1 == n ? 0 : i + 1];
+    const float ex = b.x - a.x, ey = b.y - a.y;
+    if (ex == 0.0f && ey == 0.0f) continue;
+    const float c00 = ex * (y0 - a.y) - ey * (x0 - a.x), c10 = ex * (y0 - a.y) - ey * (x1 - a.x);
+    const float c01 = ex * (y1 - a.y) - ey * (x0 - a.x), c11 = ex * (y1 - a.y) - ey * (x1 - a.x);
+    if (c00 <= 0.0f && c10 <= 0.0f && c01 <= 0.0f && c11 <= 0.0f) return 0.0f;
+    inside = inside && c00 >= 0.0f && c10 >= 0.0f && c01 >= 0.0f && c11 >= 0.0f;
+  }
+  if (inside) return (x1 - x0) * (y1 - y0);
+  Point a[kMaxPolygonVertices + 4], b[kMaxPolygonVertices + 4];
+  int m = clip_polygon(v, n, a, true, x0, -1.0f);
+  m = clip_polygon(a, m, b, true, x1, 1.0f);
+  m = clip_polygon(b, m, a, false, y0, -1.0f);
+  m = clip_polygon(a, m, b, false, y1, 1.0f);
+  return m < 3 ? 0.0f : fabsf(polygon_area(b, m));
+}
+
+// Integral of sqrt(r^2 - t^2) from 0 to x, for |x| <= r.
+SURGE_HD_INLINE float half_chord_integral(float x, float r) {
+  const float ratio = min_of(max_of(x / r, -1.0f), 1.0f);
+  return 0.5f * (x * sqrtf(max_of(r * r - x * x, 0.0f)) + r * r * asinf(ratio));
+}
+
+// Area of the disc of radius r about the origin with x <= qx and y <= qy.
+SURGE_HD_INLINE float disc_quadrant_area(float qx, float qy, float r) {
+  if (qy <= -r || qx <= -r) return 0.0f;
+  const float x_end = min_of(qx, r);
+  const float full_left = half_chord_integral(-r, r);
+  if (qy >= r) return 2.0f * (half_chord_integral(x_end, r) - full_left);
+  // Inside |x| < w the column is cut at qy (length qy + h); outside, it lies wholly below qy (qy > 0)
+  // or wholly above it (qy < 0).
+  const float w = sqrtf(max_of(r * r - qy * qy, 0.0f));
+  float area = 0.0f;
+  if (qy > 0.0f) {
+    area += 2.0f * (half_chord_integral(min_of(x_end, -w), r) - full_left);
+    if (x_end > w) area += 2.0f * (half_chord_integral(x_end, r) - half_chord_integral(w, r));
+  }
+  if (x_end > -w) {
+    const float cut = min_of(x_end, w);
+    area += qy * (cut + w) + half_chord_integral(cut, r) - half_chord_integral(-w, r);
+  }
+  return area;
+}
+
+SURGE_HD_INLINE float disc_rect_area(Point c, float r, float x0, float y0, float x1, float y1) {
+  x0 -= c.x, x1 -= c.x, y0 -= c.y, y1 -= c.y;
+  const float r2 = r * r;
+  const float far_x = max_of(x0 * x0, x1 * x1), far_y = max_of(y0 * y0, y1 * y1);
+  if (far_x + far_y <= r2) return (x1 - x0) * (y1 - y0);  // the whole rectangle is inside
+  const float area = disc_quadrant_area(x1, y1, r) - disc_quadrant_area(x0, y1, r) - disc_quadrant_area(x1, y0, r) +
+                     disc_quadrant_area(x0, y0, r);
+  return max_of(area, 0.0f);
+}
+
+// ---- building shapes -----------------------------------------------------------------------------
+
+SURGE_HD_INLINE void finish_bounds(Shape& s) {
+  if (s.kind == Shape::Disc) {
+    s.min_x = s.vertices[0].x - s.radius, s.max_x = s.vertices[0].x + s.radius;
+    s.min_y = s.vertices[0].y - s.radius, s.max_y = s.vertices[0].y + s.radius;
+    return;
+  }
+  s.min_x = s.max_x = s.vertices[0].x;
+  s.min_y = s.max_y = s.vertices[0].y;
+  for (int i = 1; i < s.vertex_count; ++i) {
+    s.min_x = min_of(s.min_x, s.vertices[i].x), s.max_x = max_of(s.max_x, s.vertices[i].x);
+    s.min_y = min_of(s.min_y, s.vertices[i].y), s.max_y = max_of(s.max_y, s.vertices[i].y);
+  }
+}
+
+// The direction from a to b as a "diamond angle" in [0, 4): increasing with the true angle from the
+// +x axis, 0, 1, 2, 3 along +x, +y, -x, -y, and no trigonometry.
+SURGE_HD_INLINE float edge_angle(Point a, Point b) {
+  const float dx = b.x - a.x, dy = b.y - a.y;
+  const float turn = dy / (fabsf(dx) + fabsf(dy));
+  return dx < 0.0f ? 2.0f - turn : (dy < 0.0f ? 4.0f + turn : turn);
+}
+
+// Appends the polygon `v` (n <= 8 vertices, convex, either orientation) grown by the square [-h, h]^2
+// (its Minkowski sum with it): the pixels a scanline filler sets when it includes both ends of each
+// span are the polygon grown by half a pixel. Duplicate points are skipped.
+SURGE_HD_INLINE void add_polygon(Scene& scene, const Point* v, int n, Colour colour, float h = 0.5f) {
+  Shape& s = scene.shapes[scene.shape_count++];
+  s.kind = Shape::Polygon;
+  s.colour = colour;
+  Point p[8];
+  const bool clockwise = polygon_area(v, n) < 0.0f;
+  for (int i = 0; i < n; ++i) p[i] = v[clockwise ? n - 1 - i : i];
+  int low = 0;  // lowest, then leftmost: the edges from there turn through angles in [0, 2 pi)
+  for (int i = 1; i < n; ++i)
+    if (p[i].y < p[low].y || (p[i].y == p[low].y && p[i].x < p[low].x)) low = i;
+  const Point square_step[4] = {{2 * h, 0}, {0, 2 * h}, {-2 * h, 0}, {0, -2 * h}};
+  Point at = {p[low].x - h, p[low].y - h};
+  int count = 0, taken_polygon = 0, taken_square = 0;
+  while (taken_polygon < n || taken_square < 4) {
+    s.vertices[count++] = at;
+    const Point a = p[(low + taken_polygon) % n], b = p[(low + taken_polygon + 1) % n];
+    const float polygon_turn = taken_polygon < n ? edge_angle(a, b) : 1e9f;
+    const float square_turn = taken_square < 4 ? static_cast<float>(taken_square) : 1e9f;
+    if (polygon_turn <= square_turn) {
+      at = {at.x + b.x - a.x, at.y + b.y - a.y};
+      ++taken_polygon;
+    } else {
+      at = {at.x + square_step[taken_square].x, at.y + square_step[taken_square].y};
+      ++taken_square;
+    }
+    if (count > 1 && s.vertices[count - 1].x == s.vertices[count - 2].x &&
+        s.vertices[count - 1].y == s.vertices[count - 2].y)
+      --count;
+  }
+  s.vertex_count = static_cast<std::uint8_t>(count);
+  finish_bounds(s);
+}
+
+SURGE_HD_INLINE void add_disc(Scene& scene, Point centre, float radius, Colour colour) {
+  Shape& s = scene.shapes[scene.shape_count++];
+  s.kind = Shape::Disc;
+  s.colour = colour;
+  s.vertex_count = 1;
+  s.vertices[0] = centre;
+  s.radius = radius;
+  finish_bounds(s);
+}
+
+// A one-pixel line from a to b (both ends included), as a pixel-exact line drawer sets it.
+SURGE_HD_INLINE void add_line(Scene& scene, Point a, Point b, Colour colour) {
+  const Point segment[2] = {a, b};
+  add_polygon(scene, segment, 2, colour);
+}
+
+// pygame's int(): towards zero.
+SURGE_HD_INLINE Point truncated(Point p) { return {truncf(p.x), truncf(p.y)}; }
+
+SURGE_HD_INLINE Point rotated(Point p, float angle) {
+  const float c = cosf(angle), s = sinf(angle);
+  return {p.x * c - p.y * s, p.x * s + p.y * c};
+}
+
+// A polygon given in its own frame, turned by `angle` about its origin and moved to `origin`; its
+// corners truncated to whole pixels as gfxdraw does.
+SURGE_HD_INLINE void add_placed_polygon(Scene& scene, const Point* corners, int n, float angle, Point origin,
+                                        Colour colour) {
+  Point placed[8];
+  for (int i = 0; i < n; ++i) {
+    const Point c = rotated(corners[i], angle);
+    placed[i] = truncated({c.x + origin.x, c.y + origin.y});
+  }
+  add_polygon(scene, placed, n, colour);
+}
+
+SURGE_HD_INLINE void begin_scene(Scene& scene, float width, float height) {
+  scene.width = width, scene.height = height;
+  scene.background = {255.0f, 255.0f, 255.0f};
+  scene.shape_count = 0;
+  scene.has_curve = false;
+}
+
+// ---- drawing -------------------------------------------------------------------------------------
+
+SURGE_HD_INLINE float shape_coverage(const Shape& s, float x0, float y0, float x1, float y1) {
+  if (x1 <= s.min_x || x0 >= s.max_x || y1 <= s.min_y || y0 >= s.max_y) return 0.0f;
+  if (s.kind == Shape::Disc) return disc_rect_area(s.vertices[0], s.radius, x0, y0, x1, y1);
+  return polygon_rect_area(s.vertices, s.vertex_count, x0, y0, x1, y1);
+}
+
+SURGE_HD_INLINE float curve_y(const SineCurve& c, int i) {
+  const float x = c.x_begin + (c.x_end - c.x_begin) * static_cast<float>(i) / static_cast<float>(c.samples - 1);
+  return c.amplitude * sinf(c.frequency * x + c.phase) + c.offset;
+}
+
+// The curve's strokes that can reach [x0, x1] x [y0, y1], each a parallelogram one pixel thick across
+// its minor axis; the strokes meet end to end, so their areas add.
+SURGE_HD_INLINE float curve_coverage(const SineCurve& c, float x0, float y0, float x1, float y1) {
+  const float step = (c.x_end - c.x_begin) / static_cast<float>(c.samples - 1);
+  // A steep stroke is a pixel wide horizontally too, so look one pixel further each way.
+  const int first = static_cast<int>(max_of(floorf((x0 - 1.0f - c.x_begin) / step), 0.0f));
+  const int last = static_cast<int>(min_of(floorf((x1 + 1.0f - c.x_begin) / step), static_cast<float>(c.samples - 2)));
+  float area = 0.0f;
+  for (int i = first; i <= last; ++i) {
+    const Point a = {c.x_begin + step * static_cast<float>(i), curve_y(c, i)};
+    const Point b = {c.x_begin + step * static_cast<float>(i + 1), curve_y(c, i + 1)};
+    if (min_of(a.y, b.y) - 1.0f >= y1 || max_of(a.y, b.y) + 1.0f <= y0) continue;
+    Point quad[4];
+    if (fabsf(b.y - a.y) <= fabsf(b.x - a.x)) {
+      quad[0] = {a.x, a.y - 0.5f}, quad[1] = {b.x, b.y - 0.5f}, quad[2] = {b.x, b.y + 0.5f},
+      quad[3] = {a.x, a.y + 0.5f};
+    } else {
+      const float dx = b.y > a.y ? 0.5f : -0.5f;
+      quad[0] = {a.x + dx, a.y}, quad[1] = {b.x + dx, b.y}, quad[2] = {b.x - dx, b.y}, quad[3] = {a.x - dx, a.y};
+    }
+    area += polygon_rect_area(quad, 4, x0, y0, x1, y1);
+  }
+  return area;
+}
+
+SURGE_HD_INLINE void lay_over(Colour& pixel, Colour colour, float coverage) {
+  coverage = min_of(coverage, 1.0f);
+  pixel.r += (colour.r - pixel.r) * coverage;
+  pixel.g += (colour.g - pixel.g) * coverage;
+  pixel.b += (colour.b - pixel.b) * coverage;
+}
+
+SURGE_HD_INLINE std::uint8_t to_byte(float value) {
+  return static_cast<std::uint8_t>(min_of(max_of(value + 0.5f, 0.0f), 255.0f));
+}
+
+// Output row `row` of `frame`: every pixel's colour from the shapes' coverage of its footprint.
+SURGE_HD_INLINE void draw_row(const Scene& scene, const FrameView& frame, int row) {
+  const float sx = scene.width / static_cast<float>(frame.width);
+  const float sy = scene.height / static_cast<float>(frame.height);
+  const float inverse_area = 1.0f / (sx * sy);
+  const float y1 = scene.height - 0.5f - sy * static_cast<float>(row);
+  const float y0 = y1 - sy;
+  std::uint8_t* out = frame.pixels + frame.row_stride * row;
+  for (int column = 0; column < frame.width; ++column) {
+    const float x0 = sx * static_cast<float>(column) - 0.5f, x1 = x0 + sx;
+    Colour pixel = scene.background;
+    if (scene.has_curve)
+      lay_over(pixel, scene.curve.colour, curve_coverage(scene.curve, x0, y0, x1, y1) * inverse_area);
+    for (int k = 0; k < scene.shape_count; ++k) {
+      const float area = shape_coverage(scene.shapes[k], x0, y0, x1, y1);
+      if (area > 0.0f) lay_over(pixel, scene.shapes[k].colour, area * inverse_area);
+    }
+    if (frame.channels == 1) {
+      out[column] = to_byte(0.299f * pixel.r + 0.587f * pixel.g + 0.114f * pixel.b);
+    } else {
+      out[3 * column] = to_byte(pixel.r), out[3 * column + 1] = to_byte(pixel.g),
+              out[3 * column + 2] = to_byte(pixel.b);
+    }
+  }
+}
+
+SURGE_HD_INLINE void draw(const Scene& scene, const FrameView& frame) {
+  for (int row = 0; row < frame.height; ++row) draw_row(scene, frame, row);
+}
+
+// SceneOf<Scenario> (in scenarios/<name>_render.hpp) draws a scenario's state as its reference does:
+//   static constexpr int kWidth, kHeight;   // the reference's frame size, the scene space's W0 x H0
+//   SURGE_HD static void build(const State&, const Params&, render::Scene&);   // adds the shapes
+template <class Scenario>
+struct SceneOf;
+
+template <class Scenario>
+SURGE_HD_INLINE void build_scene(const typename Scenario::State& state, const typename Scenario::Params& params,
+                                 Scene& scene) {
+  begin_scene(scene, SceneOf<Scenario>::kWidth, SceneOf<Scenario>::kHeight);
+  SceneOf<Scenario>::build(state, params, scene);
+}
+
+// A scenario's state drawn into `frame`: the scene built, then every row.
+template <class Scenario>
+SURGE_HD_INLINE void draw_state(const typename Scenario::State& state, const typename Scenario::Params& params,
+                                const FrameView& frame) {
+  Scene scene;
+  build_scene<Scenario>(state, params, scene);
+  draw(scene, frame);
+}
+
+}  // namespace surge::render

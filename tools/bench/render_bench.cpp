@@ -1,0 +1,73 @@
+#include "tools/bench/render_bench.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+#include "scenarios/registry.hpp"
+#include "sim/format.hpp"
+#include "sim/memory.hpp"
+#include "sim/timer.hpp"
+
+namespace surge::cli {
+namespace {
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+}  // namespace
+
+int run_render_bench(const RenderBenchConfig& config) {
+  const ScenarioSpec& spec = *config.spec;
+  const Device device = config.device;
+  const std::int64_t n = config.num_envs;
+  const bool discrete = spec.action_kind == ActionKind::Discrete;
+  auto engine = make_engine(spec.name, device, n, config.seed);
+  Stream stream(device);
+  DeviceBuffer<std::uint8_t> frames(device, n * config.frame.bytes());
+  DeviceBuffer<std::int32_t> actions(device, discrete ? n : 0);
+  DeviceBuffer<float> continuous(device, discrete ? 0 : n * spec.action_dim);
+  DeviceBuffer<float> obs(device, n * spec.obs_dim), reward(device, n);
+  DeviceBuffer<std::uint8_t> terminated(device, n), truncated(device, n);
+  const StreamDrain drain(stream);
+  StreamTimer timer(stream);
+  std::vector<double> frame_rates, step_rates;
+  for (int r = 0; r < config.repeats + 1; ++r) {  // the first round warms up and is not counted
+    double render_seconds = 0.0;
+    timer.start();
+    for (std::int64_t t = 0; t < config.steps; ++t) {
+      engine->random_actions(actions.span(), continuous.span(), stream);
+      engine->step(ActionView{actions.cspan(), continuous.cspan()},
+                   StepViews{obs.span(), reward.span(), terminated.span(), truncated.span(), {}}, stream);
+    }
+    timer.stop();
+    const double step_seconds = timer.seconds();
+    for (std::int64_t t = 0; t < config.steps; ++t) {
+      timer.start();
+      render_engine(*engine, config.frame, frames.span(), stream);
+      timer.stop();
+      render_seconds += timer.seconds();
+    }
+    if (r == 0) continue;
+    const double env_steps = static_cast<double>(n * config.steps);
+    frame_rates.push_back(env_steps / render_seconds);
+    step_rates.push_back(env_steps / (render_seconds + step_seconds));
+  }
+  const std::int64_t frame_bytes = config.frame.bytes();
+  std::printf("scenario                 %s\n", spec.name.c_str());
+  std::printf("device                   %s\n", device.str().c_str());
+  std::printf("num_envs x steps         %lld x %lld (render %dx%d %s)\n", static_cast<long long>(n),
+              static_cast<long long>(config.steps), config.frame.width, config.frame.height,
+              config.frame.channels == 1 ? "grey" : "RGB");
+  std::printf("frames/s (median)        %s\n", format_rate(median(frame_rates)).c_str());
+  std::printf("env-steps/s with frames  %s   (step, then every frame drawn)\n",
+              format_rate(median(step_rates)).c_str());
+  std::printf("bytes written per step   %lld (the frame) + %zu (reward, flags, vector obs)\n",
+              static_cast<long long>(frame_bytes), rollout_bytes_per_env_step(spec));
+  std::printf("frame write bandwidth    %.3g GB/s\n", median(frame_rates) * static_cast<double>(frame_bytes) * 1e-9);
+  return 0;
+}
+
+}  // namespace surge::cli

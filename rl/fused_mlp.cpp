@@ -12,6 +12,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstring>
 #include <utility>
 #include <vector>
 
@@ -23,16 +24,21 @@ namespace {
 
 typedef float FloatVec __attribute__((vector_size(64)));
 typedef double DoubleVec __attribute__((vector_size(64)));
+// The same vectors in memory, at any address of their scalars.
+typedef float FloatVecInMemory __attribute__((vector_size(64), aligned(alignof(float))));
+typedef double DoubleVecInMemory __attribute__((vector_size(64), aligned(alignof(double))));
 
 template <class Scalar>
 struct VecOf;
 template <>
 struct VecOf<float> {
   using type = FloatVec;
+  using in_memory = FloatVecInMemory;
 };
 template <>
 struct VecOf<double> {
   using type = DoubleVec;
+  using in_memory = DoubleVecInMemory;
 };
 template <class Scalar>
 using Vec = typename VecOf<Scalar>::type;
@@ -43,14 +49,14 @@ constexpr int kTileRows = 32;
 constexpr int kBlockRows = 4;
 constexpr int kBlockVecs = 4;
 
-// Vector element types alias their scalars in GCC and Clang; every address passed here is 64-byte aligned.
+// Vector types alias their scalars in GCC and Clang.
 template <class Scalar>
-inline Vec<Scalar>& vec_at(Scalar* p) {
-  return *reinterpret_cast<Vec<Scalar>*>(p);
+inline typename VecOf<Scalar>::in_memory& vec_at(Scalar* p) {
+  return *reinterpret_cast<typename VecOf<Scalar>::in_memory*>(p);
 }
 template <class Scalar>
-inline const Vec<Scalar>& vec_at(const Scalar* p) {
-  return *reinterpret_cast<const Vec<Scalar>*>(p);
+inline const typename VecOf<Scalar>::in_memory& vec_at(const Scalar* p) {
+  return *reinterpret_cast<const typename VecOf<Scalar>::in_memory*>(p);
 }
 
 template <class Scalar>
@@ -197,6 +203,7 @@ struct Packed {
   std::vector<std::int64_t> layout;                  // the network's widths and slice offsets
   std::vector<std::int64_t> transposed, rows, bias;  // per layer: W^T [in][out], W [out][in], b [out], padded
   Scalar* base = nullptr;
+  const Mlp* owner = nullptr;
 
   static std::vector<std::int64_t> layout_of(const Mlp& mlp) {
     std::vector<std::int64_t> layout{mlp.input_dim()};
@@ -209,13 +216,18 @@ struct Packed {
     const int last = mlp.num_layers() - 1;
     return {mlp.weight_offset(0), mlp.bias_offset(last) + mlp.layer_out(last)};
   }
+  // Bit for bit the parameters it was packed from (memcmp: a byte compare runs at memory speed, where a
+  // float compare would not vectorise).
   bool holds(const Mlp& mlp, const Scalar* params) const {
+    if (&mlp != owner) return false;
     const auto [begin, end] = source_range(mlp);
-    return layout == layout_of(mlp) && std::equal(params + begin, params + end, source.begin(), source.end());
+    return static_cast<std::size_t>(end - begin) == source.size() && layout == layout_of(mlp) &&
+           std::memcmp(params + begin, source.data(), source.size() * sizeof(Scalar)) == 0;
   }
 
   void pack(const Mlp& mlp, const Scalar* params) {
     const int layers = mlp.num_layers();
+    owner = &mlp;
     layout = layout_of(mlp);
     const auto [begin, end] = source_range(mlp);
     source.assign(params + begin, params + end);
@@ -288,23 +300,26 @@ void fused_mlp_forward(const Mlp& mlp, const Scalar* params, const Scalar* input
 #pragma omp parallel for schedule(static) if (run_parallel(batch))
   for (std::int64_t tile = 0; tile < tiles; ++tile) {
     thread_local std::vector<Scalar> storage;
-    Scalar* x = aligned(storage, 2 * kTileRows * widest);
-    Scalar* y = x + kTileRows * widest;
+    Scalar* buffers[2] = {aligned(storage, 2 * kTileRows * widest), nullptr};
+    buffers[1] = buffers[0] + kTileRows * widest;
+    int next = 0;
     const std::int64_t row0 = tile * kTileRows;
     const int rows = static_cast<int>(std::min<std::int64_t>(kTileRows, batch - row0));
-    load_padded(input + row0 * mlp.input_dim(), rows, mlp.input_dim(), x);
+    // The products read their left operand one scalar at a time: the rows are used where they lie.
+    const Scalar* x = input + row0 * mlp.input_dim();
+    std::int64_t ldx = mlp.input_dim();
     for (int l = 0; l < layers; ++l) {
       const int in = mlp.layer_in(l), out = mlp.layer_out(l);
       const std::int64_t out_p = padded<Scalar>(out);
-      dense(x, padded<Scalar>(in), rows, in, weights.base + weights.transposed[l], out_p,
-            weights.base + weights.bias[l], y, out_p);
-      if (l + 1 == layers) {
-        store_unpadded(y, rows, out, output + row0 * out);
-      } else {
-        activate(mlp.activation(), y, rows * out_p);
-        store_unpadded(y, rows, out, activations + mlp.activation_offset(l, batch) + row0 * out);
-      }
-      std::swap(x, y);
+      const bool head = l + 1 == layers;
+      Scalar* target = (head ? output : activations + mlp.activation_offset(l, batch)) + row0 * out;
+      // A layer of whole vectors is written in place; another goes through a padded tile.
+      Scalar* y = out == out_p ? target : buffers[next ^= 1];
+      dense(x, ldx, rows, in, weights.base + weights.transposed[l], out_p, weights.base + weights.bias[l], y, out_p);
+      if (!head) activate(mlp.activation(), y, rows * out_p);
+      if (y != target) store_unpadded(y, rows, out, target);
+      x = y;
+      ldx = out_p;
     }
   }
 }
@@ -331,27 +346,34 @@ void fused_mlp_backward(const Mlp& mlp, const Scalar* params, const Scalar* inpu
 #pragma omp parallel for schedule(static) if (run_parallel(batch))
   for (std::int64_t chunk = 0; chunk < chunks; ++chunk) {
     thread_local std::vector<Scalar> storage;
-    Scalar* x = aligned(storage, 3 * kTileRows * widest);
-    Scalar* dy = x + kTileRows * widest;
-    Scalar* dx = dy + kTileRows * widest;
+    Scalar* x_tile = aligned(storage, 3 * kTileRows * widest);
+    Scalar* buffers[2] = {x_tile + kTileRows * widest, x_tile + 2 * kTileRows * widest};
+    int next = 0;
     Scalar* sum = sums + chunk * per_chunk;
     const std::int64_t end = std::min(batch, (chunk + 1) * kFusedMlpChunkRows);
     for (std::int64_t row0 = chunk * kFusedMlpChunkRows; row0 < end; row0 += kTileRows) {
       const int rows = static_cast<int>(std::min<std::int64_t>(kTileRows, end - row0));
-      load_padded(d_output + row0 * mlp.output_dim(), rows, mlp.output_dim(), dy);
+      // dy is read one scalar at a time; the layer inputs x as whole vectors, padded when they are not.
+      const Scalar* dy = d_output + row0 * mlp.output_dim();
+      std::int64_t ldy = mlp.output_dim();
       for (int l = layers - 1; l >= 0; --l) {
         const int in = mlp.layer_in(l), out = mlp.layer_out(l);
-        const std::int64_t in_p = padded<Scalar>(in), out_p = padded<Scalar>(out);
-        const Scalar* x_rows = l == 0 ? input : activations + mlp.activation_offset(l - 1, batch);
-        load_padded(x_rows + row0 * in, rows, in, x);
-        outer(dy, out_p, out, rows, x, in_p, sum + weight_sum[l]);
+        const std::int64_t in_p = padded<Scalar>(in);
+        const Scalar* x = (l == 0 ? input : activations + mlp.activation_offset(l - 1, batch)) + row0 * in;
+        if (in != in_p) {
+          load_padded(x, rows, in, x_tile);
+          x = x_tile;
+        }
+        outer(dy, ldy, out, rows, x, in_p, sum + weight_sum[l]);
         Scalar* bias = sum + bias_sum[l];
         for (int r = 0; r < rows; ++r)
-          for (std::int64_t o = 0; o < out_p; o += kLanes<Scalar>) vec_at(bias + o) += vec_at(dy + r * out_p + o);
+          for (int o = 0; o < out; ++o) bias[o] += dy[r * ldy + o];
         if (l == 0) break;
-        dense<Scalar>(dy, out_p, rows, out, weights.base + weights.rows[l], in_p, nullptr, dx, in_p);
+        Scalar* dx = buffers[next ^= 1];
+        dense<Scalar>(dy, ldy, rows, out, weights.base + weights.rows[l], in_p, nullptr, dx, in_p);
         activation_backward(mlp.activation(), dx, x, rows * in_p);
-        std::swap(dy, dx);
+        dy = dx;
+        ldy = in_p;
       }
     }
   }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "rl/fused_mlp.hpp"
+#include "rl/gemm.hpp"
 #include "rl/mlp.hpp"
 #include "sim/philox.hpp"
 #include "tests/support/ppo_gradient_batch.hpp"
@@ -194,4 +195,26 @@ TEST_CASE("Fused MLP declines networks wider than its limit", "[mlp][fused]") {
   ParamTable other;
   const Mlp input(other, "input", kFusedMlpMaxWidth + 1, {8}, 2, Activation::Tanh, 1.0);
   CHECK_FALSE(fused_mlp_fits(input));
+}
+
+TEST_CASE("Fused MLP gradients are the same bits on one thread and on several", "[mlp][fused]") {
+  ParamTable table;
+  const Mlp mlp(table, "net", 5, {64, 48}, 3, Activation::Tanh, 1.0);
+  const std::int64_t batch = 3 * kFusedMlpChunkRows + 7;
+  surge::Rng rng(11, 7, 0);
+  std::vector<float> params(static_cast<std::size_t>(table.total())), input(batch * 5), d_output(batch * 3);
+  for (float& v : params) v = static_cast<float>(0.2 * normal(rng));
+  for (float& v : input) v = static_cast<float>(normal(rng));
+  for (float& v : d_output) v = static_cast<float>(normal(rng));
+  std::vector<std::vector<float>> grads;
+  for (const int threads : {1, 2, 3}) {
+    set_cpu_threads(threads);
+    std::vector<float> activations(mlp.activation_size(batch)), output(batch * 3), g(params.size(), 0.0f);
+    fused_mlp_forward(mlp, params.data(), input.data(), batch, activations.data(), output.data());
+    fused_mlp_backward(mlp, params.data(), input.data(), batch, activations.data(), d_output.data(), g.data());
+    grads.push_back(g);
+  }
+  set_cpu_threads(1);
+  CHECK(grads[0] == grads[1]);
+  CHECK(grads[0] == grads[2]);
 }

@@ -75,19 +75,21 @@ Scalar* aligned(std::vector<Scalar>& storage, std::int64_t count) {
 
 // ============================== register blocks ==============================
 
-// c[r][0 .. NV lanes) = bias + sum_p a[r][p] b[p][..] for NR rows (bias null: 0).
+// The one register block: c[r][0 .. NV lanes) = init[r][..] + sum_p a(r, p) b[p][..] for NR rows, where
+// a(r, p) = a[r * a_row + p * a_col] (so a or a^T), init [NR][init_ld] (init_ld 0: one row for all, as a
+// bias; null: 0).
 template <class Scalar, int NR, int NV>
-void dense_block(const Scalar* a, std::int64_t lda, int k, const Scalar* b, std::int64_t ldb, const Scalar* bias,
-                 Scalar* c, std::int64_t ldc) {
+void block(const Scalar* a, std::int64_t a_row, std::int64_t a_col, int k, const Scalar* b, std::int64_t ldb,
+           const Scalar* init, std::int64_t init_ld, Scalar* c, std::int64_t ldc) {
   constexpr int lanes = kLanes<Scalar>;
   Vec<Scalar> acc[NR][NV];
-  for (int v = 0; v < NV; ++v)
-    for (int r = 0; r < NR; ++r) acc[r][v] = bias ? vec_at(bias + v * lanes) : Vec<Scalar>{};
+  for (int r = 0; r < NR; ++r)
+    for (int v = 0; v < NV; ++v) acc[r][v] = init ? vec_at(init + r * init_ld + v * lanes) : Vec<Scalar>{};
   for (int p = 0; p < k; ++p) {
     Vec<Scalar> row[NV];
     for (int v = 0; v < NV; ++v) row[v] = vec_at(b + p * ldb + v * lanes);
     for (int r = 0; r < NR; ++r) {
-      const Scalar s = a[r * lda + p];
+      const Scalar s = a[r * a_row + p * a_col];
       for (int v = 0; v < NV; ++v) acc[r][v] += s * row[v];
     }
   }
@@ -95,66 +97,39 @@ void dense_block(const Scalar* a, std::int64_t lda, int k, const Scalar* b, std:
     for (int v = 0; v < NV; ++v) vec_at(c + r * ldc + v * lanes) = acc[r][v];
 }
 
-// sum[m][0 .. NV lanes) += sum_r dy[r][m] x[r][..] for NM columns m of dy, over `rows` rows.
-template <class Scalar, int NM, int NV>
-void outer_block(const Scalar* dy, std::int64_t ldy, int rows, const Scalar* x, std::int64_t ldx, Scalar* sum,
-                 std::int64_t lds) {
-  constexpr int lanes = kLanes<Scalar>;
-  Vec<Scalar> acc[NM][NV];
-  for (int m = 0; m < NM; ++m)
-    for (int v = 0; v < NV; ++v) acc[m][v] = vec_at(sum + m * lds + v * lanes);
-  for (int r = 0; r < rows; ++r) {
-    Vec<Scalar> row[NV];
-    for (int v = 0; v < NV; ++v) row[v] = vec_at(x + r * ldx + v * lanes);
-    for (int m = 0; m < NM; ++m) {
-      const Scalar s = dy[r * ldy + m];
-      for (int v = 0; v < NV; ++v) acc[m][v] += s * row[v];
-    }
-  }
-  for (int m = 0; m < NM; ++m)
-    for (int v = 0; v < NV; ++v) vec_at(sum + m * lds + v * lanes) = acc[m][v];
-}
-
+// c [rows][n_padded] (leading dimension ldc) = init + a(r, p) b [k][n_padded], in register blocks.
 template <class Scalar>
-using DenseBlock = void (*)(const Scalar*, std::int64_t, int, const Scalar*, std::int64_t, const Scalar*, Scalar*,
-                            std::int64_t);
-template <class Scalar>
-using OuterBlock = void (*)(const Scalar*, std::int64_t, int, const Scalar*, std::int64_t, Scalar*, std::int64_t);
-
-#define SURGE_BLOCK_ROW(block, n) \
+void product(const Scalar* a, std::int64_t a_row, std::int64_t a_col, int rows, int k, const Scalar* b,
+             std::int64_t n_padded, const Scalar* init, std::int64_t init_ld, Scalar* c, std::int64_t ldc) {
+  using Block = void (*)(const Scalar*, std::int64_t, std::int64_t, int, const Scalar*, std::int64_t, const Scalar*,
+                         std::int64_t, Scalar*, std::int64_t);
+#define SURGE_BLOCK_ROW(n) \
   { block<Scalar, n, 1>, block<Scalar, n, 2>, block<Scalar, n, 3>, block<Scalar, n, 4> }
-#define SURGE_BLOCK_TABLE(block) \
-  { SURGE_BLOCK_ROW(block, 1), SURGE_BLOCK_ROW(block, 2), SURGE_BLOCK_ROW(block, 3), SURGE_BLOCK_ROW(block, 4) }
+  static constexpr Block blocks[kBlockRows][kBlockVecs] = {SURGE_BLOCK_ROW(1), SURGE_BLOCK_ROW(2), SURGE_BLOCK_ROW(3),
+                                                           SURGE_BLOCK_ROW(4)};
+#undef SURGE_BLOCK_ROW
+  constexpr int lanes = kLanes<Scalar>;
+  for (std::int64_t c0 = 0; c0 < n_padded; c0 += kBlockVecs * lanes) {
+    const int vecs = static_cast<int>(std::min<std::int64_t>(kBlockVecs, (n_padded - c0) / lanes));
+    for (int r0 = 0; r0 < rows; r0 += kBlockRows)
+      blocks[std::min(kBlockRows, rows - r0) - 1][vecs - 1](a + r0 * a_row, a_row, a_col, k, b + c0, n_padded,
+                                                            init ? init + r0 * init_ld + c0 : nullptr, init_ld,
+                                                            c + r0 * ldc + c0, ldc);
+  }
+}
 
 // c [rows][ldc] = a [rows][k] (leading dimension lda) times b [k][n_padded] (+ bias [n_padded]).
 template <class Scalar>
 void dense(const Scalar* a, std::int64_t lda, int rows, int k, const Scalar* b, std::int64_t n_padded,
            const Scalar* bias, Scalar* c, std::int64_t ldc) {
-  static constexpr DenseBlock<Scalar> blocks[kBlockRows][kBlockVecs] = SURGE_BLOCK_TABLE(dense_block);
-  constexpr int lanes = kLanes<Scalar>;
-  for (std::int64_t c0 = 0; c0 < n_padded; c0 += kBlockVecs * lanes) {
-    const int vecs = static_cast<int>(std::min<std::int64_t>(kBlockVecs, (n_padded - c0) / lanes));
-    for (int r0 = 0; r0 < rows; r0 += kBlockRows)
-      blocks[std::min(kBlockRows, rows - r0) - 1][vecs - 1](a + r0 * lda, lda, k, b + c0, n_padded,
-                                                            bias ? bias + c0 : nullptr, c + r0 * ldc + c0, ldc);
-  }
+  product(a, lda, 1, rows, k, b, n_padded, bias, 0, c, ldc);
 }
 
 // sum [m][n_padded] += dy^T x over `rows` rows: dy [rows][ldy] (its first m columns), x [rows][n_padded].
 template <class Scalar>
 void outer(const Scalar* dy, std::int64_t ldy, int m, int rows, const Scalar* x, std::int64_t n_padded, Scalar* sum) {
-  static constexpr OuterBlock<Scalar> blocks[kBlockRows][kBlockVecs] = SURGE_BLOCK_TABLE(outer_block);
-  constexpr int lanes = kLanes<Scalar>;
-  for (std::int64_t c0 = 0; c0 < n_padded; c0 += kBlockVecs * lanes) {
-    const int vecs = static_cast<int>(std::min<std::int64_t>(kBlockVecs, (n_padded - c0) / lanes));
-    for (int m0 = 0; m0 < m; m0 += kBlockRows)
-      blocks[std::min(kBlockRows, m - m0) - 1][vecs - 1](dy + m0, ldy, rows, x + c0, n_padded, sum + m0 * n_padded + c0,
-                                                         n_padded);
-  }
+  product(dy, 1, ldy, m, rows, x, n_padded, sum, n_padded, sum, n_padded);
 }
-
-#undef SURGE_BLOCK_TABLE
-#undef SURGE_BLOCK_ROW
 
 // ============================== per-element logic ==============================
 
@@ -205,6 +180,15 @@ struct Packed {
   Scalar* base = nullptr;
   const Mlp* owner = nullptr;
 
+  bool same_layout(const Mlp& mlp) const {
+    if (layout.size() != static_cast<std::size_t>(1 + 3 * mlp.num_layers()) || layout[0] != mlp.input_dim())
+      return false;
+    for (int l = 0; l < mlp.num_layers(); ++l)
+      if (layout[1 + 3 * l] != mlp.layer_out(l) || layout[2 + 3 * l] != mlp.weight_offset(l) ||
+          layout[3 + 3 * l] != mlp.bias_offset(l))
+        return false;
+    return true;
+  }
   static std::vector<std::int64_t> layout_of(const Mlp& mlp) {
     std::vector<std::int64_t> layout{mlp.input_dim()};
     for (int l = 0; l < mlp.num_layers(); ++l)
@@ -221,7 +205,7 @@ struct Packed {
   bool holds(const Mlp& mlp, const Scalar* params) const {
     if (&mlp != owner) return false;
     const auto [begin, end] = source_range(mlp);
-    return static_cast<std::size_t>(end - begin) == source.size() && layout == layout_of(mlp) &&
+    return static_cast<std::size_t>(end - begin) == source.size() && same_layout(mlp) &&
            std::memcmp(params + begin, source.data(), source.size() * sizeof(Scalar)) == 0;
   }
 

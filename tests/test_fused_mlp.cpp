@@ -218,3 +218,32 @@ TEST_CASE("Fused MLP gradients are the same bits on one thread and on several", 
   CHECK(grads[0] == grads[1]);
   CHECK(grads[0] == grads[2]);
 }
+
+TEST_CASE("Fused MLP sees a weight changed in place between calls", "[mlp][fused]") {
+  // The repacked weights are cached per network; a change to one parameter in the same buffer must reach
+  // the next pass, as an optimiser step does.
+  ParamTable table;
+  const Mlp first(table, "first", 4, {64, 64}, 2, Activation::Tanh, 1.0);
+  const Mlp second(table, "second", 4, {64, 64}, 2, Activation::Tanh, 1.0);
+  const std::int64_t batch = 6;
+  surge::Rng rng(12, 7, 0);
+  std::vector<float> params(static_cast<std::size_t>(table.total())), input(batch * 4);
+  for (float& v : params) v = static_cast<float>(0.3 * normal(rng));
+  for (float& v : input) v = static_cast<float>(normal(rng));
+  std::vector<float> activations(first.activation_size(batch)), before(batch * 2), after(batch * 2), other(batch * 2);
+  fused_mlp_forward(first, params.data(), input.data(), batch, activations.data(), before.data());
+  fused_mlp_forward(second, params.data(), input.data(), batch, activations.data(), other.data());
+  for (const std::int64_t offset : {first.weight_offset(1) + 70, first.bias_offset(2) + 1}) {
+    const float original = params[static_cast<std::size_t>(offset)];
+    params[static_cast<std::size_t>(offset)] = original + 0.5f;
+    fused_mlp_forward(first, params.data(), input.data(), batch, activations.data(), after.data());
+    CHECK(after != before);
+    // The other network's cached weights are still its own.
+    std::vector<float> again(batch * 2);
+    fused_mlp_forward(second, params.data(), input.data(), batch, activations.data(), again.data());
+    CHECK(again == other);
+    params[static_cast<std::size_t>(offset)] = original;
+    fused_mlp_forward(first, params.data(), input.data(), batch, activations.data(), after.data());
+    CHECK(after == before);
+  }
+}

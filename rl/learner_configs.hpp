@@ -10,6 +10,7 @@ namespace surge::rl {
 struct NetworkConfig {
   std::vector<int> hidden = {64, 64};  // widths of the hidden layers, the same for actor and critic
   std::string activation = "tanh";     // "tanh" or "relu"
+  bool cpu_fused_mlp = true;           // CPU: the fused small-MLP path (rl/fused_mlp.hpp) where it fits, else BLAS
 };
 
 struct PpoLossConfig {

@@ -1,6 +1,7 @@
 // MLP forward and backward: GEMMs through rl::gemm, the activations and their derivatives as
 // single-source kernels.
 #include "rl/device_util.hpp"
+#include "rl/fused_mlp.hpp"
 #include "rl/gemm.hpp"
 #include "rl/mlp.hpp"
 #include "rl/scalar_math.hpp"
@@ -65,6 +66,10 @@ std::int64_t reduce_scratch_doubles(Device device, int width) { return reduce_sc
 template <class Scalar>
 void mlp_forward(const Stream& stream, const Mlp& mlp, const Scalar* params, const Scalar* input, std::int64_t batch,
                  Scalar* activations, Scalar* output) {
+  if (stream.device().is_cpu() && mlp.fused_on_cpu() && fused_mlp_fits(mlp)) {
+    fused_mlp_forward(mlp, params, input, batch, activations, output);
+    return;
+  }
   const Activation activation = mlp.activation();
   const Scalar* x = input;
   for (int layer = 0; layer < mlp.num_layers(); ++layer) {
@@ -87,6 +92,10 @@ template <class Scalar>
 void mlp_backward(const Stream& stream, const Mlp& mlp, const Scalar* params, const Scalar* input, std::int64_t batch,
                   const Scalar* activations, const Scalar* d_output, const Scalar* ones, Scalar* grads,
                   Scalar* scratch) {
+  if (stream.device().is_cpu() && mlp.fused_on_cpu() && fused_mlp_fits(mlp)) {
+    fused_mlp_backward(mlp, params, input, batch, activations, d_output, grads);
+    return;
+  }
   const Activation activation = mlp.activation();
   const std::int64_t half = mlp.scratch_size(batch) / 2;
   const Scalar* d_y = d_output;  // dLoss/d(this layer's output, before the next layer)

@@ -34,6 +34,10 @@ class Mlp {
   std::int64_t bias_offset(int layer) const { return bias_offsets_[static_cast<std::size_t>(layer)]; }
   Activation activation() const { return activation_; }
   double head_gain() const { return head_gain_; }
+  // On the CPU, whether forward and backward take the fused path (rl/fused_mlp.hpp) where the widths fit
+  // it, rather than a BLAS call per layer. On by default.
+  bool fused_on_cpu() const { return fused_on_cpu_; }
+  void set_fused_on_cpu(bool fused) { fused_on_cpu_ = fused; }
 
   // Elements of the activation workspace for `batch` rows: [batch][hidden_l] for each hidden layer, kept
   // by forward() for backward().
@@ -52,6 +56,7 @@ class Mlp {
   std::vector<std::int64_t> weight_offsets_, bias_offsets_;
   Activation activation_;
   double head_gain_;
+  bool fused_on_cpu_ = true;
 };
 
 // output[batch][out] = the network applied to input[batch][in]; hidden activations go to `activations`

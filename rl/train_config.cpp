@@ -154,6 +154,7 @@ const std::vector<Key>& keys() {
          c.activation = value->get();
        },
        [](const TrainConfig& c) { return "\"" + c.activation + "\""; }},
+      bool_key("cpu_fused_mlp", &TrainConfig::cpu_fused_mlp),
       integer_key("eval_every", &TrainConfig::eval_every),
       integer_key("eval_episodes", &TrainConfig::eval_episodes),
       bool_key("cuda_graph", &TrainConfig::cuda_graph),
@@ -356,6 +357,10 @@ TrainConfig load_train_config(const std::string& toml_text, const std::string& s
     apply_table(config, *table, source + " [presets." + preset + "]", {});
   }
   return config;
+}
+
+bool train_config_sets(const std::string& toml_text, const std::string& source, const std::string& key) {
+  return parse(toml_text, source).contains(key);
 }
 
 std::vector<std::string> train_config_presets(const std::string& toml_text, const std::string& source) {

@@ -66,6 +66,9 @@ std::vector<std::string> train_config_keys();
 TrainConfig load_train_config(const std::string& toml_text, const std::string& source, bool on_cuda,
                               const std::string& preset);
 
+// Whether the text's top level sets `key` (a config written before the key existed does not).
+bool train_config_sets(const std::string& toml_text, const std::string& source, const std::string& key);
+
 // Presets the text defines.
 std::vector<std::string> train_config_presets(const std::string& toml_text, const std::string& source);
 

@@ -1,6 +1,7 @@
 // The analytic PPO gradient against central finite differences, in double precision, through the
 // whole loss (clipped surrogate, clipped value loss, entropy bonus, normalised advantages) and both
-// networks: the very code the trainer runs in float, instantiated for double.
+// networks: the very code the trainer runs in float, instantiated for double. The networks take the CPU's
+// fused path (rl/fused_mlp.hpp) unless a case turns it off for the BLAS path.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -105,6 +106,15 @@ TEST_CASE("PPO gradient matches finite differences (tanh, every loss option on)"
   c.network.hidden = {8, 6};
   c.loss.ent_coef = 0.05;
   c.seed = 1;
+  check_gradient(c);
+}
+
+TEST_CASE("PPO gradient matches finite differences through the BLAS path", "[ppo][gradient]") {
+  Case c;
+  c.network.hidden = {8, 6};
+  c.network.cpu_fused_mlp = false;
+  c.loss.ent_coef = 0.05;
+  c.seed = 4;
   check_gradient(c);
 }
 

@@ -1,0 +1,391 @@
+// The fused small-MLP path of the CPU backend (rl/fused_mlp.hpp).
+//
+// Vectors are GCC/Clang vector extensions of 64 bytes: one AVX-512 register when SURGE_CPU_NATIVE
+// builds for a machine that has it, lowered by the compiler to narrower registers otherwise, so the
+// same source is its own portable fallback. Each pass repacks the network's weights with every row
+// padded to whole vectors (zeros in the padding), once as W^T [in][out] for the forward products and
+// once as W [out][in] for the input gradients, so every vector load is aligned and no lane is masked;
+// padded columns stay zero through every layer (tanh(0) = relu(0) = 0). A tile of kTileRows rows then
+// goes through the whole layer stack in L1, in register blocks of kBlockRows rows x kBlockVecs vectors.
+#include "rl/fused_mlp.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "rl/mlp.hpp"
+#include "rl/scalar_math.hpp"
+
+namespace surge::rl {
+namespace {
+
+typedef float FloatVec __attribute__((vector_size(64)));
+typedef double DoubleVec __attribute__((vector_size(64)));
+// The same vectors in memory, at any address of their scalars.
+typedef float FloatVecInMemory __attribute__((vector_size(64), aligned(alignof(float))));
+typedef double DoubleVecInMemory __attribute__((vector_size(64), aligned(alignof(double))));
+
+template <class Scalar>
+struct VecOf;
+template <>
+struct VecOf<float> {
+  using type = FloatVec;
+  using in_memory = FloatVecInMemory;
+};
+template <>
+struct VecOf<double> {
+  using type = DoubleVec;
+  using in_memory = DoubleVecInMemory;
+};
+template <class Scalar>
+using Vec = typename VecOf<Scalar>::type;
+template <class Scalar>
+constexpr int kLanes = static_cast<int>(64 / sizeof(Scalar));
+
+constexpr int kTileRows = 32;
+constexpr int kBlockRows = 4;
+constexpr int kBlockVecs = 4;
+
+// Vector types alias their scalars in GCC and Clang.
+template <class Scalar>
+inline typename VecOf<Scalar>::in_memory& vec_at(Scalar* p) {
+  return *reinterpret_cast<typename VecOf<Scalar>::in_memory*>(p);
+}
+template <class Scalar>
+inline const typename VecOf<Scalar>::in_memory& vec_at(const Scalar* p) {
+  return *reinterpret_cast<const typename VecOf<Scalar>::in_memory*>(p);
+}
+
+template <class Scalar>
+std::int64_t padded(std::int64_t n) {
+  return (n + kLanes<Scalar> - 1) / kLanes<Scalar> * kLanes<Scalar>;
+}
+
+// A growable buffer whose data starts on a 64-byte boundary, reused from call to call.
+template <class Scalar>
+Scalar* aligned(std::vector<Scalar>& storage, std::int64_t count) {
+  const std::size_t need = static_cast<std::size_t>(count + kLanes<Scalar>);
+  if (storage.size() < need) storage.resize(need);
+  const auto address = reinterpret_cast<std::uintptr_t>(storage.data());
+  return storage.data() + (64 - address % 64) % 64 / sizeof(Scalar);
+}
+
+// ============================== register blocks ==============================
+
+// The one register block: c[r][0 .. NV lanes) = init[r][..] + sum_p a(r, p) b[p][..] for NR rows, where
+// a(r, p) = a[r * a_row + p * a_col] (so a or a^T), init [NR][init_ld] (init_ld 0: one row for all, as a
+// bias; null: 0).
+template <class Scalar, int NR, int NV>
+void block(const Scalar* a, std::int64_t a_row, std::int64_t a_col, int k, const Scalar* b, std::int64_t ldb,
+           const Scalar* init, std::int64_t init_ld, Scalar* c, std::int64_t ldc) {
+  constexpr int lanes = kLanes<Scalar>;
+  Vec<Scalar> acc[NR][NV];
+  for (int r = 0; r < NR; ++r)
+    for (int v = 0; v < NV; ++v) acc[r][v] = init ? vec_at(init + r * init_ld + v * lanes) : Vec<Scalar>{};
+  for (int p = 0; p < k; ++p) {
+    Vec<Scalar> row[NV];
+    for (int v = 0; v < NV; ++v) row[v] = vec_at(b + p * ldb + v * lanes);
+    for (int r = 0; r < NR; ++r) {
+      const Scalar s = a[r * a_row + p * a_col];
+      for (int v = 0; v < NV; ++v) acc[r][v] += s * row[v];
+    }
+  }
+  for (int r = 0; r < NR; ++r)
+    for (int v = 0; v < NV; ++v) vec_at(c + r * ldc + v * lanes) = acc[r][v];
+}
+
+// c [rows][n_padded] (leading dimension ldc) = init + a(r, p) b [k][n_padded], in register blocks.
+template <class Scalar>
+void product(const Scalar* a, std::int64_t a_row, std::int64_t a_col, int rows, int k, const Scalar* b,
+             std::int64_t n_padded, const Scalar* init, std::int64_t init_ld, Scalar* c, std::int64_t ldc) {
+  using Block = void (*)(const Scalar*, std::int64_t, std::int64_t, int, const Scalar*, std::int64_t, const Scalar*,
+                         std::int64_t, Scalar*, std::int64_t);
+#define SURGE_BLOCK_ROW(n) \
+  { block<Scalar, n, 1>, block<Scalar, n, 2>, block<Scalar, n, 3>, block<Scalar, n, 4> }
+  static constexpr Block blocks[kBlockRows][kBlockVecs] = {SURGE_BLOCK_ROW(1), SURGE_BLOCK_ROW(2), SURGE_BLOCK_ROW(3),
+                                                           SURGE_BLOCK_ROW(4)};
+#undef SURGE_BLOCK_ROW
+  constexpr int lanes = kLanes<Scalar>;
+  for (std::int64_t c0 = 0; c0 < n_padded; c0 += kBlockVecs * lanes) {
+    const int vecs = static_cast<int>(std::min<std::int64_t>(kBlockVecs, (n_padded - c0) / lanes));
+    for (int r0 = 0; r0 < rows; r0 += kBlockRows)
+      blocks[std::min(kBlockRows, rows - r0) - 1][vecs - 1](a + r0 * a_row, a_row, a_col, k, b + c0, n_padded,
+                                                            init ? init + r0 * init_ld + c0 : nullptr, init_ld,
+                                                            c + r0 * ldc + c0, ldc);
+  }
+}
+
+// c [rows][ldc] = a [rows][k] (leading dimension lda) times b [k][n_padded] (+ bias [n_padded]).
+template <class Scalar>
+void dense(const Scalar* a, std::int64_t lda, int rows, int k, const Scalar* b, std::int64_t n_padded,
+           const Scalar* bias, Scalar* c, std::int64_t ldc) {
+  product(a, lda, 1, rows, k, b, n_padded, bias, 0, c, ldc);
+}
+
+// sum [m][n_padded] += dy^T x over `rows` rows: dy [rows][ldy] (its first m columns), x [rows][n_padded].
+template <class Scalar>
+void outer(const Scalar* dy, std::int64_t ldy, int m, int rows, const Scalar* x, std::int64_t n_padded, Scalar* sum) {
+  product(dy, 1, ldy, m, rows, x, n_padded, sum, n_padded, sum, n_padded);
+}
+
+// ============================== per-element logic ==============================
+
+inline float tanh_of(float x) { return fast_tanh(x); }
+inline double tanh_of(double x) { return scalar_tanh(x); }
+
+template <class Scalar>
+void activate(Activation activation, Scalar* values, std::int64_t count) {
+  if (activation == Activation::Tanh)
+    for (std::int64_t i = 0; i < count; ++i) values[i] = tanh_of(values[i]);
+  else
+    for (std::int64_t i = 0; i < count; ++i) values[i] = values[i] > Scalar(0) ? values[i] : Scalar(0);
+}
+
+// gradient *= the activation's derivative, expressed in its output.
+template <class Scalar>
+void activation_backward(Activation activation, Scalar* gradient, const Scalar* output, std::int64_t count) {
+  if (activation == Activation::Tanh)
+    for (std::int64_t i = 0; i < count; ++i) gradient[i] *= Scalar(1) - output[i] * output[i];
+  else
+    for (std::int64_t i = 0; i < count; ++i) gradient[i] = output[i] > Scalar(0) ? gradient[i] : Scalar(0);
+}
+
+// rows x width values from src (leading dimension width) into dst [rows][padded(width)], zeros in the padding.
+template <class Scalar>
+void load_padded(const Scalar* src, int rows, int width, Scalar* dst) {
+  const std::int64_t stride = padded<Scalar>(width);
+  for (int r = 0; r < rows; ++r) {
+    std::copy(src + r * width, src + (r + 1) * width, dst + r * stride);
+    std::fill(dst + r * stride + width, dst + (r + 1) * stride, Scalar(0));
+  }
+}
+
+template <class Scalar>
+void store_unpadded(const Scalar* src, int rows, int width, Scalar* dst) {
+  const std::int64_t stride = padded<Scalar>(width);
+  for (int r = 0; r < rows; ++r) std::copy(src + r * stride, src + r * stride + width, dst + r * width);
+}
+
+// ============================== the network, repacked ==============================
+
+// One network's weights repacked for the tile kernels, with the parameters and layout it was made from.
+template <class Scalar>
+struct Packed {
+  std::vector<Scalar> storage, source;
+  std::vector<std::int64_t> layout;                  // the network's widths and slice offsets
+  std::vector<std::int64_t> transposed, rows, bias;  // per layer: W^T [in][out], W [out][in], b [out], padded
+  Scalar* base = nullptr;
+  const Mlp* owner = nullptr;
+
+  bool same_layout(const Mlp& mlp) const {
+    if (layout.size() != static_cast<std::size_t>(1 + 3 * mlp.num_layers()) || layout[0] != mlp.input_dim())
+      return false;
+    for (int l = 0; l < mlp.num_layers(); ++l)
+      if (layout[1 + 3 * l] != mlp.layer_out(l) || layout[2 + 3 * l] != mlp.weight_offset(l) ||
+          layout[3 + 3 * l] != mlp.bias_offset(l))
+        return false;
+    return true;
+  }
+  static std::vector<std::int64_t> layout_of(const Mlp& mlp) {
+    std::vector<std::int64_t> layout{mlp.input_dim()};
+    for (int l = 0; l < mlp.num_layers(); ++l)
+      layout.insert(layout.end(), {mlp.layer_out(l), mlp.weight_offset(l), mlp.bias_offset(l)});
+    return layout;
+  }
+  // The network's parameters: one contiguous range of the table, its layers' slices in order.
+  static std::pair<std::int64_t, std::int64_t> source_range(const Mlp& mlp) {
+    const int last = mlp.num_layers() - 1;
+    return {mlp.weight_offset(0), mlp.bias_offset(last) + mlp.layer_out(last)};
+  }
+  // Bit for bit the parameters it was packed from (memcmp: a byte compare runs at memory speed, where a
+  // float compare would not vectorise).
+  bool holds(const Mlp& mlp, const Scalar* params) const {
+    if (&mlp != owner) return false;
+    const auto [begin, end] = source_range(mlp);
+    return static_cast<std::size_t>(end - begin) == source.size() && same_layout(mlp) &&
+           std::memcmp(params + begin, source.data(), source.size() * sizeof(Scalar)) == 0;
+  }
+
+  void pack(const Mlp& mlp, const Scalar* params) {
+    const int layers = mlp.num_layers();
+    owner = &mlp;
+    layout = layout_of(mlp);
+    const auto [begin, end] = source_range(mlp);
+    source.assign(params + begin, params + end);
+    transposed.assign(layers, 0);
+    rows.assign(layers, 0);
+    bias.assign(layers, 0);
+    std::int64_t total = 0;
+    for (int l = 0; l < layers; ++l) {
+      const std::int64_t in = mlp.layer_in(l), out = mlp.layer_out(l);
+      transposed[l] = total;
+      total += in * padded<Scalar>(out);
+      bias[l] = total;
+      total += padded<Scalar>(out);
+      rows[l] = total;
+      total += out * padded<Scalar>(in);
+    }
+    base = aligned(storage, total);
+    std::fill(base, base + total, Scalar(0));
+    for (int l = 0; l < layers; ++l) {
+      const int in = mlp.layer_in(l), out = mlp.layer_out(l);
+      const Scalar* w = params + mlp.weight_offset(l);
+      const std::int64_t out_p = padded<Scalar>(out);
+      for (int o = 0; o < out; ++o)
+        for (int i = 0; i < in; ++i) base[transposed[l] + i * out_p + o] = w[o * in + i];
+      std::copy(params + mlp.bias_offset(l), params + mlp.bias_offset(l) + out, base + bias[l]);
+      load_padded(w, out, in, base + rows[l]);
+    }
+  }
+};
+
+// The packed weights of `mlp` at `params`, repacked only when they changed: a rollout runs the same
+// weights for every step, and an update's backward pass those of its forward pass.
+template <class Scalar>
+const Packed<Scalar>& packed(const Mlp& mlp, const Scalar* params) {
+  constexpr int kEntries = 4;  // actor and critic, with room to spare
+  thread_local Packed<Scalar> cache[kEntries];
+  thread_local int next = 0;
+  for (const Packed<Scalar>& entry : cache)
+    if (entry.holds(mlp, params)) return entry;
+  Packed<Scalar>& entry = cache[next];
+  next = (next + 1) % kEntries;
+  entry.pack(mlp, params);
+  return entry;
+}
+
+template <class Scalar>
+int widest_padded(const Mlp& mlp) {
+  std::int64_t widest = 0;
+  for (int l = 0; l <= mlp.num_layers(); ++l)
+    widest = std::max(widest, padded<Scalar>(l == 0 ? mlp.input_dim() : mlp.layer_out(l - 1)));
+  return static_cast<int>(widest);
+}
+
+bool run_parallel(std::int64_t batch) { return omp_get_max_threads() > 1 && batch >= 2 * kFusedMlpChunkRows; }
+
+}  // namespace
+
+bool fused_mlp_fits(const Mlp& mlp) {
+  for (int l = 0; l < mlp.num_layers(); ++l)
+    if (mlp.layer_in(l) > kFusedMlpMaxWidth || mlp.layer_out(l) > kFusedMlpMaxWidth) return false;
+  return true;
+}
+
+template <class Scalar>
+void fused_mlp_forward(const Mlp& mlp, const Scalar* params, const Scalar* input, std::int64_t batch,
+                       Scalar* activations, Scalar* output) {
+  const Packed<Scalar>& weights = packed(mlp, params);
+  const int widest = widest_padded<Scalar>(mlp), layers = mlp.num_layers();
+  const std::int64_t tiles = (batch + kTileRows - 1) / kTileRows;
+#pragma omp parallel for schedule(static) if (run_parallel(batch))
+  for (std::int64_t tile = 0; tile < tiles; ++tile) {
+    thread_local std::vector<Scalar> storage;
+    Scalar* buffers[2] = {aligned(storage, 2 * kTileRows * widest), nullptr};
+    buffers[1] = buffers[0] + kTileRows * widest;
+    int next = 0;
+    const std::int64_t row0 = tile * kTileRows;
+    const int rows = static_cast<int>(std::min<std::int64_t>(kTileRows, batch - row0));
+    // The products read their left operand one scalar at a time: the rows are used where they lie.
+    const Scalar* x = input + row0 * mlp.input_dim();
+    std::int64_t ldx = mlp.input_dim();
+    for (int l = 0; l < layers; ++l) {
+      const int in = mlp.layer_in(l), out = mlp.layer_out(l);
+      const std::int64_t out_p = padded<Scalar>(out);
+      const bool head = l + 1 == layers;
+      Scalar* target = (head ? output : activations + mlp.activation_offset(l, batch)) + row0 * out;
+      // A layer of whole vectors is written in place; another goes through a padded tile.
+      Scalar* y = out == out_p ? target : buffers[next ^= 1];
+      dense(x, ldx, rows, in, weights.base + weights.transposed[l], out_p, weights.base + weights.bias[l], y, out_p);
+      if (!head) activate(mlp.activation(), y, rows * out_p);
+      if (y != target) store_unpadded(y, rows, out, target);
+      x = y;
+      ldx = out_p;
+    }
+  }
+}
+
+template <class Scalar>
+void fused_mlp_backward(const Mlp& mlp, const Scalar* params, const Scalar* input, std::int64_t batch,
+                        const Scalar* activations, const Scalar* d_output, Scalar* grads) {
+  const Packed<Scalar>& weights = packed(mlp, params);
+  thread_local std::vector<Scalar> sum_storage;
+  const int widest = widest_padded<Scalar>(mlp), layers = mlp.num_layers();
+  // Per chunk of rows, every layer's gradient sums: weights [out][padded in], then biases [padded out].
+  std::vector<std::int64_t> weight_sum(layers), bias_sum(layers);
+  std::int64_t per_chunk = 0;
+  for (int l = 0; l < layers; ++l) {
+    weight_sum[l] = per_chunk;
+    per_chunk += mlp.layer_out(l) * padded<Scalar>(mlp.layer_in(l));
+    bias_sum[l] = per_chunk;
+    per_chunk += padded<Scalar>(mlp.layer_out(l));
+  }
+  const std::int64_t chunks = std::max<std::int64_t>(1, (batch + kFusedMlpChunkRows - 1) / kFusedMlpChunkRows);
+  Scalar* sums = aligned(sum_storage, chunks * per_chunk);
+  std::fill(sums, sums + chunks * per_chunk, Scalar(0));
+
+#pragma omp parallel for schedule(static) if (run_parallel(batch))
+  for (std::int64_t chunk = 0; chunk < chunks; ++chunk) {
+    thread_local std::vector<Scalar> storage;
+    Scalar* x_tile = aligned(storage, 3 * kTileRows * widest);
+    Scalar* buffers[2] = {x_tile + kTileRows * widest, x_tile + 2 * kTileRows * widest};
+    int next = 0;
+    Scalar* sum = sums + chunk * per_chunk;
+    const std::int64_t end = std::min(batch, (chunk + 1) * kFusedMlpChunkRows);
+    for (std::int64_t row0 = chunk * kFusedMlpChunkRows; row0 < end; row0 += kTileRows) {
+      const int rows = static_cast<int>(std::min<std::int64_t>(kTileRows, end - row0));
+      // dy is read one scalar at a time; the layer inputs x as whole vectors, padded when they are not.
+      const Scalar* dy = d_output + row0 * mlp.output_dim();
+      std::int64_t ldy = mlp.output_dim();
+      for (int l = layers - 1; l >= 0; --l) {
+        const int in = mlp.layer_in(l), out = mlp.layer_out(l);
+        const std::int64_t in_p = padded<Scalar>(in);
+        const Scalar* x = (l == 0 ? input : activations + mlp.activation_offset(l - 1, batch)) + row0 * in;
+        if (in != in_p) {
+          load_padded(x, rows, in, x_tile);
+          x = x_tile;
+        }
+        outer(dy, ldy, out, rows, x, in_p, sum + weight_sum[l]);
+        Scalar* bias = sum + bias_sum[l];
+        for (int r = 0; r < rows; ++r)
+          for (int o = 0; o < out; ++o) bias[o] += dy[r * ldy + o];
+        if (l == 0) break;
+        Scalar* dx = buffers[next ^= 1];
+        dense<Scalar>(dy, ldy, rows, out, weights.base + weights.rows[l], in_p, nullptr, dx, in_p);
+        activation_backward(mlp.activation(), dx, x, rows * in_p);
+        dy = dx;
+        ldy = in_p;
+      }
+    }
+  }
+
+  // The chunks' sums, added in chunk order, into the unpadded gradient slices.
+  for (int l = 0; l < layers; ++l) {
+    const int in = mlp.layer_in(l), out = mlp.layer_out(l);
+    const std::int64_t in_p = padded<Scalar>(in);
+    Scalar* weight = grads + mlp.weight_offset(l);
+    Scalar* bias = grads + mlp.bias_offset(l);
+    for (int o = 0; o < out; ++o) {
+      for (int i = 0; i < in; ++i) {
+        Scalar total = sums[weight_sum[l] + o * in_p + i];
+        for (std::int64_t c = 1; c < chunks; ++c) total += sums[c * per_chunk + weight_sum[l] + o * in_p + i];
+        weight[o * in + i] = total;
+      }
+      Scalar total = sums[bias_sum[l] + o];
+      for (std::int64_t c = 1; c < chunks; ++c) total += sums[c * per_chunk + bias_sum[l] + o];
+      bias[o] = total;
+    }
+  }
+}
+
+template void fused_mlp_forward<float>(const Mlp&, const float*, const float*, std::int64_t, float*, float*);
+template void fused_mlp_forward<double>(const Mlp&, const double*, const double*, std::int64_t, double*, double*);
+template void fused_mlp_backward<float>(const Mlp&, const float*, const float*, std::int64_t, const float*,
+                                        const float*, float*);
+template void fused_mlp_backward<double>(const Mlp&, const double*, const double*, std::int64_t, const double*,
+                                         const double*, double*);
+
+}  // namespace surge::rl

@@ -1,0 +1,32 @@
+#pragma once
+// The CPU backend's fused path for small MLPs (every layer at most kFusedMlpMaxWidth wide, as PPO's
+// networks are): a minibatch's forward or backward pass through the whole layer stack, a tile of rows
+// at a time, with the tile's activations in L1 and the (repacked) weights in cache, instead of a BLAS
+// call and an element-wise pass per layer. Same results as rl::mlp_forward / mlp_backward's GEMM path
+// up to rounding (tests/test_fused_mlp.cpp derives the bound). Host only: plain C++, never seen by nvcc.
+#include <cstdint>
+
+namespace surge::rl {
+
+class Mlp;
+
+inline constexpr int kFusedMlpMaxWidth = 256;
+
+// Whether every layer of `mlp` fits the fused path.
+bool fused_mlp_fits(const Mlp& mlp);
+
+// As mlp_forward on the CPU: output [batch][out], hidden activations [activation_size(batch)].
+template <class Scalar>
+void fused_mlp_forward(const Mlp& mlp, const Scalar* params, const Scalar* input, std::int64_t batch,
+                       Scalar* activations, Scalar* output);
+
+// As mlp_backward on the CPU: writes every weight and bias gradient of `mlp` into grads. The sums over
+// rows run in a fixed order (rows in chunks of kFusedMlpChunkRows, chunks added in order), so the result
+// does not depend on the number of threads.
+template <class Scalar>
+void fused_mlp_backward(const Mlp& mlp, const Scalar* params, const Scalar* input, std::int64_t batch,
+                        const Scalar* activations, const Scalar* d_output, Scalar* grads);
+
+inline constexpr std::int64_t kFusedMlpChunkRows = 512;
+
+}  // namespace surge::rl

@@ -77,6 +77,14 @@ install_deps() {
     pip_install "jax[cpu]" "numpy==$(python3 -c 'import numpy; print(numpy.__version__)')" ||
       say "JAX not installed (none fits this NumPy): the Python package's JAX tests will be skipped"
   fi
+  # Debian's PyTorch (python3-torch) is for /usr/bin/python3. Where python3 on the PATH is another install,
+  # the package's torch tests run under /usr/bin/python3 (tests/CMakeLists.txt), which needs these two.
+  if [[ -x /usr/bin/python3 && "$(command -v python3)" != /usr/bin/python3 ]] &&
+    /usr/bin/python3 -c "import torch" 2>/dev/null && ! /usr/bin/python3 -c "import gymnasium, pytest" 2>/dev/null; then
+    say "installing gymnasium and pytest for /usr/bin/python3, whose PyTorch checks the package's torch views"
+    /usr/bin/python3 -m pip install --quiet --break-system-packages gymnasium pytest ||
+      say "not installed: the package's torch tests are left out"
+  fi
   if ! command -v nvcc >/dev/null && [[ ! -x /usr/local/cuda/bin/nvcc ]]; then
     say "nvcc not found: building the CPU backend only (install the CUDA toolkit for the GPU backend)"
   fi

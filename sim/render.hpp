@@ -172,6 +172,9 @@ SURGE_HD_INLINE void finish_bounds(Shape& s) {
   }
 }
 
+// Neither infinite nor NaN (a NaN compares false).
+SURGE_HD_INLINE bool finite(float x) { return fabsf(x) <= 3.40282347e38f; }
+
 // The direction from a to b as a "diamond angle" in [0, 4): increasing with the true angle from the
 // +x axis, 0, 1, 2, 3 along +x, +y, -x, -y, and no trigonometry.
 SURGE_HD_INLINE float edge_angle(Point a, Point b) {
@@ -182,26 +185,37 @@ SURGE_HD_INLINE float edge_angle(Point a, Point b) {
 
 // Appends the polygon `v` (n <= 8 vertices, convex, either orientation) grown by the square [-h, h]^2
 // (its Minkowski sum with it): the pixels a scanline filler sets when it includes both ends of each
-// span are the polygon grown by half a pixel. Duplicate points are skipped.
+// span are the polygon grown by half a pixel. Repeated points are dropped (a pole of zero length is its
+// square); a polygon with a point that is not finite (a state far outside the frame) is not drawn.
 SURGE_HD_INLINE void add_polygon(Scene& scene, const Point* v, int n, Colour colour, float h = 0.5f) {
+  for (int i = 0; i < n; ++i)
+    if (!finite(v[i].x) || !finite(v[i].y)) return;
+  Point p[8] = {};
+  const bool clockwise = polygon_area(v, n) < 0.0f;
+  int m = 0;
+  for (int i = 0; i < n; ++i) {
+    const Point q = v[clockwise ? n - 1 - i : i];
+    if (m == 0 || q.x != p[m - 1].x || q.y != p[m - 1].y) p[m++] = q;
+  }
+  while (m > 1 && p[m - 1].x == p[0].x && p[m - 1].y == p[0].y) --m;
+  const int edges = m > 1 ? m : 0;  // a single point: the square alone
   Shape& s = scene.shapes[scene.shape_count++];
   s.kind = Shape::Polygon;
   s.colour = colour;
-  Point p[8];
-  const bool clockwise = polygon_area(v, n) < 0.0f;
-  for (int i = 0; i < n; ++i) p[i] = v[clockwise ? n - 1 - i : i];
   int low = 0;  // lowest, then leftmost: the edges from there turn through angles in [0, 2 pi)
-  for (int i = 1; i < n; ++i)
+  for (int i = 1; i < m; ++i)
     if (p[i].y < p[low].y || (p[i].y == p[low].y && p[i].x < p[low].x)) low = i;
   const Point square_step[4] = {{2 * h, 0}, {0, 2 * h}, {-2 * h, 0}, {0, -2 * h}};
   Point at = {p[low].x - h, p[low].y - h};
   int count = 0, taken_polygon = 0, taken_square = 0;
-  while (taken_polygon < n || taken_square < 4) {
+  // Each turn takes one edge of either: at most edges + 4 <= kMaxPolygonVertices corners, whatever the
+  // angles compare as.
+  while (taken_polygon < edges || taken_square < 4) {
     s.vertices[count++] = at;
-    const Point a = p[(low + taken_polygon) % n], b = p[(low + taken_polygon + 1) % n];
-    const float polygon_turn = taken_polygon < n ? edge_angle(a, b) : 1e9f;
-    const float square_turn = taken_square < 4 ? static_cast<float>(taken_square) : 1e9f;
-    if (polygon_turn <= square_turn) {
+    const Point a = p[(low + taken_polygon) % m], b = p[(low + taken_polygon + 1) % m];
+    const bool polygon_next =
+        taken_square >= 4 || (taken_polygon < edges && edge_angle(a, b) <= static_cast<float>(taken_square));
+    if (polygon_next) {
       at = {at.x + b.x - a.x, at.y + b.y - a.y};
       ++taken_polygon;
     } else {
@@ -217,6 +231,7 @@ SURGE_HD_INLINE void add_polygon(Scene& scene, const Point* v, int n, Colour col
 }
 
 SURGE_HD_INLINE void add_disc(Scene& scene, Point centre, float radius, Colour colour) {
+  if (!finite(centre.x) || !finite(centre.y) || !finite(radius)) return;
   Shape& s = scene.shapes[scene.shape_count++];
   s.kind = Shape::Disc;
   s.colour = colour;

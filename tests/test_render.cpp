@@ -74,6 +74,27 @@ TEST_CASE("a polygon grown by half a pixel covers what a scanline filler sets, a
         Approx(grid_area(in_grown, 19.5, 24.5, 20.5, 25.5)).margin(0.01));
 }
 
+TEST_CASE("degenerate polygons: repeated corners, one point, a point that is not finite", "[render]") {
+  render::Scene scene;
+  render::begin_scene(scene, 100, 100);
+  // A pole of zero length (its four corners two by two the same) is the square around its ends.
+  const render::Point flat[4] = {{10, 10}, {10, 10}, {20, 10}, {20, 10}};
+  render::add_polygon(scene, flat, 4, {0, 0, 0});
+  REQUIRE(scene.shape_count == 1);
+  CHECK(scene.shapes[0].vertex_count <= render::kMaxPolygonVertices);
+  CHECK(render::polygon_rect_area(scene.shapes[0].vertices, scene.shapes[0].vertex_count, 0, 0, 100, 100) ==
+        Approx(11.0).margin(1e-4));  // the segment 10 long grown by the unit square
+  const render::Point point[4] = {{50, 50}, {50, 50}, {50, 50}, {50, 50}};
+  render::add_polygon(scene, point, 4, {0, 0, 0});
+  REQUIRE(scene.shape_count == 2);
+  CHECK(scene.shapes[1].vertex_count == 4);
+  CHECK(render::polygon_rect_area(scene.shapes[1].vertices, 4, 0, 0, 100, 100) == Approx(1.0).margin(1e-6));
+  const render::Point far[4] = {{NAN, 0}, {1, 0}, {1, 1}, {0, 1}};
+  render::add_polygon(scene, far, 4, {0, 0, 0});
+  render::add_disc(scene, {INFINITY, 0}, 3, {0, 0, 0});
+  CHECK(scene.shape_count == 2);
+}
+
 TEST_CASE("render_engine draws every environment as drawing each state alone does", "[render]") {
   for (const std::string name : {"cartpole", "acrobot", "mountain_car_continuous"}) {
     const std::int64_t n = 7;

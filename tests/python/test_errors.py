@@ -67,5 +67,29 @@ def test_bad_device_count_and_array_kind():
 def test_unknown_state_name(cartpole):
     with pytest.raises(ValueError, match="unknown state 'velocity'"):
         cartpole.set_state({"velocity": np.zeros(8)})
-    with pytest.raises(ValueError, match=r"states: expected contiguous float32\[8\]\[4\]"):
+    with pytest.raises(ValueError, match=r"state 'states' has shape \[8, 3\] where \[8, 4\] is expected"):
         cartpole.set_state({"states": np.zeros((8, 3))})
+    with pytest.raises(ValueError, match=r"state 'states' has shape \[4, 8\] where \[8, 4\] is expected"):
+        cartpole.set_state({"states": np.zeros((4, 8))})  # as many values, transposed: not reshaped silently
+
+
+def test_discrete_action_out_of_range(cartpole):
+    with pytest.raises(ValueError, match=r"action 2 of environment 3 is not one of cartpole's actions 0..1"):
+        cartpole.step(np.array([0, 1, 0, 2, 0, 0, 0, 0], np.int32))
+    with pytest.raises(ValueError, match=r"action -1 of environment 0"):
+        cartpole.step(np.full(8, -1, np.int32))
+
+
+def test_read_only_actions_are_converted(cartpole):
+    actions = np.zeros(8, np.int32)
+    actions.flags.writeable = False
+    obs, reward, *_ = cartpole.step(actions)
+    assert obs.shape == (8, 4) and np.all(reward == 1)
+
+
+def test_reset_twice_draws_new_states():
+    env = surge.make("cartpole", num_envs=4, seed=3)
+    first = env.reset()[0].copy()
+    again = env.reset()[0].copy()
+    assert not np.array_equal(first, again)
+    assert np.array_equal(surge.make("cartpole", num_envs=4, seed=3).reset()[0], first)

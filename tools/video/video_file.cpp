@@ -54,6 +54,9 @@ VideoFile::VideoFile(std::string path, int width, int height, double frames_per_
   check_video_path(path_);
   const bool gif = ends_with(path_, ".gif");
   partial_ = path_ + ".partial" + (gif ? ".gif" : ".mp4");
+  // Whether the file can be written is known before any frame is drawn.
+  if (!std::ofstream(partial_, std::ios::binary))
+    throw InputError("video file '" + path_ + "' cannot be written there; choose a folder you can write to");
   if (gif) {
     gif_ = std::make_unique<GifEncoder>(width, height, static_cast<int>(std::lround(100.0 / frames_per_second)));
     return;
@@ -62,7 +65,8 @@ VideoFile::VideoFile(std::string path, int width, int height, double frames_per_
   const std::string command =
       "ffmpeg -hide_banner -loglevel error -y -f rawvideo -pix_fmt rgb24 -s " + std::to_string(width) + "x" +
       std::to_string(height) + " -r " + std::to_string(frames_per_second) +
-      " -i - -vf 'pad=ceil(iw/2)*2:ceil(ih/2)*2' -pix_fmt yuv420p -c:v libx264 " + shell_quoted(partial_);
+      " -i - -vf 'pad=ceil(iw/2)*2:ceil(ih/2)*2' -pix_fmt yuv420p -c:v libx264 " +
+      shell_quoted("file:" + std::filesystem::absolute(partial_).string());  // never read as an option or protocol
   // An ffmpeg that stops early must fail a write here, not end this process.
   std::signal(SIGPIPE, SIG_IGN);
   ffmpeg_ = ::popen(command.c_str(), "w");

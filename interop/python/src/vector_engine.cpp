@@ -38,7 +38,7 @@ struct VectorEngine::Held {
 
   Stream stream;
   PhysicsConfig physics;
-  bool fresh = true;  // not stepped since make_engine or reset: reset() leaves it at the seed's first states
+  bool fresh = true;  // made and not stepped or reset since: reset() leaves it at the seed's first states
   std::unique_ptr<Engine> engine;
   DeviceBuffer<float> obs, final_obs;                          // [N][obs_dim]
   DeviceBuffer<float> reward, episode_return, running_return;  // [N]
@@ -58,6 +58,7 @@ VectorEngine::VectorEngine(const std::string& scenario, std::int64_t num_envs, c
   held_->physics = config;
   held_->engine = make_engine(spec_->name, chosen, num_envs, seed, config);
   reset(std::nullopt);
+  held_->fresh = true;  // the first reset() keeps the seed's first states
 }
 
 VectorEngine::Held& VectorEngine::held() const {
@@ -83,7 +84,7 @@ void VectorEngine::reset(std::optional<std::uint64_t> seed) {
   for (auto* buffer : {&h.episode_length, &h.running_length})
     zero_bytes(buffer->data(), buffer->device(), buffer->size() * sizeof(std::int32_t), h.stream);
   observe();
-  h.fresh = true;
+  h.fresh = false;  // a second reset() draws new states, as Gymnasium's does
 }
 
 TensorSpec VectorEngine::action_spec() const {
@@ -93,12 +94,21 @@ TensorSpec VectorEngine::action_spec() const {
 
 int VectorEngine::step(const TensorView& actions) {
   Held& h = held();
-  h.fresh = false;
   ActionView action_view;
-  if (spec_->action_kind == ActionKind::Discrete)
+  if (spec_->action_kind == ActionKind::Discrete) {
     action_view.discrete = actions.span<const std::int32_t>();
-  else
+    // On the CPU the actions are checked as Gymnasium checks them; on CUDA reading them back would cost a
+    // copy to the host at every step (docs/python.md).
+    if (actions.device.is_cpu()) {
+      const std::int32_t* values = action_view.discrete.data;
+      for (std::int64_t i = 0; i < num_envs_; ++i)
+        if (values[i] < 0 || values[i] >= spec_->num_actions)
+          throw InputError("action " + std::to_string(values[i]) + " of environment " + std::to_string(i) +
+                           " is not one of " + spec_->name + "'s actions 0.." + std::to_string(spec_->num_actions - 1));
+    }
+  } else
     action_view.continuous = actions.span<const float>();
+  h.fresh = false;
   h.engine->step(action_view,
                  StepViews{h.obs.span(), h.reward.span(), h.terminated.span(), h.truncated.span(), h.final_obs.span()},
                  h.stream);

@@ -26,7 +26,10 @@ class NumpyArrays:
         array = np.asarray(actions)
         if not _convertible(array.dtype.kind, discrete):
             return None
-        return np.ascontiguousarray(array, dtype=np.int32 if discrete else np.float32)
+        dtype = np.int32 if discrete else np.float32
+        if not array.flags.writeable:  # DLPack cannot export a read-only array: converted once instead
+            return np.array(array, dtype=dtype, order="C", copy=True)
+        return np.ascontiguousarray(array, dtype=dtype)
 
 
 class TorchArrays:

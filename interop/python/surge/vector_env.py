@@ -149,13 +149,16 @@ class SurgeVectorEnv(VectorEnv):
             if name not in current:
                 raise ValueError(f"unknown state {name!r}: the states are {', '.join(current)}")
             array = np.ascontiguousarray(values, dtype=current[name].dtype)
-            if array.size == current[name].size:
-                array = array.reshape(current[name].shape)
+            if array.shape != current[name].shape:
+                raise ValueError(f"state {name!r} has shape {list(array.shape)} where {list(current[name].shape)} "
+                                 "is expected; give it as get_state returned it")
             self._engine.write_state(name, array)
         self._engine.observe()
 
     def close_extras(self, **kwargs):
+        # Surge's buffers are freed once no array handed out still views them: the env's own references go.
         self._engine.close()
+        self._exported, self._views = {}, {}
 
     def __repr__(self):
         return f"SurgeVectorEnv({self.scenario}, num_envs={self.num_envs}, device={self.device})"

@@ -34,7 +34,15 @@ RankTimeout& rank_timeout() {
   return timeout;
 }
 
-void set_rank_timeout(double seconds, const std::string& command) { rank_timeout() = {seconds, command}; }
+void set_rank_timeout(double seconds, const std::string& command) {
+  rank_timeout().seconds = seconds;
+  rank_timeout().command = command;
+}
+
+RankTimeoutPause::RankTimeoutPause(bool active) : previous_(rank_timeout().paused) {
+  rank_timeout().paused = previous_ || active;
+}
+RankTimeoutPause::~RankTimeoutPause() { rank_timeout().paused = previous_; }
 
 #ifndef SURGE_WITH_NCCL
 std::unique_ptr<Collective> open_nccl(Device device, const RankPlace&) {

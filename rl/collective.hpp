@@ -62,6 +62,19 @@ std::unique_ptr<Collective> open_collective(Device device, bool time_waits = fal
 // arrive and their hosts (MPI_Abort; on NCCL the communicator is aborted first). 60 s until set.
 void set_rank_timeout(double seconds, const std::string& command);
 
+// While an active one lives, this rank's waits in collectives have no deadline: the waits for rank 0's own
+// long work (an evaluation, a checkpoint written), which the rank timeout is not meant to bound.
+class RankTimeoutPause {
+ public:
+  explicit RankTimeoutPause(bool active);
+  ~RankTimeoutPause();
+  RankTimeoutPause(const RankTimeoutPause&) = delete;
+  RankTimeoutPause& operator=(const RankTimeoutPause&) = delete;
+
+ private:
+  bool previous_;
+};
+
 // Ends MPI, if this process started it, once every rank has finished its work (every rank must call it).
 // A process that ends without calling it (after an error) leaves MPI as it is: the launcher then stops
 // the other ranks rather than letting them wait forever.

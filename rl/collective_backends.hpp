@@ -14,6 +14,7 @@ std::unique_ptr<Collective> open_single_process();
 struct RankTimeout {
   double seconds = 60.0;
   std::string command = "surge";
+  bool paused = false;  // RankTimeoutPause
 };
 RankTimeout& rank_timeout();
 // NCCL between the GPUs of the ranks, its unique id sent from rank 0 with MPI_Bcast (rl/collective_nccl.cpp).

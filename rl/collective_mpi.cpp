@@ -125,7 +125,7 @@ void await(MPI_Request& request, const char* what) {
     check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), what);
     if (done) return;
     if (polls % 256 == 0) {
-      if (Clock::now() > deadline) stalled(what);
+      if (!rank_timeout().paused && Clock::now() > deadline) stalled(what);
       std::this_thread::yield();  // ranks may share cores (mpirun --oversubscribe)
     }
   }

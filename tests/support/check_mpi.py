@@ -18,7 +18,8 @@ resume: a 2-rank run stopped half way (with a periodic checkpoint and evaluation
 on 2 ranks writes the metrics.csv of an uninterrupted 2-rank run, cell for cell but the timings; the
 checkpoint counts both ranks' steps for `surge eval`; resuming it in one process is refused with one line.
 stall: with rank_timeout_s = 3, SIGSTOP on rank 1's process ends the job soon after, with one line from
-rank 0 naming rank 1 and its host.
+rank 0 naming rank 1 and its host; a healthy job whose rank 0 evaluates and writes checkpoints for
+longer than rank_timeout_s is not stopped (the others wait for that without the timeout).
 logs: --log-ranks all writes FILE.h5 (rank 0) and FILE.rank1.h5, each holding its own rank's global
 environment numbers; --log-ranks 1 writes rank 1's alone, and continues it on --resume.
 
@@ -208,6 +209,15 @@ def stall(surge):
         lines = re.findall(pattern, err, re.MULTILINE)
         assert len(lines) == 1, "one line names the rank that stalled"
         assert lines[0][0] == socket.gethostname() == lines[0][1], lines
+        # Rank 0 alone evaluates (4096 Acrobot episodes, seconds) and writes checkpoints: not a stall.
+        slow = os.path.join(cwd, "slow-rank0")
+        healthy = subprocess.run(mpirun(2) + [surge, "train", "--scenario", "acrobot", "--device", "cpu",
+                                              "--total-steps", "8192", "--set", "eval_every=2", "--set",
+                                              "eval_episodes=4096", "--checkpoint-every", "1", "--set",
+                                              "rank_timeout_s=0.2", "--out", slow],
+                                 cwd=cwd, capture_output=True, text=True, timeout=600)
+        assert healthy.returncode == 0, healthy.stderr
+        assert "did not arrive" not in healthy.stderr, healthy.stderr
 
 
 def logged(surge, path, cwd):

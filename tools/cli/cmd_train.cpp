@@ -157,6 +157,7 @@ RunOutcome train_run(const RunPlan& plan, const std::string& out_dir) {
     RankRun run{config, plan.physics, plan.device, plan.target, plan.stop_after, nullptr, &plan.resume_state, {}};
     if (plan.resumed) run.resumed = &*plan.resumed;
     run.ranks_log = ranks_log(plan);
+    run.checkpoint_every = plan.checkpoint_every;
     if (plan.log && plan.log_ranks[ranks.rank()]) {
       run.log = plan.log;
       run.log->path = rank_log_path(plan.log->path, ranks.rank());

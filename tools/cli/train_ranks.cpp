@@ -35,16 +35,27 @@ int follow_run(const RankRun& run, const rl::Collective& ranks) {
   StopSignals signals;
   bool stop = false;
   std::int64_t done = first_iteration;
+  bool long_work = false;  // rank 0 evaluates or writes a checkpoint after the iteration just done
+  auto stop_flag = [&] {
+    const rl::RankTimeoutPause pause(long_work);
+    return ranks.any(stop || signals.requested());
+  };
   // The metrics are sums over every rank, so each rank sees the target reached at the same iteration;
   // the flag is combined all the same, with Ctrl-C, so that no rank goes on alone.
-  for (std::int64_t k = first_iteration; k < trainer.num_iterations() && !ranks.any(stop || signals.requested()); ++k) {
+  for (std::int64_t k = first_iteration; k < trainer.num_iterations() && !stop_flag(); ++k) {
     if (run.stop_after >= 0 && k - first_iteration >= run.stop_after) break;
     if (rollout_log) rollout_log->begin_iteration(k + 1, trainer.stream());
     trainer.iterate();
     if (rollout_log) rollout_log->end_iteration((k + 1) * steps_per_iteration, trainer.stream());
     done = k + 1;
     for (const rl::IterationMetrics& m : trainer.ready_metrics()) stop = stop || target_reached(run.target, m);
-    if (checkpoint_now(false, ranks)) rl::ResumeState::capture(trainer, *engine);
+    long_work = rank0_long_work(config, run.checkpoint_every, done);
+    bool capture = false;
+    {
+      const rl::RankTimeoutPause pause(long_work);
+      capture = checkpoint_now(false, ranks);
+    }
+    if (capture) rl::ResumeState::capture(trainer, *engine);
   }
   trainer.drain();
   signals.shield();

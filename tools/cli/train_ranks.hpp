@@ -35,7 +35,15 @@ struct RankRun {
   const rl::ResumeState* resume_state;   // every rank's state (each takes its own)
   std::optional<RolloutLogRequest> log;  // this rank's rollout log (its own path), if it logs
   bool ranks_log = false;                // whether any rank but 0 logs (rank 0 makes the run folder first)
+  std::int64_t checkpoint_every = 0;     // rank 0's periodic checkpoints (0: none)
 };
+
+// Whether rank 0 may evaluate or write a checkpoint at the end of `iteration`: the other ranks then wait
+// for it without the rank timeout (rl::RankTimeoutPause), at the checkpoint flag and at the next stop flag.
+inline bool rank0_long_work(const rl::TrainConfig& config, std::int64_t checkpoint_every, std::int64_t iteration) {
+  return (config.eval_every > 0 && iteration % config.eval_every == 0) ||
+         (checkpoint_every > 0 && iteration % checkpoint_every == 0);
+}
 
 // "surge train: logged N iterations to FILE" once a rollout log is closed (nothing if it failed: it said why).
 void report_rollout_log(const rl::RolloutLog& log);

@@ -256,6 +256,13 @@ def logs(surge):
         refused = run(mpirun(2) + [surge] + start + ["--out", "bad", "--log-rollouts", "x.h5", "--log-ranks", "2"], cwd)
         assert refused.returncode != 0 and "--log-ranks 2: '2' is not one of the 2 ranks" in refused.stderr
 
+        # Rank 1's log path is a folder: refused on every rank before rank 0 makes anything.
+        os.mkdir(os.path.join(cwd, "lg.rank1.h5"))
+        blocked = run(mpirun(2) + [surge] + start + ["--out", "blocked", "--log-rollouts", "lg.h5", "--log-ranks", "all"],
+                      cwd)
+        assert blocked.returncode != 0 and "lg.rank1.h5 is not a regular file" in blocked.stderr, blocked.stderr
+        assert not os.path.exists(os.path.join(cwd, "blocked")) and not os.path.exists(os.path.join(cwd, "lg.h5"))
+
 
 def main():
     modes = {"equivalence": equivalence, "train": train, "resume": resume, "stall": stall, "logs": logs}

@@ -393,12 +393,19 @@ int train_command(const Args& args) {
     RolloutLogRequest request;
     request.path = cmd.get("log-rollouts");
     if (request.path.empty()) throw InputError(cmd.complaint("--log-rollouts '' names no file; give FILE.h5"));
-    // The log is laid out beside its path and renamed onto it: only a regular file (or none) can be replaced.
-    const std::filesystem::file_status existing = std::filesystem::symlink_status(request.path);
-    if (std::filesystem::exists(existing) && !std::filesystem::is_regular_file(existing))
-      throw InputError(cmd.complaint("--log-rollouts " + request.path +
-                                     " is not a regular file (a link, a FIFO or a device); give the path of an HDF5 "
-                                     "file to write"));
+    plan.log_ranks = parse_log_ranks(cmd.get("log-ranks"), place.size, cmd);
+    // A log is laid out beside its path and renamed onto it: only a regular file (or none) can be replaced.
+    // Every chosen rank's path is checked here, on every rank, before rank 0 makes anything.
+    for (int r = 0; r < place.size; ++r) {
+      if (r > 0 && !plan.log_ranks[r]) continue;
+      const std::string path = r == 0 ? request.path : rank_log_path(request.path, r);
+      const std::filesystem::file_status existing = std::filesystem::symlink_status(path);
+      if (std::filesystem::exists(existing) && !std::filesystem::is_regular_file(existing))
+        throw InputError(cmd.complaint("--log-rollouts " + request.path + ": " + path +
+                                       " is not a regular file (a folder, a link, a FIFO or a device); give the path "
+                                       "of an HDF5 file to write"));
+      if (r > 0) RunFolder::require_not_an_output(out_dir, path, "--log-rollouts", "surge train");
+    }
     request.every = cmd.get_int("log-every", 1, std::int64_t(1) << 40);
     request.envs = log_envs;
     request.queue_depth = static_cast<int>(cmd.get_int("log-queue", 1, 64));
@@ -410,7 +417,6 @@ int train_command(const Args& args) {
         std::filesystem::weakly_canonical(std::filesystem::absolute(out_dir), error))
       require_writable(request.path, "the rollout log");
     plan.log = request;
-    plan.log_ranks = parse_log_ranks(cmd.get("log-ranks"), place.size, cmd);
   } else if (!cmd.get_all("log-ranks").empty()) {
     throw InputError(
         cmd.complaint("--log-ranks chooses the ranks that --log-rollouts logs; give --log-rollouts FILE.h5"));

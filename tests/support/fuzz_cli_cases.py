@@ -355,7 +355,8 @@ def hdf5_cases(fx, scratch):
 
 
 def run_cases(fx):
-    """The run-folder inputs: --seeds, --overwrite, the evaluation keys, and surge config show."""
+    """The run-folder inputs (--seeds, --overwrite, the evaluation keys, surge config show), the rank and MLP
+    keys, --log-ranks, surge render and eval --video."""
     cases = []
     for value in ["", "a", "-1", "3-1", "1-", "-5", "1,1", "1-2000", "1,,2", "0x1", "1.5", " 1-2"]:
         cases.append(Case(f"run/train/--seeds={value!r}", TRAIN + ["--seeds", value], {}, ("out",)))
@@ -365,6 +366,31 @@ def run_cases(fx):
     for value in ["eval_every=-1", "eval_every=x", "eval_episodes=0", "eval_episodes=1e12", "scenario=1",
                   "scenario=\"nope\""]:
         cases.append(Case(f"run/train/--set={value}", TRAIN + ["--set", value], {}, ("out",)))
+    # This stop's inputs: the rank and MLP keys, --log-ranks, surge render and eval --video.
+    for value in ["rank_timeout_s=0", "rank_timeout_s=-1", "rank_timeout_s=x", "rank_timeout_s=1e300",
+                  "cpu_fused_mlp=maybe", "cpu_fused_mlp=2"]:
+        cases.append(Case(f"run/train/--set={value}", TRAIN + ["--set", value], {}, ("out",)))
+    for value in ["5", "", "x", "0,,1", "-1", "all"]:
+        cases.append(Case(f"run/train/--log-ranks={value!r}",
+                          TRAIN + ["--log-rollouts", "out/log.h5", "--log-ranks", value], {}, ("out",)))
+    cases.append(Case("run/train/--log-ranks-without-log", TRAIN + ["--log-ranks", "0"], {}, ("out",)))
+    render = ["render", "--scenario", "cartpole", "--device", "cpu"]
+    for label, args in [("size-0x0", ["--size", "0x0", "--out", "o.png"]),
+                        ("size-huge", ["--size", "100000x100000", "--out", "o.png"]),
+                        ("size-text", ["--size", "abc", "--out", "o.png"]), ("format", ["--out", "o.bmp"]),
+                        ("envs-0", ["--envs", "0", "--out", "o.gif"]), ("envs-17", ["--envs", "17", "--out", "o.gif"]),
+                        ("state-short", ["--state", "1,2", "--out", "o.png"]),
+                        ("state-trailing-comma", ["--state", "1,2,3,4,", "--out", "o.png"]),
+                        ("state-nan", ["--state", "nan,0,0,0", "--out", "o.png"]),
+                        ("state-far", ["--state", "1e7,0,0,0", "--out", "o.png"]),
+                        ("steps-negative", ["--steps", "-1", "--out", "o.gif"]),
+                        ("no-folder", ["--steps", "2", "--out", "nowhere/o.gif"]),
+                        ("checkpoint-missing", ["--checkpoint", "no.h5", "--out", "o.gif"])]:
+        cases.append(Case(f"run/render/{label}", render + args, {}, ("o.png", "o.gif")))
+    for label, value in [("format", "v.bmp"), ("no-folder", "nowhere/v.gif"), ("empty", "")]:
+        cases.append(Case(f"run/eval/--video-{label}",
+                          ["eval", "--checkpoint", "ck.h5", "--episodes", "1", "--device", "cpu", "--video", value],
+                          {"ck.h5": ("copy", fx["checkpoint"])}, ()))
     show = ["config", "show", "--device", "cpu"]
     for label, args in [("bad-scenario", ["--scenario", "nope"]), ("bad-preset", ["--preset", "nope"]),
                         ("bad-set", ["--set", "bogus=1"]), ("no-subcommand", []), ("unknown-subcommand", None),

@@ -1,4 +1,5 @@
 // surge render: a scenario's state as a picture (PNG), or environments playing as a video (GIF, MP4).
+#include <algorithm>
 #include <cmath>
 #include <iostream>
 #include <sstream>
@@ -27,9 +28,11 @@ std::vector<float> parse_state(const std::string& text, const ScenarioSpec& spec
   std::string names;
   for (const std::string& name : spec.state_names) names += (names.empty() ? "" : ",") + name;
   std::vector<float> values;
-  std::stringstream cells(text);
-  std::string cell;
-  while (std::getline(cells, cell, ',')) {
+  // Every comma separates two cells: "1,2,3,4," has an empty fifth one.
+  for (std::size_t start = 0; start <= text.size();) {
+    const std::size_t end = std::min(text.find(',', start), text.size());
+    const std::string cell = text.substr(start, end - start);
+    start = end + 1;
     const auto value = parse_number_text(cell);
     if (!value || !std::isfinite(*value))
       throw InputError("--state value '" + cell + "' is not a number; give " + spec.name + "'s " + names);

@@ -293,6 +293,10 @@ double Reader::number(const std::string& object, const std::string& name, double
   return value;
 }
 
+std::string crash_line(const std::string& path) {
+  return "checkpoint '" + path + "' is damaged: the HDF5 library crashed reading it; " + kWayOut;
+}
+
 void rethrow_as_damaged(const std::string& path) {
   std::string what;
   try {

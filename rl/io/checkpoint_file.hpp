@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "rl/io/hdf5_read_guard.hpp"
 #include "rl/io/hdf5_util.hpp"
 #include "sim/error.hpp"
 
@@ -84,9 +85,12 @@ class Reader {
 template <class Read>
 auto guarded(const std::string& path, Read&& read) -> decltype(read());
 [[noreturn]] void rethrow_as_damaged(const std::string& path);
+// The line a crash inside HDF5 during such a read ends the program with (hdf5::CrashGuard).
+std::string crash_line(const std::string& path);
 
 template <class Read>
 auto guarded(const std::string& path, Read&& read) -> decltype(read()) {
+  const hdf5::CrashGuard crash_guard(crash_line(path));
   try {
     return read();
   } catch (const InputError&) {

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <mutex>
 
 namespace surge::rl::hdf5 {
 
@@ -28,6 +29,16 @@ void say_and_exit(const char* message, std::size_t length) {
 
 extern "C" void on_read_crash(int) { say_and_exit(crash_message, crash_message_length); }
 
+// CrashGuard's state: how many guards live, the handlers they replaced, the outermost one's line.
+std::mutex file_guard_mutex;
+int file_guards = 0;
+struct sigaction file_previous_segv {
+}, file_previous_bus{};
+char file_crash_message[1024];
+std::size_t file_crash_message_length = 0;
+
+extern "C" void on_file_crash(int) { say_and_exit(file_crash_message, file_crash_message_length); }
+
 std::size_t compose(char* buffer, std::size_t capacity, const char* format, const std::string& file,
                     const std::string& name) {
   const int written = std::snprintf(buffer, capacity, format, message_prefix, file.c_str(), name.c_str());
@@ -46,6 +57,28 @@ rlim_t address_space_bytes() {
 
 void set_guarded_read_prefix(const std::string& prefix) {
   std::snprintf(message_prefix, sizeof message_prefix, "%s", prefix.c_str());
+}
+
+CrashGuard::CrashGuard(const std::string& line) {
+  const std::lock_guard lock(file_guard_mutex);
+  if (file_guards++ > 0) return;
+  const int written =
+      std::snprintf(file_crash_message, sizeof file_crash_message, "%s: %s\n", message_prefix, line.c_str());
+  file_crash_message_length =
+      written < 0 ? 0 : std::min<std::size_t>(static_cast<std::size_t>(written), sizeof file_crash_message - 1);
+  if (file_crash_message_length > 0) file_crash_message[file_crash_message_length - 1] = '\n';
+  struct sigaction action {};
+  action.sa_handler = on_file_crash;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGSEGV, &action, &file_previous_segv);
+  sigaction(SIGBUS, &action, &file_previous_bus);
+}
+
+CrashGuard::~CrashGuard() {
+  const std::lock_guard lock(file_guard_mutex);
+  if (--file_guards > 0) return;
+  sigaction(SIGSEGV, &file_previous_segv, nullptr);
+  sigaction(SIGBUS, &file_previous_bus, nullptr);
 }
 
 GuardedRead::GuardedRead(const std::string& file, std::uint64_t file_bytes, const std::string& name, double seconds) {

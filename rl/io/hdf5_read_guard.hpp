@@ -25,6 +25,18 @@ namespace surge::rl::hdf5 {
 // What the guard's lines start with ("surge eval"); main sets it from the command line. Default "surge".
 void set_guarded_read_prefix(const std::string& prefix);
 
+// While at least one lives (on any thread), a crash (SIGSEGV, SIGBUS) ends the program with the line
+// "PREFIX: `line`" and exit code 2. For whole reads of untrusted files (a checkpoint, a rollout log),
+// where HDF5 1.10 follows a damaged object header or heap without checking it (H5Aexists, H5Oopen, ...).
+// The outermost guard's line is the one printed; a GuardedRead inside one takes over for its own read.
+class CrashGuard {
+ public:
+  explicit CrashGuard(const std::string& line);
+  ~CrashGuard();
+  CrashGuard(const CrashGuard&) = delete;
+  CrashGuard& operator=(const CrashGuard&) = delete;
+};
+
 class GuardedRead {
  public:
   // `file`: the file's name for the messages; `file_bytes`: its size, which bounds what a read may allocate.

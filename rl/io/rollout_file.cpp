@@ -1,11 +1,14 @@
 #include "rl/io/rollout_file.hpp"
 
+#include "rl/io/hdf5_read_guard.hpp"
+
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <new>
 #include <stdexcept>
 
+#include "rl/io/hdf5_read_guard.hpp"
 #include "rl/io/hdf5_util.hpp"
 #include "rl/io/rollout_log.hpp"
 #include "rl/io/rollout_schema.hpp"
@@ -45,6 +48,7 @@ template <class Body>
 auto guarded(const std::string& path, Body&& body) -> decltype(body()) {
   const std::string damaged = "'" + path + "' is damaged or is not a complete rollout log: ";
   const std::string way_out = "; give a log written whole by 'surge train --log-rollouts'";
+  const hdf5::CrashGuard crash_guard(damaged + "the HDF5 library crashed reading it" + way_out);
   try {
     return body();
   } catch (const InputError&) {

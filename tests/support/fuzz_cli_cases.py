@@ -385,12 +385,20 @@ def run_cases(fx):
                         ("state-far", ["--state", "1e7,0,0,0", "--out", "o.png"]),
                         ("steps-negative", ["--steps", "-1", "--out", "o.gif"]),
                         ("no-folder", ["--steps", "2", "--out", "nowhere/o.gif"]),
-                        ("checkpoint-missing", ["--checkpoint", "no.h5", "--out", "o.gif"])]:
-        cases.append(Case(f"run/render/{label}", render + args, {}, ("o.png", "o.gif")))
+                        ("checkpoint-missing", ["--checkpoint", "no.h5", "--out", "o.gif"]),
+                        ("png-envs", ["--envs", "4", "--out", "o.png"]),
+                        ("checkpoint-with-scenario", ["--checkpoint", "ck.h5", "--out", "o.gif"]),
+                        ("checkpoint-with-grayscale", ["--checkpoint", "ck.h5", "--grayscale", "--out", "o.gif"])]:
+        fls = {"ck.h5": ("copy", fx["checkpoint"])} if "ck.h5" in args else {}
+        base = render if "--checkpoint" not in args or label == "checkpoint-with-scenario" else render[:1] + render[3:]
+        cases.append(Case(f"run/render/{label}", base + args, fls, ("o.png", "o.gif")))
     for label, value in [("format", "v.bmp"), ("no-folder", "nowhere/v.gif"), ("empty", "")]:
         cases.append(Case(f"run/eval/--video-{label}",
                           ["eval", "--checkpoint", "ck.h5", "--episodes", "1", "--device", "cpu", "--video", value],
                           {"ck.h5": ("copy", fx["checkpoint"])}, ()))
+    cases.append(Case("run/eval/--video-size-without-video",
+                      ["eval", "--checkpoint", "ck.h5", "--episodes", "1", "--device", "cpu", "--video-size", "64x64"],
+                      {"ck.h5": ("copy", fx["checkpoint"])}, ()))
     show = ["config", "show", "--device", "cpu"]
     for label, args in [("bad-scenario", ["--scenario", "nope"]), ("bad-preset", ["--preset", "nope"]),
                         ("bad-set", ["--set", "bogus=1"]), ("no-subcommand", []), ("unknown-subcommand", None),

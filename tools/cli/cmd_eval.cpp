@@ -49,6 +49,8 @@ int run_eval(const Args& args) {
   const bool sample = cmd.flag_set("sample");
   const std::string video_path = cmd.get("video");
   const FrameSize video_tile = cmd.has("video-size") ? parse_frame_size(cmd.get("video-size")) : FrameSize{};
+  if (video_path.empty() && cmd.has("video-size"))
+    throw InputError(cmd.complaint("--video-size sizes the frames of --video; add --video FILE.gif or FILE.mp4"));
   if (!video_path.empty()) {
     video::check_video_path(video_path);
     require_writable(video_path, "video");

@@ -94,6 +94,12 @@ int run_render(const Args& args) {
   const std::int64_t envs = cmd.get_int("envs", 1, kMaxVideoTiles);
   if (cmd.has("checkpoint")) {
     if (png) throw InputError(cmd.complaint("--checkpoint records a video; name --out FILE.gif or FILE.mp4"));
+    // The checkpoint names its scenario and the policy plays each episode to its end.
+    for (const char* option : {"scenario", "steps", "state", "grayscale"})
+      if (cmd.has(option))
+        throw InputError(cmd.complaint(std::string("--") + option +
+                                       " does not apply with --checkpoint (the checkpoint names its scenario, and "
+                                       "its episodes play to their end in colour); leave it out"));
     Args eval_args = {"--checkpoint", cmd.get("checkpoint"), "--video", out,
                       "--episodes",   std::to_string(envs),  "--seed",  cmd.get("seed"),
                       "--device",     cmd.get("device")};
@@ -104,6 +110,9 @@ int run_render(const Args& args) {
   const ScenarioSpec& spec = scenario_spec(cmd.get("scenario"));
   FrameSize size = cmd.has("size") ? parse_frame_size(cmd.get("size")) : reference_frame_size(spec.name);
   size.channels = cmd.flag_set("grayscale") ? 1 : 3;
+  if (png && envs > 1)
+    throw InputError(cmd.complaint("--envs " + std::to_string(envs) +
+                                   " tiles a video; a PNG draws one environment: name --out FILE.gif or FILE.mp4"));
   const std::int64_t steps = cmd.has("steps") ? cmd.get_int("steps", 0, png ? 1 << 20 : 100000) : (png ? 0 : 200);
   std::vector<float> given_state;
   if (cmd.has("state")) {

@@ -9,7 +9,8 @@ against `surge render`'s PNG of the same reset state (the palette's rounding asi
 return drawn in the corner). MP4 through ffmpeg, counted by ffprobe (skipped, saying so, where ffmpeg
 is not installed); without ffmpeg on PATH an .mp4 request is refused in one line that points to .gif.
 A policy video: a short CartPole training run's checkpoint played by `surge eval --video` and by
-`surge render --checkpoint`, as many frames as the evaluation stepped. Exits 77 (skipped) without
+`surge render --checkpoint`, as many frames as the evaluation stepped. SIGTERM while recording keeps
+the frames so far as a whole video. Exits 77 (skipped) without
 Pillow or NumPy.
 """
 import math
@@ -103,10 +104,36 @@ def check_policy_video(folder):
     assert len(frames) == expected and frames[0].shape == (160, 240, 3), (len(frames), frames[0].shape)
 
 
+def check_stopped_video(folder):
+    """SIGTERM while recording: exit 143, one line saying so, and the video of the frames so far, whole
+    (Pillow decodes it); no partial file left behind."""
+    import signal
+    import time
+    out = os.path.join(folder, "stopped.gif")
+    partial = out + ".partial.gif"
+    child = subprocess.Popen([surge, "render", "--scenario", "acrobot", "--steps", "100000", "--size", "64x64",
+                              "--device", "cpu", "--out", out], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+    deadline = time.time() + 60
+    while not os.path.exists(partial) and time.time() < deadline and child.poll() is None:
+        time.sleep(0.05)
+    time.sleep(1.0)
+    child.send_signal(signal.SIGTERM)
+    _, err = child.communicate(timeout=120)
+    assert child.returncode == 143, (child.returncode, err)
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "stopped by SIGTERM" in lines[0] and out in lines[0], err
+    count = int(re.search(r"the (\d+) frames", lines[0]).group(1))
+    frames = gif_frames(out)
+    assert 1 <= len(frames) == count < 100001, (len(frames), count)
+    assert not os.path.exists(partial), os.listdir(folder)
+
+
 def main():
     with tempfile.TemporaryDirectory() as folder:
         check_random_videos(folder)
         check_policy_video(folder)
+        check_stopped_video(folder)
     print("check_video: OK")
 
 

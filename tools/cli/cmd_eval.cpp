@@ -85,8 +85,12 @@ int run_eval(const Args& args) {
       recording->capture(*engine, shown, ended);
     };
   }
-  const std::vector<double> returns =
-      rl::evaluate_policy(*engine, network, params.cspan(), sample, normalization, watch);
+  std::vector<double> returns;
+  try {
+    returns = rl::evaluate_policy(*engine, network, params.cspan(), sample, normalization, watch);
+  } catch (const RecordingStopped& stopped) {
+    return recording->finish_stopped(stopped, "surge eval", video_path);
+  }
   if (recording) recording->close();
 
   double mean = 0.0;

@@ -146,8 +146,12 @@ int run_render(const Args& args) {
     const std::vector<float> returns = to_host(engine->episode_returns(), stream);
     recording.capture(*engine, std::vector<double>(returns.begin(), returns.end()), live);
   };
-  capture();
-  play_randomly(*engine, steps, capture);
+  try {
+    capture();
+    play_randomly(*engine, steps, capture);
+  } catch (const RecordingStopped& stopped) {
+    return recording.finish_stopped(stopped, "surge render", out);
+  }
   recording.close();
   std::cout << "surge render: " << spec.name << ", " << plural(envs, "environment") << " taking random actions, "
             << plural(recording.frames(), "frame") << " of " << recording.width() << "x" << recording.height() << " -> "

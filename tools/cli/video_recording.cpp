@@ -57,6 +57,7 @@ VideoRecording::VideoRecording(const std::string& path, const std::string& scena
 
 void VideoRecording::capture(Engine& engine, const std::vector<double>& returns,
                              const std::vector<std::uint8_t>& frozen) {
+  if (stop_.requested()) throw RecordingStopped{stop_.signal_number()};
   Stream stream(engine.device());
   const std::vector<float> states = to_host(engine.states(), stream);
   const std::vector<double> params = params_to_host(engine, stream);
@@ -87,6 +88,15 @@ void VideoRecording::capture(Engine& engine, const std::vector<double>& returns,
     video::draw_text(canvas_.data(), width(), height(), left + 2 * scale, top + 2 * scale, scale, text, ink);
   }
   file_->add(canvas_.data());
+}
+
+int VideoRecording::finish_stopped(const RecordingStopped& stopped, const std::string& command,
+                                   const std::string& path) {
+  stop_.shield();
+  close();
+  std::fprintf(stderr, "%s: stopped by %s; the video holds the %d frames drawn before it -> %s\n", command.c_str(),
+               StopSignals::name(stopped.signal_number), frames(), path.c_str());
+  return StopSignals::exit_code(stopped.signal_number);
 }
 
 }  // namespace surge::cli

@@ -8,6 +8,7 @@
 
 #include "scenarios/scene_render.hpp"
 #include "sim/engine.hpp"
+#include "tools/cli/stop_signal.hpp"
 #include "tools/video/video_file.hpp"
 
 namespace surge::cli {
@@ -20,6 +21,12 @@ FrameSize parse_frame_size(const std::string& text);
 // Frames per second of a scenario's video: Gymnasium's render_fps.
 double video_fps(const std::string& scenario);
 
+// Thrown by VideoRecording::capture after the first SIGINT or SIGTERM; finish_stopped() then closes the
+// video with the frames drawn so far.
+struct RecordingStopped {
+  int signal_number;
+};
+
 class VideoRecording {
  public:
   // Shows environments 0 .. tiles-1 of a scenario, each drawn at `tile` (width 0: a size chosen so the
@@ -29,6 +36,9 @@ class VideoRecording {
   // `frozen` flag is set keeps its previous picture (its episode has ended).
   void capture(Engine& engine, const std::vector<double>& returns, const std::vector<std::uint8_t>& frozen);
   void close() { file_->close(); }
+  // After RecordingStopped: the video of the frames so far, a line on stderr ("COMMAND: stopped by
+  // SIGTERM; ..."), and the exit code a shell expects after that signal. A second signal meanwhile is ignored.
+  int finish_stopped(const RecordingStopped& stopped, const std::string& command, const std::string& path);
   int frames() const { return file_->frames(); }
   int width() const { return columns_ * tile_.width; }
   int height() const { return rows_ * tile_.height; }
@@ -39,6 +49,7 @@ class VideoRecording {
   FrameSize tile_;
   std::vector<std::uint8_t> tile_pixels_, canvas_;
   std::unique_ptr<video::VideoFile> file_;
+  StopSignals stop_;  // while recording, Ctrl-C or kill ends the video where it is, whole
 };
 
 }  // namespace surge::cli

@@ -93,3 +93,58 @@ def test_reset_twice_draws_new_states():
     again = env.reset()[0].copy()
     assert not np.array_equal(first, again)
     assert np.array_equal(surge.make("cartpole", num_envs=4, seed=3).reset()[0], first)
+
+
+def test_bad_seeds_are_refused_before_anything_happens(cartpole):
+    with pytest.raises(ValueError, match=r"seed -1 is out of range: give one from 0 to 2\*\*64 - 1"):
+        surge.make("cartpole", seed=-1)
+    with pytest.raises(TypeError, match=r"seed 1.5 is not an integer"):
+        surge.make("cartpole", seed=1.5)
+    with pytest.raises(TypeError, match=r"seed True is not an integer"):
+        surge.make("cartpole", seed=True)
+    obs, _ = cartpole.reset(seed=3)
+    before = np.array(obs, copy=True)
+    with pytest.raises(TypeError, match=r"seed 1.5 is not an integer"):
+        cartpole.reset(seed=1.5)
+    with pytest.raises(ValueError, match=r"seed 18446744073709551616 is out of range"):
+        cartpole.reset(seed=2**64)
+    np.testing.assert_array_equal(obs, before)  # a view of Surge's observations: no reset happened
+
+
+def test_physics_names_are_single_parameters():
+    with pytest.raises(ValueError, match=r"physics name 'masspole=0.1,length' is not a parameter name"):
+        surge.make("cartpole", physics={"masspole=0.1,length": 0.5})
+    with pytest.raises(ValueError, match=r"physics name 3 is not a parameter name"):
+        surge.make("cartpole", physics={3: 0.5})
+
+
+def test_torch_actions_with_gradients_or_of_bool_type():
+    torch = pytest.importorskip("torch")
+    env = surge.make("CartPole-v1", num_envs=4, seed=0, array="torch")
+    env.reset()
+    logits = torch.zeros(4, 2, requires_grad=True)
+    env.step(logits.argmax(dim=1).to(torch.int32))  # an integer result carries no gradient
+    pendulum = surge.make("Pendulum-v1", num_envs=4, seed=0, array="torch")
+    pendulum.reset()
+    pendulum.step(torch.zeros(4, 1, requires_grad=True))  # detached and stepped
+    with pytest.raises(TypeError, match="cartpole takes integer actions"):
+        env.step(torch.zeros(4, dtype=torch.bool))
+
+
+def test_record_episode_statistics_wrapper():
+    gymnasium = pytest.importorskip("gymnasium")
+    from gymnasium.wrappers.vector import RecordEpisodeStatistics
+
+    wrapped = RecordEpisodeStatistics(surge.make("CartPole-v1", num_envs=4, seed=0, episode_statistics=False))
+    wrapped.reset(seed=0)
+    ended = 0
+    for _ in range(200):
+        _, _, terminated, truncated, infos = wrapped.step(np.ones(4, np.int32))
+        if "episode" in infos:
+            ended += int(np.sum(infos["_episode"]))
+    assert ended > 0
+    with pytest.raises(ValueError, match="episode"):
+        env = RecordEpisodeStatistics(surge.make("CartPole-v1", num_envs=4, seed=0))
+        env.reset(seed=0)
+        for _ in range(200):
+            env.step(np.ones(4, np.int32))

@@ -58,6 +58,7 @@ class TorchArrays:
     def convert(self, actions, discrete):
         torch = self.torch
         tensor = actions if isinstance(actions, torch.Tensor) else torch.as_tensor(np.asarray(actions))
+        tensor = tensor.detach()  # actions straight from a policy may carry gradients, which DLPack refuses
         kind = "f" if tensor.is_floating_point() else "c" if tensor.is_complex() else "b" if tensor.dtype == torch.bool else "i"
         if not _convertible(kind, discrete):
             return None

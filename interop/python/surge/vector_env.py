@@ -1,5 +1,6 @@
 """surge.make: Surge's batched environments as a Gymnasium vector environment."""
 import os
+import re
 
 import gymnasium as gym
 import numpy as np
@@ -12,6 +13,15 @@ from ._arrays import ARRAY_KINDS, array_kind
 OUTPUTS = ("obs", "reward", "terminated", "truncated", "final_obs", "ended", "episode_return", "episode_length")
 
 
+def _seed_value(seed):
+    """A seed as Surge takes it (an integer from 0 to 2**64 - 1), checked before anything is done with it."""
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"seed {seed!r} is not an integer: give one from 0 to 2**64 - 1")
+    if not 0 <= int(seed) < 2**64:
+        raise ValueError(f"seed {seed!r} is out of range: give one from 0 to 2**64 - 1")
+    return int(seed)
+
+
 def _physics_text(physics):
     """{"masspole": 0.2, "length": (0.5, 0.7)} as the --physics option writes it."""
     if physics is None:
@@ -20,6 +30,9 @@ def _physics_text(physics):
         raise TypeError(f"physics must be a dict of parameter names to values or (low, high) ranges, not {type(physics).__name__}")
     parts = []
     for name, value in physics.items():
+        # A name is one parameter: "masspole=0.1,length" would smuggle a second one into the option's text.
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise ValueError(f"physics name {name!r} is not a parameter name; see surge.make's physics and docs/python.md")
         if isinstance(value, (tuple, list)) and len(value) == 2:
             parts.append(f"{name}={float(value[0])!r}:{float(value[1])!r}")
         elif isinstance(value, (int, float, np.number)) and not isinstance(value, bool):
@@ -54,9 +67,9 @@ class SurgeVectorEnv(VectorEnv):
 
     metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
 
-    def __init__(self, id, num_envs=1, device="cpu", seed=None, physics=None, array=None, copy=False):
-        if seed is None:
-            seed = int.from_bytes(os.urandom(8), "little") >> 1
+    def __init__(self, id, num_envs=1, device="cpu", seed=None, physics=None, array=None, copy=False,
+                 episode_statistics=True):
+        seed = int.from_bytes(os.urandom(8), "little") >> 1 if seed is None else _seed_value(seed)
         if array is not None and array not in ARRAY_KINDS:
             raise ValueError(f"unknown array kind {array!r}: use one of {', '.join(ARRAY_KINDS)}")
         self._engine = _surge.VectorEngine(str(id), int(num_envs), str(device), int(seed), _physics_text(physics))
@@ -68,6 +81,7 @@ class SurgeVectorEnv(VectorEnv):
             raise ValueError(f"array='numpy' cannot view memory on {device}: use array='torch' or 'jax'")
         self._arrays = array_kind(array)
         self._copy = bool(copy)
+        self._episode_statistics = bool(episode_statistics)
         self.num_envs = self._engine.num_envs
         self.device = self._engine.device
         self.render_mode = None
@@ -90,7 +104,7 @@ class SurgeVectorEnv(VectorEnv):
         return {name: self._exported[name].data_pointer for name in OUTPUTS}
 
     def reset(self, *, seed=None, options=None):
-        self._engine.reset(None if seed is None else int(seed))
+        self._engine.reset(None if seed is None else _seed_value(seed))
         if seed is not None:
             self._np_random, self._np_random_seed = np.random.default_rng(seed), seed
         obs = self._arrays.wrap(self._exported["obs"]) if self._arrays.fresh_each_step else self._views["obs"]
@@ -99,7 +113,7 @@ class SurgeVectorEnv(VectorEnv):
     def step(self, actions):
         try:
             any_ended = self._engine.step(actions)  # in place when the dtype and device are Surge's
-        except (TypeError, BufferError, AttributeError) as error:
+        except (TypeError, BufferError, AttributeError, RuntimeError) as error:  # RuntimeError: torch's own
             any_ended = self._step_converted(actions, error)
         views = self._wrap_outputs() if self._arrays.fresh_each_step else self._views
         if self._copy:
@@ -112,9 +126,10 @@ class SurgeVectorEnv(VectorEnv):
                 "_final_obs": ended,
                 "final_info": {},
                 "_final_info": ended,
-                "episode": {"r": views["episode_return"], "l": views["episode_length"], "_r": ended, "_l": ended},
-                "_episode": ended,
             }
+            if self._episode_statistics:
+                infos["episode"] = {"r": views["episode_return"], "l": views["episode_length"], "_r": ended, "_l": ended}
+                infos["_episode"] = ended
         return views["obs"], views["reward"], views["terminated"], views["truncated"], infos
 
     def _step_converted(self, actions, error):
@@ -164,6 +179,10 @@ class SurgeVectorEnv(VectorEnv):
         return f"SurgeVectorEnv({self.scenario}, num_envs={self.num_envs}, device={self.device})"
 
 
-def make(id, num_envs=1, device="cpu", seed=None, physics=None, array=None, copy=False):
-    """N environments of a Gymnasium id ("CartPole-v1") or a Surge scenario ("cartpole"), as a VectorEnv."""
-    return SurgeVectorEnv(id, num_envs=num_envs, device=device, seed=seed, physics=physics, array=array, copy=copy)
+def make(id, num_envs=1, device="cpu", seed=None, physics=None, array=None, copy=False, episode_statistics=True):
+    """N environments of a Gymnasium id ("CartPole-v1") or a Surge scenario ("cartpole"), as a VectorEnv.
+
+    episode_statistics=False leaves infos["episode"] out, for gymnasium.wrappers.vector.RecordEpisodeStatistics
+    (which refuses a key already there) to add its own."""
+    return SurgeVectorEnv(id, num_envs=num_envs, device=device, seed=seed, physics=physics, array=array, copy=copy,
+                          episode_statistics=episode_statistics)

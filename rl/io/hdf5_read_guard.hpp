@@ -29,6 +29,7 @@ void set_guarded_read_prefix(const std::string& prefix);
 // "PREFIX: `line`" and exit code 2. For whole reads of untrusted files (a checkpoint, a rollout log),
 // where HDF5 1.10 follows a damaged object header or heap without checking it (H5Aexists, H5Oopen, ...).
 // The outermost guard's line is the one printed; a GuardedRead inside one takes over for its own read.
+// (Under AddressSanitizer the guard's handler stands in for the sanitizer's during the read.)
 class CrashGuard {
  public:
   explicit CrashGuard(const std::string& line);

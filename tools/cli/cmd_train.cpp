@@ -22,6 +22,7 @@
 #include "tools/cli/io.hpp"
 #include "tools/cli/run_folder.hpp"
 #include "tools/cli/stop_signal.hpp"
+#include "tools/cli/train_agents.hpp"
 #include "tools/cli/train_eval.hpp"
 #include "tools/cli/train_output.hpp"
 #include "tools/cli/train_ranks.hpp"
@@ -48,7 +49,7 @@ struct RunPlan {
 };
 
 void declare(Command& cmd) {
-  add_config_options(cmd)
+  add_grid_option(add_config_options(cmd))
       .option("device", "DEV", device_help(), "auto")
       .option("seeds", "LIST",
               "train several seeds one after another, e.g. 1-5 or 1,4,9: DIR/seed<K> each, then a table "
@@ -357,9 +358,11 @@ int train_command(const Args& args) {
     plan.config = built.config;
     plan.reuse = cmd.flag_set("overwrite") ? RunFolder::Reuse::Overwrite : RunFolder::Reuse::Refuse;
   }
+  const std::vector<rl::AgentSpec> agents = plan_agents(cmd, plan.config);
   const std::string& scenario = plan.config.scenario;
   const ScenarioSpec& spec = scenario_spec(scenario);
   plan.physics = resolve_physics(spec, plan.config.physics);
+  for (const rl::AgentSpec& agent : agents) resolve_physics(spec, agent.config.physics);  // a grid's physics.NAME
   if (cmd.has("target-return")) plan.target = cmd.get_double("target-return", -1e300, 1e300);
   // Every buffer is sized from the config: a run that would not fit stops here, before it allocates.
   MemoryPlan memory = engine_memory_plan(scenario, plan.device, plan.config.num_envs);
@@ -368,8 +371,13 @@ int train_command(const Args& args) {
   const std::int64_t log_envs = cmd.get_all("log-envs").empty() ? std::min<std::int64_t>(64, plan.config.num_envs)
                                                                 : cmd.get_int("log-envs", 1, plan.config.num_envs);
   if (cmd.has("log-rollouts")) memory.append(rollout_log_memory_plan(plan.config, spec, plan.device, log_envs));
+  if (!agents.empty() && !cmd.flag_set("dry-run"))
+    throw InputError(cmd.complaint("training " + plural(static_cast<long long>(agents.size()), "agent") +
+                                   " in one process is designed (docs/agents.md) but not built yet; --dry-run "
+                                   "lists them, or train each alone with --seed and --set"));
   if (cmd.flag_set("dry-run")) {
     const AvailableMemory available = available_memory(plan.device);
+    if (!agents.empty() && place.rank == 0) std::cout << agents_table(agents) << "each agent:\n";
     if (place.rank == 0) std::cout << memory.table(available);
     return memory.fits(available) || !available.known ? 0 : 2;
   }

@@ -67,7 +67,7 @@ void declare(Command& cmd) {
       .option("stop-after", "K", "stop after K iterations of this run, writing the checkpoint as at the end")
       .option("resume", "CKPT",
               "continue the run that wrote checkpoint CKPT, exactly; its config and scenario are used "
-              "(--out defaults to CKPT's folder)")
+              "(--out defaults to CKPT's folder). A run of several agents: give its folder")
       .option("log-rollouts", "FILE.h5", "log rollouts to FILE.h5 (HDF5; see 'surge h5' and docs/hdf5-schema.md)")
       .option("log-every", "K", "log iterations 1, 1+K, 1+2K, ...", "10")
       .option("log-envs", "M", "log environments 0 .. M-1 (by default at most 64)", "64")
@@ -110,7 +110,8 @@ void declare(Command& cmd) {
       .example("surge train --device cuda --num-envs 16777216 --dry-run")
       .example("surge train --out runs/a --log-rollouts runs/a-rollouts.h5 --log-every 5 --log-envs 256")
       .example("surge train --scenario cartpole --physics masspole=0.05:0.2,length=0.4:0.6 --out runs/dr")
-      .example("surge train --resume runs/a/checkpoint.h5");
+      .example("surge train --resume runs/a/checkpoint.h5")
+      .example("surge train --scenario cartpole --agents 8 --grid lr=1e-4,3e-4 --target-return 475 --out runs/g");
 }
 
 // Reads the checkpoint to continue and checks that nothing would change its config.
@@ -336,6 +337,7 @@ int train_command(const Args& args) {
       throw InputError(cmd.complaint("--seeds is for one process, not " + std::to_string(place.size) +
                                      " ranks under mpirun; run it without mpirun"));
   std::vector<std::uint64_t> seeds;
+  if (cmd.has("resume") && is_agents_run(cmd.get("resume"))) return resume_agents(cmd, plan.device);
   if (cmd.has("resume")) {
     read_resume(cmd, plan, place.size);
   } else {
@@ -363,6 +365,7 @@ int train_command(const Args& args) {
   const ScenarioSpec& spec = scenario_spec(scenario);
   plan.physics = resolve_physics(spec, plan.config.physics);
   for (const rl::AgentSpec& agent : agents) resolve_physics(spec, agent.config.physics);  // a grid's physics.NAME
+  if (!agents.empty()) return start_agents(cmd, agents, plan.device);
   if (cmd.has("target-return")) plan.target = cmd.get_double("target-return", -1e300, 1e300);
   // Every buffer is sized from the config: a run that would not fit stops here, before it allocates.
   MemoryPlan memory = engine_memory_plan(scenario, plan.device, plan.config.num_envs);
@@ -371,13 +374,8 @@ int train_command(const Args& args) {
   const std::int64_t log_envs = cmd.get_all("log-envs").empty() ? std::min<std::int64_t>(64, plan.config.num_envs)
                                                                 : cmd.get_int("log-envs", 1, plan.config.num_envs);
   if (cmd.has("log-rollouts")) memory.append(rollout_log_memory_plan(plan.config, spec, plan.device, log_envs));
-  if (!agents.empty() && !cmd.flag_set("dry-run"))
-    throw InputError(cmd.complaint("training " + plural(static_cast<long long>(agents.size()), "agent") +
-                                   " in one process is designed (docs/agents.md) but not built yet; --dry-run "
-                                   "lists them, or train each alone with --seed and --set"));
   if (cmd.flag_set("dry-run")) {
     const AvailableMemory available = available_memory(plan.device);
-    if (!agents.empty() && place.rank == 0) std::cout << agents_table(agents) << "each agent:\n";
     if (place.rank == 0) std::cout << memory.table(available);
     return memory.fits(available) || !available.known ? 0 : 2;
   }

@@ -1,5 +1,4 @@
 // `surge train --agents K`: the agents' iterations side by side, their outputs and the final table.
-#include <omp.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,8 +8,8 @@
 #include <iostream>
 #include <memory>
 #include <sstream>
-#include <thread>
 
+#include "rl/agent_set.hpp"
 #include "rl/io/checkpoint.hpp"
 #include "rl/io/resume_state.hpp"
 #include "rl/trainer.hpp"
@@ -235,20 +234,17 @@ int train_agents(const AgentsPlan& plan, const std::string& out_dir) {
   write_atomically(folder.dir() + "/metrics.csv", combined_metrics(agents));
   folder.keep();
 
-  // The agents run side by side, one per core, each on one thread inside: its arithmetic is that of a
-  // run alone on one thread (as every run below 4096 environments is; cpu_threads is each agent's and so
-  // 1 here). Threads across the agents are chosen here, after every trainer has set its own.
   const rl::TrainConfig& first = agents.front().spec.config;
-  const int threads = static_cast<int>(std::min<std::int64_t>(static_cast<std::int64_t>(agents.size()),
-                                                              std::max(1u, std::thread::hardware_concurrency())));
-  omp_set_max_active_levels(1);
+  std::vector<rl::Trainer*> trainers;
+  for (Agent& agent : agents) trainers.push_back(agent.trainer.get());
   const std::int64_t iterations = agents.front().trainer->num_iterations();
   const std::int64_t start_iteration = agents.front().first_iteration;
   say_device_notice();
   std::cerr << "surge train: " << plural(static_cast<long long>(agents.size()), "agent") << " of " << first.scenario
             << " on " << plan.device.str() << ", each " << first.num_envs << " envs x " << first.num_steps << " steps, "
             << plural(iterations, "iteration")
-            << (plan.device.is_cpu() ? ", " + plural(threads, "thread") + " across the agents" : std::string())
+            << (plan.device.is_cpu() ? ", " + plural(rl::agent_threads(agents.size()), "thread") + " across the agents"
+                                     : std::string())
             << (resume ? ", resumed after iteration " + std::to_string(start_iteration) : std::string()) << "; into "
             << folder.dir() << "\n";
 
@@ -292,14 +288,7 @@ int train_agents(const AgentsPlan& plan, const std::string& out_dir) {
   const bool tty = ::isatty(STDERR_FILENO);
   for (std::int64_t it = start_iteration; it < iterations && !stop && !signals.requested(); ++it) {
     if (plan.stop_after >= 0 && it - start_iteration >= plan.stop_after) break;
-    const auto count = static_cast<std::int64_t>(agents.size());
-    if (plan.device.is_cpu()) {
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-      for (std::int64_t k = 0; k < count; ++k) agents[static_cast<std::size_t>(k)].trainer->iterate();
-    } else {
-      // On CUDA each agent's iteration is its own graph on its own stream: K launches that overlap.
-      for (Agent& agent : agents) agent.trainer->iterate();
-    }
+    rl::iterate_agents(trainers, plan.device);
     done = it + 1;
     for (Agent& agent : agents) {
       consume(agent, agent.trainer->ready_metrics());

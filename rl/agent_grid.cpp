@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <limits>
 
+#include <toml++/toml.h>
+
 #include "sim/error.hpp"
 #include "sim/format.hpp"
 
@@ -51,6 +53,20 @@ std::string allowed_list() {
   return list + "physics.NAME";
 }
 
+// A value as the file writes it ("1e-3", not 0.001): its source region, lines and columns from 1.
+std::string source_text(const std::string& toml_text, const toml::node& node) {
+  const toml::source_region& region = node.source();
+  std::vector<std::size_t> line_starts = {0};
+  for (std::size_t i = 0; i < toml_text.size(); ++i)
+    if (toml_text[i] == '\n') line_starts.push_back(i + 1);
+  auto offset = [&](const toml::source_position& position) {
+    SURGE_CHECK(position.line >= 1 && position.line <= line_starts.size(), "a TOML position outside its text");
+    return std::min(toml_text.size(), line_starts[position.line - 1] + position.column - 1);
+  };
+  const std::size_t begin = offset(region.begin), end = offset(region.end);
+  return trimmed(toml_text.substr(begin, end > begin ? end - begin : 0));
+}
+
 }  // namespace
 
 const std::vector<std::string>& grid_keys() {
@@ -95,6 +111,51 @@ GridAxis parse_grid_axis(const std::string& text) {
       throw InputError(where + " has an empty value; give values separated by commas (e.g. " + axis.key +
                        "=1e-4,3e-4)");
   return axis;
+}
+
+std::vector<GridAxis> grid_axes_from_toml(const std::string& toml_text, const std::string& source) {
+  toml::table root;
+  try {
+    root = toml::parse(toml_text, source);
+  } catch (const toml::parse_error& error) {
+    throw InputError(source + ": " + std::string(error.description()));
+  }
+  const toml::node* grid = root.get("grid");
+  if (!grid) return {};
+  const toml::table* table = grid->as_table();
+  if (!table)
+    throw InputError(source + ": 'grid' must be a table of keys and their values, e.g. [grid] lr = [1e-4, 3e-4]");
+  // The file's order: toml++ iterates a table by name.
+  std::vector<std::pair<std::string, const toml::node*>> entries;
+  for (const auto& [name, node] : *table) {
+    const toml::table* physics = std::string(name.str()) == "physics" ? node.as_table() : nullptr;
+    if (!physics) {
+      entries.emplace_back(std::string(name.str()), &node);
+      continue;
+    }
+    for (const auto& [parameter, values] : *physics)
+      entries.emplace_back("physics." + std::string(parameter.str()), &values);
+  }
+  std::sort(entries.begin(), entries.end(),
+            [](const auto& a, const auto& b) { return a.second->source().begin < b.second->source().begin; });
+  std::vector<GridAxis> axes;
+  for (const auto& [key, node] : entries) {
+    const toml::array* values = node->as_array();
+    if (!values || values->empty())
+      throw InputError(source + " [grid] " + format_excerpt(key) + ": give a list of values, e.g. " +
+                       format_excerpt(key) + " = [1e-4, 3e-4]");
+    std::string text = key + "=";
+    for (std::size_t i = 0; i < values->size(); ++i) {
+      if (i) text += ',';
+      text += source_text(toml_text, *values->get(i));
+    }
+    try {
+      axes.push_back(parse_grid_axis(text));
+    } catch (const InputError& error) {
+      throw InputError(source + " [grid]: " + error.what());
+    }
+  }
+  return axes;
 }
 
 std::vector<AgentSpec> expand_agents(const TrainConfig& base, const std::vector<GridAxis>& axes) {

@@ -23,6 +23,11 @@ struct GridAxis {
 // the keys it may vary.
 GridAxis parse_grid_axis(const std::string& text);
 
+// A config's [grid] table (`learning_rate = [1e-4, 3e-4]`, and `[grid.physics]` entries as physics.NAME),
+// one axis per key in the file's order, checked as --grid checks them; none without the table.
+// InputError messages start with `source`.
+std::vector<GridAxis> grid_axes_from_toml(const std::string& toml_text, const std::string& source);
+
 // The keys a grid may vary, as `--help` lists them; physics.NAME (any physics parameter) besides.
 const std::vector<std::string>& grid_keys();
 bool grid_key_allowed(const std::string& key);

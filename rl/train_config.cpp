@@ -343,7 +343,7 @@ TrainConfig load_train_config(const std::string& toml_text, const std::string& s
                               const std::string& preset) {
   const toml::table root = parse(toml_text, source);
   TrainConfig config;
-  apply_table(config, root, source, {"cuda", "presets"});
+  apply_table(config, root, source, {"cuda", "presets", "grid"});  // [grid]: grid_axes_from_toml
   if (const toml::node* cuda = root.get("cuda")) {
     const toml::table* table = cuda->as_table();
     if (!table) throw InputError(source + ": 'cuda' must be a table of keys for runs on a GPU");

@@ -130,11 +130,15 @@ TEST_CASE("surge train --agents --grid: the dry run lists the agents; a refused 
   CHECK(surge::testing::line_count(refused.err) == 1);
   CHECK(refused.err.find("surge train: --grid 'num_envs=4,8': num_envs changes the agents' buffer shapes") == 0);
 
-  // Until the batched learner exists, a run of several agents stops before it writes anything.
-  const auto unbuilt = run_surge("train --device cpu --agents 2 --out /nonexistent/agents_test");
-  CHECK(unbuilt.exit_code == 2);
-  CHECK(surge::testing::line_count(unbuilt.err) == 1);
-  CHECK(unbuilt.err.find("not built yet") != std::string::npos);
+  // The dry run gives one agent's plan and the total of all of them.
+  CHECK(listed.out.find("each agent:\n") != std::string::npos);
+  CHECK(listed.out.find("\nall 8 agents: ") != std::string::npos);
+
+  // A bad --target-mode stops before anything is written.
+  const auto mode = run_surge("train --device cpu --agents 2 --target-mode some --out /nonexistent/agents_test");
+  CHECK(mode.exit_code == 2);
+  CHECK(surge::testing::line_count(mode.err) == 1);
+  CHECK(mode.err.find("surge train: --target-mode 'some' is not a mode; give any, all or median") == 0);
 
   // A grid's physics parameter is checked against the scenario like --physics.
   const auto physics = run_surge("train --device cpu --grid physics.nope=1,2 --dry-run");

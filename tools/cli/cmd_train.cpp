@@ -337,6 +337,7 @@ int train_command(const Args& args) {
       throw InputError(cmd.complaint("--seeds is for one process, not " + std::to_string(place.size) +
                                      " ranks under mpirun; run it without mpirun"));
   std::vector<std::uint64_t> seeds;
+  std::vector<rl::GridAxis> file_grid;
   if (cmd.has("resume") && is_agents_run(cmd.get("resume"))) return resume_agents(cmd, plan.device);
   if (cmd.has("resume")) {
     read_resume(cmd, plan, place.size);
@@ -358,9 +359,10 @@ int train_command(const Args& args) {
       built.config.validate();
     }
     plan.config = built.config;
+    file_grid = built.grid;
     plan.reuse = cmd.flag_set("overwrite") ? RunFolder::Reuse::Overwrite : RunFolder::Reuse::Refuse;
   }
-  const std::vector<rl::AgentSpec> agents = plan_agents(cmd, plan.config);
+  const std::vector<rl::AgentSpec> agents = plan_agents(cmd, plan.config, file_grid);
   const std::string& scenario = plan.config.scenario;
   const ScenarioSpec& spec = scenario_spec(scenario);
   plan.physics = resolve_physics(spec, plan.config.physics);

@@ -40,16 +40,24 @@ Command& add_grid_option(Command& cmd) {
               "all");
 }
 
-std::vector<rl::AgentSpec> plan_agents(const Command& cmd, const rl::TrainConfig& config) {
+std::vector<rl::AgentSpec> plan_agents(const Command& cmd, const rl::TrainConfig& config,
+                                       const std::vector<rl::GridAxis>& file_grid) {
   const std::vector<std::string> grids = cmd.get_all("grid");
   if (cmd.has("resume") && (!grids.empty() || cmd.has("agents")))
     throw InputError(cmd.complaint("--resume continues the run as it was configured; drop --agents and --grid"));
-  if (grids.empty() && config.num_agents == 1) return {};
+  if (grids.empty() && file_grid.empty() && config.num_agents == 1) return {};
   for (const char* other : {"seeds", "log-rollouts"})
     if (cmd.has(other))
       throw InputError(cmd.complaint("--" + std::string(other) + " takes single-agent runs; drop --agents and --grid"));
-  std::vector<rl::GridAxis> axes;
-  for (const std::string& text : grids) axes.push_back(rl::parse_grid_axis(text));
+  std::vector<rl::GridAxis> axes = file_grid;
+  for (const std::string& text : grids) {
+    rl::GridAxis axis = rl::parse_grid_axis(text);
+    const auto same = std::find_if(axes.begin(), axes.end(), [&](const rl::GridAxis& a) { return a.key == axis.key; });
+    if (same != axes.end() && same - axes.begin() < static_cast<std::ptrdiff_t>(file_grid.size()))
+      *same = std::move(axis);
+    else
+      axes.push_back(std::move(axis));
+  }
   return rl::expand_agents(config, axes);
 }
 
@@ -184,7 +192,7 @@ int dry_run_agents(const std::vector<rl::AgentSpec>& agents, Device device) {
 void require_agents_fit(const std::vector<rl::AgentSpec>& agents, Device device) {
   const AvailableMemory available = available_memory(device);
   if (!available.known || total_bytes(agents, device) <= available.free_bytes) return;
-  throw InputError("surge train on " + device.str() + ": " + total_line(agents, device, available) +
+  throw InputError("surge train: on " + device.str() + ", " + total_line(agents, device, available) +
                    "; give fewer agents, fewer grid values or a smaller --num-envs (--dry-run shows the plan)");
 }
 

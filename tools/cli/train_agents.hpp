@@ -18,10 +18,12 @@ namespace surge::cli {
 // --grid (repeated), with the keys a grid may vary in its help, and --target-mode.
 Command& add_grid_option(Command& cmd);
 
-// The run's agents from --grid, the config's [grid] table and config.num_agents (--agents): empty for a
+// The run's agents from the config's [grid] table, --grid and config.num_agents (--agents): empty for a
 // run of one agent and no grid. Throws InputError for a key a grid may not vary, a bad value, or
 // --grid/--agents beside --seeds.
-std::vector<rl::AgentSpec> plan_agents(const Command& cmd, const rl::TrainConfig& config);
+// `file_grid` is the config file's [grid] table; a --grid of the same key replaces its axis.
+std::vector<rl::AgentSpec> plan_agents(const Command& cmd, const rl::TrainConfig& config,
+                                       const std::vector<rl::GridAxis>& file_grid = {});
 
 // One line per agent (agent, grid point, seed, then each grid key's value) under a summary line:
 // "6 agents: 3 grid points x 2 seeds".

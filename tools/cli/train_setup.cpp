@@ -102,6 +102,7 @@ BuiltConfig build_train_config(const Command& cmd, Device device) {
     note_changes(built, values, label);
   };
   load(false, "", file_label);
+  built.grid = rl::grid_axes_from_toml(text, source);
   if (device.is_cuda()) load(true, "", file_label + " [cuda]");
   if (cmd.has("preset")) load(device.is_cuda(), cmd.get("preset"), "preset " + cmd.get("preset"));
 

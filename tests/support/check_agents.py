@@ -7,8 +7,9 @@ CASE is one of:
   solo     agent k of a batch of 3 equals `surge train --seed s_k` alone: every metrics.csv cell but
            wall_time_s and sps, config.toml, and the checkpoint's parameters, Adam moments and resume
            state, bit for bit
-  grid     a grid's agents get exactly their values (config.toml, checkpoint, metrics.csv columns), and a
-           grid agent equals the run alone with --set of its values
+  grid     a grid's agents get exactly their values (config.toml, checkpoint, metrics.csv columns), a
+           grid agent equals the run alone with --set of its values, [grid] in TOML, and surge plot
+           drawing a grid point's seeds as a band
   refused  keys a grid may not vary, and other bad input: exit 2, one line, nothing written
   resume   stopped after some iterations and resumed (--resume DIR), every agent equals the whole run;
            after SIGINT every agent's checkpoint is there and the run resumes to the same end
@@ -139,6 +140,12 @@ def case_grid(tmp):
     same_metrics(agent_rows(os.path.join(tmp, "g"), 6), rows(os.path.join(tmp, "alone", "metrics.csv")), "agent 6")
     same_checkpoints(os.path.join(tmp, "g", "agents", "6", "checkpoint.h5"),
                      os.path.join(tmp, "alone", "checkpoint.h5"), "agent 6")
+    # surge plot of the run draws each grid point's seeds as one band, named by its values.
+    plotted = run(["plot", "g", "--out", "g.svg"], tmp)
+    assert "8 runs in 4 groups" in plotted.stderr + plotted.stdout, plotted.stderr
+    with open(os.path.join(tmp, "g.svg")) as f:
+        svg = f.read()
+    assert svg.count("(mean of 2 seeds") == 4 and "ent_coef = 0.01, learning_rate = 0.003" in svg, svg[-2000:]
     summary = rows(os.path.join(tmp, "g", "agents_summary.csv"))
     assert [r["agent"] for r in summary] == [str(k) for k in range(8)], summary
     # A TOML [grid] table makes the agents --grid makes.
@@ -175,6 +182,7 @@ def case_refused(tmp):
     refused(run(SMALL + ["--agents", "2", "--seeds", "1-2", "--out", "x"], tmp, False), "--seeds")
     refused(run(SMALL + ["--agents", "2", "--log-rollouts", "a.h5", "--out", "x"], tmp, False), "--log-rollouts")
     refused(run(SMALL + ["--agents", "2", "--target-mode", "most", "--out", "x"], tmp, False), "--target-mode 'most'")
+    refused(run(SMALL + ["--target-mode", "any", "--out", "x"], tmp, False), "--target-mode", "--agents")
     with open(os.path.join(tmp, "bad.toml"), "w") as f:
         f.write('scenario = "cartpole"\n[grid]\nnum_envs = [4, 8]\n')
     refused(run(["train", "--device", "cpu", "--config", "bad.toml", "--out", "x"], tmp, False), "num_envs")

@@ -368,6 +368,8 @@ int train_command(const Args& args) {
   plan.physics = resolve_physics(spec, plan.config.physics);
   for (const rl::AgentSpec& agent : agents) resolve_physics(spec, agent.config.physics);  // a grid's physics.NAME
   if (!agents.empty()) return start_agents(cmd, agents, plan.device);
+  if (!cmd.get_all("target-mode").empty())
+    throw InputError(cmd.complaint("--target-mode says when a run of several agents stops; give --agents or --grid"));
   if (cmd.has("target-return")) plan.target = cmd.get_double("target-return", -1e300, 1e300);
   // Every buffer is sized from the config: a run that would not fit stops here, before it allocates.
   MemoryPlan memory = engine_memory_plan(scenario, plan.device, plan.config.num_envs);

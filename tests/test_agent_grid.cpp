@@ -2,6 +2,8 @@
 // exactly their values and seeds, refused keys, and the same through `surge train --dry-run`.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+
 #include "rl/agent_grid.hpp"
 #include "sim/error.hpp"
 #include "tests/support/run_surge.hpp"
@@ -144,4 +146,29 @@ TEST_CASE("surge train --agents --grid: the dry run lists the agents; a refused 
   const auto physics = run_surge("train --device cpu --grid physics.nope=1,2 --dry-run");
   CHECK(physics.exit_code == 2);
   CHECK(physics.err.find("surge train: cartpole has no physics parameter 'nope'") == 0);
+}
+
+TEST_CASE("surge bench train --agents K counts every agent's steps; --preset gives the preset's sizes",
+          "[agents][cli][bench]") {
+  using surge::testing::run_surge;
+  const auto json = std::filesystem::temp_directory_path() / "surge_test_agent_bench.json";
+  std::filesystem::remove(json);
+  const auto r = run_surge(
+      "bench train --device cpu --num-envs 8 --num-steps 4 --agents 3 --repeats 1 --iterations 1 "
+      "--json " +
+      json.string());
+  INFO(r.output());
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.output().find("8 envs x 4 steps x 3 agents") != std::string::npos);
+  CHECK(r.output().find("agents                    3, ") != std::string::npos);
+  const std::string text = surge::testing::read_text(json);
+  CHECK(text.find("\"agents\": 3") != std::string::npos);
+  CHECK(text.find("\"num_envs\": 8") != std::string::npos);
+  std::filesystem::remove(json);
+
+  const auto preset = run_surge("bench train --device cpu --preset cleanrl --repeats 1 --iterations 1");
+  INFO(preset.output());
+  REQUIRE(preset.exit_code == 0);
+  CHECK(preset.output().find("num_envs x steps          4 x 128") != std::string::npos);
+  CHECK(run_surge("bench train --device cpu --agents 0").exit_code == 2);
 }

@@ -153,22 +153,19 @@ TEST_CASE("surge bench train --agents K counts every agent's steps; --preset giv
   using surge::testing::run_surge;
   const auto json = std::filesystem::temp_directory_path() / "surge_test_agent_bench.json";
   std::filesystem::remove(json);
-  const auto r = run_surge(
-      "bench train --device cpu --num-envs 8 --num-steps 4 --agents 3 --repeats 1 --iterations 1 "
-      "--json " +
+  const auto has = [](const std::string& text, const char* piece) { return text.find(piece) != std::string::npos; };
+  const auto three = run_surge(
+      "bench train --device cpu --num-envs 8 --num-steps 4 --agents 3 --repeats 1 "
+      "--iterations 1 --json " +
       json.string());
-  INFO(r.output());
-  REQUIRE(r.exit_code == 0);
-  CHECK(r.output().find("8 envs x 4 steps x 3 agents") != std::string::npos);
-  CHECK(r.output().find("agents                    3, ") != std::string::npos);
-  const std::string text = surge::testing::read_text(json);
-  CHECK(text.find("\"agents\": 3") != std::string::npos);
-  CHECK(text.find("\"num_envs\": 8") != std::string::npos);
+  const std::string json_text = surge::testing::read_text(json);
   std::filesystem::remove(json);
-
   const auto preset = run_surge("bench train --device cpu --preset cleanrl --repeats 1 --iterations 1");
-  INFO(preset.output());
-  REQUIRE(preset.exit_code == 0);
-  CHECK(preset.output().find("num_envs x steps          4 x 128") != std::string::npos);
+  INFO(three.output() + preset.output());
+  CHECK((three.exit_code == 0 && preset.exit_code == 0));
+  CHECK(has(three.output(), "8 envs x 4 steps x 3 agents"));
+  CHECK(has(three.output(), "agents                    3, "));
+  CHECK((has(json_text, "\"agents\": 3") && has(json_text, "\"num_envs\": 8")));
+  CHECK(has(preset.output(), "num_envs x steps          4 x 128"));
   CHECK(run_surge("bench train --device cpu --agents 0").exit_code == 2);
 }

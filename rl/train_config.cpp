@@ -38,6 +38,7 @@ constexpr std::int64_t kMaxNumEnvs = std::int64_t(1) << 32;
 constexpr std::int64_t kMaxNumSteps = std::int64_t(1) << 24;
 constexpr std::int64_t kMaxTotalSteps = std::int64_t(1) << 50;
 constexpr std::int64_t kMaxBatchSize = std::int64_t(1) << 36;  // keeps every planned size far below 2^64 bytes
+constexpr std::int64_t kMaxNumAgents = 65536;
 constexpr std::int64_t kMaxUpdateEpochs = 1 << 20;
 constexpr std::size_t kMaxHiddenLayers = 64;
 
@@ -110,6 +111,7 @@ const std::vector<Key>& keys() {
          c.seed = static_cast<std::uint64_t>(value);
        },
        [](const TrainConfig& c) { return std::to_string(c.seed); }},
+      integer_key("num_agents", &TrainConfig::num_agents),
       number_key("learning_rate", &TrainConfig::learning_rate),
       bool_key("anneal_lr", &TrainConfig::anneal_lr),
       number_key("gamma", &TrainConfig::gamma),
@@ -280,6 +282,8 @@ void TrainConfig::validate() const {
                 "it must lie in 1.." + text(kMaxNumSteps));
   require_range(total_steps >= 1 && total_steps <= kMaxTotalSteps, "total_steps", text(total_steps),
                 "it must lie in 1.." + text(kMaxTotalSteps));
+  require_range(num_agents >= 1 && num_agents <= kMaxNumAgents, "num_agents", text(num_agents),
+                "it must lie in 1.." + text(kMaxNumAgents));
   require_range(num_minibatches >= 1, "num_minibatches", text(num_minibatches), "it must be at least 1");
   require_range(update_epochs >= 1 && update_epochs <= kMaxUpdateEpochs, "update_epochs", text(update_epochs),
                 "it must lie in 1.." + text(kMaxUpdateEpochs));
@@ -339,7 +343,7 @@ TrainConfig load_train_config(const std::string& toml_text, const std::string& s
                               const std::string& preset) {
   const toml::table root = parse(toml_text, source);
   TrainConfig config;
-  apply_table(config, root, source, {"cuda", "presets"});
+  apply_table(config, root, source, {"cuda", "presets", "grid"});  // [grid]: grid_axes_from_toml
   if (const toml::node* cuda = root.get("cuda")) {
     const toml::table* table = cuda->as_table();
     if (!table) throw InputError(source + ": 'cuda' must be a table of keys for runs on a GPU");
@@ -372,6 +376,35 @@ std::vector<std::string> train_config_presets(const std::string& toml_text, cons
   return names;
 }
 
+void apply_config_value(TrainConfig& config, const std::string& key, std::string value, const std::string& where) {
+  if (key.rfind("physics.", 0) == 0) {
+    toml::table parsed;
+    try {
+      parsed = toml::parse("value = " + value);
+    } catch (const toml::parse_error&) {
+      throw InputError(where + ": cannot read '" + format_excerpt(value) + "' as a number or a range [low, high]");
+    }
+    read_physics_entry(config, key.substr(8), *parsed.get("value"), where);
+    return;
+  }
+  const Key* known = find_key(key);
+  if (!known)
+    throw InputError(where + ": unknown config key '" + format_excerpt(key) + "'; known keys are " + known_keys());
+  if (key == "hidden" && !value.empty() && value.front() != '[') value = "[" + value + "]";
+  toml::table parsed;
+  try {
+    parsed = toml::parse("value = " + value);
+  } catch (const toml::parse_error&) {
+    // A bare word (relu) is a string.
+    try {
+      parsed = toml::parse("value = \"" + value + "\"");
+    } catch (const toml::parse_error&) {
+      throw InputError(where + ": cannot read '" + format_excerpt(value) + "' as " + known->kind);
+    }
+  }
+  known->read(config, *parsed.get("value"), where);
+}
+
 void apply_config_setting(TrainConfig& config, const std::string& setting) {
   const std::string shown = format_excerpt(setting);
   // One key per --set: a line break would let the TOML below read a second key, silently dropped.
@@ -387,34 +420,9 @@ void apply_config_setting(TrainConfig& config, const std::string& setting) {
   key.erase(0, key.find_first_not_of(" \t"));
   key.erase(key.find_last_not_of(" \t") + 1);
   if (key.empty()) throw InputError("--set '" + shown + "' names no key (e.g. --set learning_rate=3e-4)");
-  std::string value = setting.substr(eq + 1);
-  const std::string where = "--set " + shown;
-  if (key.rfind("physics.", 0) == 0) {
-    toml::table parsed;
-    try {
-      parsed = toml::parse("value = " + value);
-    } catch (const toml::parse_error&) {
-      throw InputError(where + ": cannot read '" + format_excerpt(value) + "' as a number or a range [low, high]");
-    }
-    read_physics_entry(config, key.substr(8), *parsed.get("value"), where);
-    return;
-  }
-  const Key* known = find_key(key);
-  if (!known)
+  if (key.rfind("physics.", 0) != 0 && !find_key(key))
     throw InputError("--set: unknown config key '" + format_excerpt(key) + "'; known keys are " + known_keys());
-  if (key == "hidden" && !value.empty() && value.front() != '[') value = "[" + value + "]";
-  toml::table parsed;
-  try {
-    parsed = toml::parse("value = " + value);
-  } catch (const toml::parse_error&) {
-    // A bare word (relu) is a string.
-    try {
-      parsed = toml::parse("value = \"" + value + "\"");
-    } catch (const toml::parse_error&) {
-      throw InputError(where + ": cannot read '" + format_excerpt(value) + "' as " + known->kind);
-    }
-  }
-  known->read(config, *parsed.get("value"), where);
+  apply_config_value(config, key, setting.substr(eq + 1), "--set " + shown);
 }
 
 }  // namespace surge::rl

@@ -19,6 +19,8 @@ struct TrainConfig : NetworkConfig, PpoLossConfig, AdamConfig, NormalizationConf
   std::int64_t num_steps = 128;       // T: steps per environment per iteration
   std::int64_t total_steps = 500000;  // env steps in the whole run (rounded down to whole iterations)
   std::uint64_t seed = 1;
+  // Independent learners in one process (docs/agents.md): seeds per grid point, seed + 0 .. seed + K-1.
+  std::int64_t num_agents = 1;
   // PPO
   double learning_rate = 2.5e-4;
   bool anneal_lr = true;  // linearly to 0 over the run
@@ -76,5 +78,9 @@ std::vector<std::string> train_config_presets(const std::string& toml_text, cons
 // also accepts "64,64"; physics.NAME=0.2 or physics.NAME=[0.05,0.2] sets one physics parameter).
 // Throws InputError for an unknown key, a bad value, or a line break (one key per --set).
 void apply_config_setting(TrainConfig& config, const std::string& setting);
+
+// Applies one value (TOML syntax, as apply_config_setting reads it) to `key` (a config key or
+// physics.NAME); InputError messages start with `where` (the option that gave it).
+void apply_config_value(TrainConfig& config, const std::string& key, std::string value, const std::string& where);
 
 }  // namespace surge::rl

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "rl/agent_set.hpp"
 #include "rl/collective.hpp"
 #include "rl/train_config.hpp"
 #include "rl/trainer.hpp"
@@ -37,25 +38,40 @@ struct Measurement {
 };
 
 // Whole iterations back to back, timed from the first enqueue until the device has finished the last.
+// With several agents, each is an engine and a trainer of its own (seeds seed, seed + 1, ...), their
+// iterations side by side as `surge train --agents` runs them; the rate counts every agent's steps.
 Measurement measure(const std::string& scenario, Device device, const rl::TrainConfig& config, int repeats,
-                    std::int64_t iterations) {
+                    std::int64_t iterations, std::int64_t agents) {
   const std::unique_ptr<rl::Collective> ranks = rl::open_collective(device, true);  // one process unless under mpirun
-  auto engine = make_engine(scenario, device, config.num_envs, config.seed,
-                            resolve_physics(scenario_spec(scenario), config.physics), ranks->rank() * config.num_envs);
-  rl::Trainer trainer(*engine, config, *ranks);
-  for (int k = 0; k < kWarmupIterations; ++k) trainer.iterate();
-  trainer.drain();
+  const PhysicsConfig physics = resolve_physics(scenario_spec(scenario), config.physics);
+  std::vector<std::unique_ptr<Engine>> engines;
+  std::vector<std::unique_ptr<rl::Trainer>> owned;
+  std::vector<rl::Trainer*> trainers;
+  for (std::int64_t a = 0; a < agents; ++a) {
+    rl::TrainConfig agent = config;
+    agent.seed = config.seed + static_cast<std::uint64_t>(a);
+    engines.push_back(
+        make_engine(scenario, device, agent.num_envs, agent.seed, physics, ranks->rank() * agent.num_envs));
+    owned.push_back(std::make_unique<rl::Trainer>(*engines.back(), agent, *ranks));
+    trainers.push_back(owned.back().get());
+  }
+  auto iterate = [&] {
+    if (agents == 1)
+      trainers.front()->iterate();
+    else
+      rl::iterate_agents(trainers, device);
+    for (rl::Trainer* trainer : trainers) trainer->ready_metrics();  // as surge train reads them
+  };
+  for (int k = 0; k < kWarmupIterations; ++k) iterate();
+  for (rl::Trainer* trainer : trainers) trainer->drain();
   Measurement result;
   const double communication_before = ranks->communication_seconds(), waiting_before = ranks->waiting_seconds();
   for (int r = 0; r < repeats; ++r) {
     const auto start = std::chrono::steady_clock::now();
-    for (std::int64_t k = 0; k < iterations; ++k) {
-      trainer.iterate();
-      trainer.ready_metrics();  // as surge train reads them: one iteration late on CUDA
-    }
-    trainer.drain();
+    for (std::int64_t k = 0; k < iterations; ++k) iterate();
+    for (rl::Trainer* trainer : trainers) trainer->drain();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    result.rates.push_back(static_cast<double>(config.batch_size() * iterations * ranks->size()) / seconds);
+    result.rates.push_back(static_cast<double>(config.batch_size() * iterations * ranks->size() * agents) / seconds);
     result.timed_s += seconds;
   }
   result.communication_s = ranks->communication_seconds() - communication_before;
@@ -74,11 +90,15 @@ int bench_train(const Command& cmd) {
   const std::string json_path = cmd.has("json") ? cmd.get("json") : "";
   if (!json_path.empty()) require_writable(json_path, "JSON report");
 
-  rl::TrainConfig config =
-      rl::load_train_config(default_train_config(scenario), default_train_config_name(scenario), device.is_cuda(), "");
-  config.num_envs = cmd.has("num-envs") ? cmd.get_int("num-envs", 1, std::int64_t(1) << 32)
-                                        : (device.is_cuda() ? std::int64_t(1) << 20 : 256);
-  config.num_steps = cmd.get_int("num-steps", 1, 1 << 20);
+  const std::int64_t agents = cmd.get_int("agents", 1, 65536);
+  const std::string preset = cmd.get_all("preset").empty() ? "" : cmd.get("preset");
+  rl::TrainConfig config = rl::load_train_config(default_train_config(scenario), default_train_config_name(scenario),
+                                                 device.is_cuda(), preset);
+  // A preset's sizes stand unless --num-envs or --num-steps are given.
+  if (preset.empty() || cmd.has("num-envs"))
+    config.num_envs = cmd.has("num-envs") ? cmd.get_int("num-envs", 1, std::int64_t(1) << 32)
+                                          : (device.is_cuda() ? std::int64_t(1) << 20 : 256);
+  if (preset.empty() || !cmd.get_all("num-steps").empty()) config.num_steps = cmd.get_int("num-steps", 1, 1 << 20);
   set_physics(config.physics, physics_options(cmd));
   for (const std::string& setting : cmd.get_all("set")) rl::apply_config_setting(config, setting);
   const PhysicsConfig physics = resolve_physics(spec, config.physics);
@@ -96,19 +116,21 @@ int bench_train(const Command& cmd) {
   // Every buffer is sized from the config: a run that would not fit stops here, as surge train does.
   MemoryPlan plan = engine_memory_plan(scenario, device, config.num_envs);
   plan.append(rl::Trainer::memory_plan(config, spec, device));
+  const MemoryPlan one = plan;
+  for (std::int64_t a = 1; a < agents; ++a) plan.append(one);
   plan.require_fits("surge bench train on " + device.str(),
                     "lower --num-envs or --num-steps, or raise num_minibatches with --set");
 
   std::cerr << "surge bench train: " << scenario << " on " << device.str() << ", " << config.num_envs << " envs x "
-            << config.num_steps << " steps, " << config.update_epochs << " epochs x " << config.num_minibatches
-            << " minibatches, " << repeats << " repeats of " << iterations
-            << " iterations, physics: " << describe_physics(spec, physics) << "\n";
+            << config.num_steps << " steps" << (agents > 1 ? " x " + plural(agents, "agent") : std::string()) << ", "
+            << config.update_epochs << " epochs x " << config.num_minibatches << " minibatches, " << repeats
+            << " repeats of " << iterations << " iterations, physics: " << describe_physics(spec, physics) << "\n";
   std::vector<bool> graph_modes = device.is_cuda() ? std::vector<bool>{true, false} : std::vector<bool>{false};
   std::vector<Measurement> results;
   for (bool graph : graph_modes) {
     rl::TrainConfig run = config;
     run.cuda_graph = graph;
-    results.push_back(measure(scenario, device, run, repeats, iterations));
+    results.push_back(measure(scenario, device, run, repeats, iterations, agents));
   }
 
   std::string hidden;
@@ -123,6 +145,9 @@ int bench_train(const Command& cmd) {
               static_cast<long long>(config.num_envs), static_cast<long long>(config.num_steps),
               static_cast<long long>(config.update_epochs), static_cast<long long>(config.num_minibatches),
               hidden.c_str());
+  if (agents > 1)
+    std::printf("agents                    %lld, %d CPU threads across them (env-steps/s of all together)\n",
+                static_cast<long long>(agents), device.is_cpu() ? rl::agent_threads(agents) : 0);
   for (std::size_t k = 0; k < results.size(); ++k) {
     const auto& r = results[k];
     std::printf("env-steps/s, %-12s %s   [min %s, max %s]\n",
@@ -142,6 +167,7 @@ int bench_train(const Command& cmd) {
     JsonObject json = benchmark_json(SURGE_VERSION, "train", "", spec.name, device.str());
     json.add("num_envs", config.num_envs)
         .add("num_steps", config.num_steps)
+        .add("agents", agents)
         .add("update_epochs", config.update_epochs)
         .add("num_minibatches", config.num_minibatches)
         .add("hidden", hidden)
@@ -170,6 +196,11 @@ int run_bench_train(const Args& args) {
       .option("device", "DEV", device_help(), "auto")
       .option("num-envs", "N", "environments [default: 1048576 on CUDA, 256 on the CPU]")
       .option("num-steps", "T", "steps per environment per iteration", "16")
+      .option("agents", "K",
+              "K independent learners side by side, as surge train --agents runs them (seeds seed .. seed+K-1); "
+              "env-steps/s counts them all",
+              "1")
+      .option("preset", "NAME", "a preset of the scenario's config (e.g. cleanrl), its num_envs and num_steps included")
       .option("repeats", "R", "timed repeats; the median is reported", "5")
       .option("iterations", "I", "iterations back to back in one timed repeat", "3")
       .repeated("set", "KEY=VALUE", "set a config key of the scenario's built-in config (e.g. hidden=[64,64])")
@@ -180,7 +211,8 @@ int run_bench_train(const Args& args) {
           "--physics and --set change it. The first two iterations are not timed: the eager one, and the graph's "
           "capture.")
       .example("surge bench train --device cuda --num-envs 1048576 --json bench-train.json")
-      .example("surge bench train --device cpu --num-envs 256 --num-steps 32");
+      .example("surge bench train --device cpu --num-envs 256 --num-steps 32")
+      .example("surge bench train --device cpu --preset cleanrl --agents 64");
   if (!cmd.parse_or_print_usage(args)) return 0;
   return cmd.naming_errors([&] { return bench_train(cmd); });
 }

@@ -22,6 +22,7 @@
 #include "tools/cli/io.hpp"
 #include "tools/cli/run_folder.hpp"
 #include "tools/cli/stop_signal.hpp"
+#include "tools/cli/train_agents.hpp"
 #include "tools/cli/train_eval.hpp"
 #include "tools/cli/train_output.hpp"
 #include "tools/cli/train_ranks.hpp"
@@ -48,7 +49,7 @@ struct RunPlan {
 };
 
 void declare(Command& cmd) {
-  add_config_options(cmd)
+  add_grid_option(add_config_options(cmd))
       .option("device", "DEV", device_help(), "auto")
       .option("seeds", "LIST",
               "train several seeds one after another, e.g. 1-5 or 1,4,9: DIR/seed<K> each, then a table "
@@ -66,7 +67,7 @@ void declare(Command& cmd) {
       .option("stop-after", "K", "stop after K iterations of this run, writing the checkpoint as at the end")
       .option("resume", "CKPT",
               "continue the run that wrote checkpoint CKPT, exactly; its config and scenario are used "
-              "(--out defaults to CKPT's folder)")
+              "(--out defaults to CKPT's folder). A run of several agents: give its folder")
       .option("log-rollouts", "FILE.h5", "log rollouts to FILE.h5 (HDF5; see 'surge h5' and docs/hdf5-schema.md)")
       .option("log-every", "K", "log iterations 1, 1+K, 1+2K, ...", "10")
       .option("log-envs", "M", "log environments 0 .. M-1 (by default at most 64)", "64")
@@ -109,7 +110,8 @@ void declare(Command& cmd) {
       .example("surge train --device cuda --num-envs 16777216 --dry-run")
       .example("surge train --out runs/a --log-rollouts runs/a-rollouts.h5 --log-every 5 --log-envs 256")
       .example("surge train --scenario cartpole --physics masspole=0.05:0.2,length=0.4:0.6 --out runs/dr")
-      .example("surge train --resume runs/a/checkpoint.h5");
+      .example("surge train --resume runs/a/checkpoint.h5")
+      .example("surge train --scenario cartpole --agents 8 --grid lr=1e-4,3e-4 --target-return 475 --out runs/g");
 }
 
 // Reads the checkpoint to continue and checks that nothing would change its config.
@@ -335,6 +337,8 @@ int train_command(const Args& args) {
       throw InputError(cmd.complaint("--seeds is for one process, not " + std::to_string(place.size) +
                                      " ranks under mpirun; run it without mpirun"));
   std::vector<std::uint64_t> seeds;
+  std::vector<rl::GridAxis> file_grid;
+  if (cmd.has("resume") && is_agents_run(cmd.get("resume"))) return resume_agents(cmd, plan.device);
   if (cmd.has("resume")) {
     read_resume(cmd, plan, place.size);
   } else {
@@ -355,11 +359,17 @@ int train_command(const Args& args) {
       built.config.validate();
     }
     plan.config = built.config;
+    file_grid = built.grid;
     plan.reuse = cmd.flag_set("overwrite") ? RunFolder::Reuse::Overwrite : RunFolder::Reuse::Refuse;
   }
+  const std::vector<rl::AgentSpec> agents = plan_agents(cmd, plan.config, file_grid);
   const std::string& scenario = plan.config.scenario;
   const ScenarioSpec& spec = scenario_spec(scenario);
   plan.physics = resolve_physics(spec, plan.config.physics);
+  for (const rl::AgentSpec& agent : agents) resolve_physics(spec, agent.config.physics);  // a grid's physics.NAME
+  if (!agents.empty()) return start_agents(cmd, agents, plan.device);
+  if (!cmd.get_all("target-mode").empty())
+    throw InputError(cmd.complaint("--target-mode says when a run of several agents stops; give --agents or --grid"));
   if (cmd.has("target-return")) plan.target = cmd.get_double("target-return", -1e300, 1e300);
   // Every buffer is sized from the config: a run that would not fit stops here, before it allocates.
   MemoryPlan memory = engine_memory_plan(scenario, plan.device, plan.config.num_envs);

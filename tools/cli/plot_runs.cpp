@@ -159,6 +159,10 @@ std::vector<PlotRun> read_runs(const std::vector<std::string>& paths, const std:
     const fs::path given(path);
     if (fs::is_regular_file(given)) {
       runs.push_back(read_run(path, given, x_column, y_column));
+    } else if (fs::is_regular_file(given / "agents.csv") && fs::is_directory(given / "agents")) {
+      // A run of agents (docs/agents.md): each agent's folder is a run, so a grid point's seeds are a band.
+      const std::vector<PlotRun> agents = read_runs({(given / "agents").string()}, x_column, y_column);
+      runs.insert(runs.end(), agents.begin(), agents.end());
     } else if (fs::is_regular_file(given / "metrics.csv")) {
       runs.push_back(read_run(path, given / "metrics.csv", x_column, y_column));
     } else if (fs::is_directory(given)) {

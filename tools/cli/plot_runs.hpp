@@ -17,8 +17,9 @@ struct PlotRun {
   std::vector<double> x, y;                     // one point per metrics.csv row; y is NaN where the cell is empty
 };
 
-// The run folders named by `paths`: each a run folder, a metrics.csv, or a folder whose direct
-// subfolders are run folders (read in natural order: seed2 before seed10). `x_column` and `y_column`
+// The run folders named by `paths`: each a run folder, a metrics.csv, a folder whose direct
+// subfolders are run folders (read in natural order: seed2 before seed10), or a run of agents (its
+// agents/<k> folders). `x_column` and `y_column`
 // name the metrics.csv columns. Throws InputError on a path that is none of these or a bad file.
 std::vector<PlotRun> read_runs(const std::vector<std::string>& paths, const std::string& x_column,
                                const std::string& y_column);

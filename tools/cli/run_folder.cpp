@@ -38,7 +38,8 @@ std::string pid_in(int fd) {
 }  // namespace
 
 const std::vector<std::string>& RunFolder::outputs() {
-  static const std::vector<std::string> names = {"metrics.csv", "config.toml", "checkpoint.h5", "best.h5", "tb"};
+  static const std::vector<std::string> names = {"metrics.csv", "config.toml", "checkpoint.h5", "best.h5",
+                                                 "tb",          "agents",      "agents.csv",    "agents_summary.csv"};
   return names;
 }
 

@@ -32,8 +32,8 @@ std::string cell(std::size_t column, double value) {
 }  // namespace
 
 TrainOutput::TrainOutput(std::string dir, std::vector<std::vector<double>> rows,
-                         const std::vector<std::string>& columns)
-    : dir_(std::move(dir)) {
+                         const std::vector<std::string>& columns, std::string tensorboard_dir)
+    : dir_(std::move(dir)), tensorboard_dir_(tensorboard_dir.empty() ? dir_ + "/tb" : std::move(tensorboard_dir)) {
   check_rows(rows, columns, "the checkpoint");
   for (auto& row : rows) row.resize(TrainOutput::columns().size(), NAN);
   rows_ = std::move(rows);
@@ -50,9 +50,9 @@ TrainOutput::~TrainOutput() {
 
 void TrainOutput::open_tensorboard() {
   std::error_code error;
-  std::filesystem::remove_all(dir_ + "/tb", error);  // one event file per run
+  std::filesystem::remove_all(tensorboard_dir_, error);  // one event file per run
   try {
-    tensorboard_ = std::make_unique<rl::TensorBoardWriter>(dir_ + "/tb");
+    tensorboard_ = std::make_unique<rl::TensorBoardWriter>(tensorboard_dir_);
   } catch (const std::exception& e) {
     std::cerr << "surge train: " << e.what() << "; no TensorBoard events, metrics.csv goes on\n";
   }

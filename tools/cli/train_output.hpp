@@ -25,9 +25,11 @@ class TrainOutput {
  public:
   // Writes into the existing folder `dir`: metrics.csv at once (its header and the rows of the run a
   // resumed one continues, so an interrupted run always leaves one) and DIR/tb, written anew (one
-  // event file per run, the restored rows first). Restored rows were written with `columns`.
+  // event file per run, the restored rows first). Restored rows were written with `columns`. The events
+  // go to `tensorboard_dir` instead where one is given (an agent of several: RUN/tb/agent_<k>).
   explicit TrainOutput(std::string dir, std::vector<std::vector<double>> rows = {},
-                       const std::vector<std::string>& columns = TrainOutput::columns());
+                       const std::vector<std::string>& columns = TrainOutput::columns(),
+                       std::string tensorboard_dir = "");
   // Throws InputError unless `columns` are today's or an older release's (a prefix of them) and every
   // row has one value per column; `source` names the file for the message.
   static void check_rows(const std::vector<std::vector<double>>& rows, const std::vector<std::string>& columns,
@@ -67,7 +69,7 @@ class TrainOutput {
   void to_tensorboard(const std::vector<double>& row, bool eval_only);
   std::string csv_rows(std::size_t first, std::size_t end) const;
   void open_tensorboard();
-  std::string dir_;
+  std::string dir_, tensorboard_dir_;
   std::string scenario_, device_;
   std::vector<std::vector<double>> rows_;
   double wall_time_offset_s_ = 0.0;  // wall time of the run a resumed one continues

@@ -25,20 +25,6 @@ std::uint64_t seed_number(const std::string& part, const Command& cmd) {
   return value;
 }
 
-// Mean ± std (population) of the values that are not NaN, and how many they are.
-std::string mean_std(const std::vector<double>& values, std::size_t* count = nullptr) {
-  double sum = 0.0, squares = 0.0;
-  std::size_t n = 0;
-  for (double v : values)
-    if (!std::isnan(v)) sum += v, ++n;
-  if (count) *count = n;
-  if (n == 0) return "—";
-  const double mean = sum / n;
-  for (double v : values)
-    if (!std::isnan(v)) squares += (v - mean) * (v - mean);
-  return format_significant(mean) + " ± " + format_significant(std::sqrt(squares / n));
-}
-
 // Columns on a terminal: UTF-8 continuation bytes (of ± and —) take none.
 std::size_t display_width(const std::string& text) {
   std::size_t columns = 0;
@@ -53,6 +39,19 @@ std::string pad(std::string text, std::size_t width) {
 }
 
 }  // namespace
+
+std::string mean_std(const std::vector<double>& values, std::size_t* count) {
+  double sum = 0.0, squares = 0.0;
+  std::size_t n = 0;
+  for (double v : values)
+    if (!std::isnan(v)) sum += v, ++n;
+  if (count) *count = n;
+  if (n == 0) return "—";
+  const double mean = sum / n;
+  for (double v : values)
+    if (!std::isnan(v)) squares += (v - mean) * (v - mean);
+  return format_significant(mean) + " ± " + format_significant(std::sqrt(squares / n));
+}
 
 std::vector<std::uint64_t> parse_seeds(const std::string& text, const Command& cmd) {
   std::vector<std::uint64_t> seeds;
@@ -106,6 +105,22 @@ EvalResult final_evaluation(const rl::Trainer& trainer, const PhysicsConfig& phy
   return TrainEvaluator(config.scenario, physics, settings).run(trainer, 0);
 }
 
+std::string aligned_table(const std::vector<std::vector<std::string>>& table) {
+  std::vector<std::size_t> widths;
+  for (const auto& row : table) {
+    widths.resize(std::max(widths.size(), row.size()), 0);
+    for (std::size_t c = 0; c < row.size(); ++c) widths[c] = std::max(widths[c], display_width(row[c]));
+  }
+  std::string text;
+  for (const auto& row : table) {
+    std::string line;
+    for (std::size_t c = 0; c < row.size(); ++c) line += pad(row[c], widths[c] + 2);
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    text += line + "\n";
+  }
+  return text;
+}
+
 void report_seeds(const std::vector<SeedResult>& results, const ScenarioSpec& spec, const std::string& parent) {
   const std::string threshold = format_significant(results.front().threshold);
   std::vector<std::vector<std::string>> table = {
@@ -133,17 +148,9 @@ void report_seeds(const std::vector<SeedResult>& results, const ScenarioSpec& sp
   table.push_back({"mean ± std", mean_std(finals),
                    steps_text + " (" + std::to_string(reached) + "/" + std::to_string(results.size()) + " reached)",
                    mean_std(times), mean_std(evals)});
-  std::vector<std::size_t> widths(table.front().size(), 0);
-  for (const auto& row : table)
-    for (std::size_t c = 0; c < row.size(); ++c) widths[c] = std::max(widths[c], display_width(row[c]));
   std::cout << "surge train: " << plural(static_cast<long long>(results.size()), "seed") << " of " << spec.name
-            << " (threshold " << threshold << "), in " << parent << "\n";
-  for (const auto& row : table) {
-    std::string line;
-    for (std::size_t c = 0; c < row.size(); ++c) line += pad(row[c], widths[c] + 2);
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    std::cout << line << "\n";
-  }
+            << " (threshold " << threshold << "), in " << parent << "\n"
+            << aligned_table(table);
   write_atomically(parent + "/seeds.csv", csv.str());
 }
 

@@ -33,6 +33,10 @@ SeedResult summarize_run(const std::vector<std::vector<double>>& rows, double th
                          double target_step, const std::string& dir, std::uint64_t seed);
 // 100 greedy episodes of the trained policy, as `surge eval` plays them.
 EvalResult final_evaluation(const rl::Trainer& trainer, const PhysicsConfig& physics, const rl::TrainConfig& config);
+// Mean ± std (population) of the values that are not NaN ("—" if none), and how many they are.
+std::string mean_std(const std::vector<double>& values, std::size_t* count = nullptr);
+// Rows of cells as columns two spaces apart (± and — take one column each), a line per row.
+std::string aligned_table(const std::vector<std::vector<std::string>>& table);
 // Prints the table and writes parent/seeds.csv.
 void report_seeds(const std::vector<SeedResult>& results, const ScenarioSpec& spec, const std::string& parent);
 

@@ -61,6 +61,7 @@ Command& add_config_options(Command& cmd) {
       .option("num-steps", "T", "steps per environment per iteration (num_steps)")
       .option("total-steps", "S", "environment steps in the whole run (total_steps)")
       .option("seed", "K", "random seed of environments, initialisation, actions and shuffles (seed)")
+      .option("agents", "K", "independent learners in one process, seeds seed .. seed+K-1 (num_agents; docs/agents.md)")
       .repeated("set", "KEY=VALUE",
                 "set one config key, in TOML syntax (e.g. learning_rate=1e-3, hidden=[32,32], "
                 "physics.masspole=[0.05,0.2])");
@@ -101,6 +102,7 @@ BuiltConfig build_train_config(const Command& cmd, Device device) {
     note_changes(built, values, label);
   };
   load(false, "", file_label);
+  built.grid = rl::grid_axes_from_toml(text, source);
   if (device.is_cuda()) load(true, "", file_label + " [cuda]");
   if (cmd.has("preset")) load(device.is_cuda(), cmd.get("preset"), "preset " + cmd.get("preset"));
 
@@ -121,6 +123,10 @@ BuiltConfig build_train_config(const Command& cmd, Device device) {
   if (cmd.has("seed")) {
     config.seed = cmd.get_u64("seed");
     note_changes(built, values, "--seed");
+  }
+  if (cmd.has("agents")) {
+    config.num_agents = cmd.get_int("agents", 1, 65536);
+    note_changes(built, values, "--agents");
   }
   if (cmd.flag_set("no-graph")) {
     config.cuda_graph = false;

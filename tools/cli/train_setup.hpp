@@ -5,6 +5,7 @@
 #include <map>
 #include <string>
 
+#include "rl/agent_grid.hpp"
 #include "rl/train_config.hpp"
 #include "sim/device.hpp"
 #include "tools/cli/args.hpp"
@@ -19,7 +20,8 @@ struct BuiltConfig {
   // Config key (physics parameters as physics.NAME) -> where its value came from: "built-in default",
   // the config file, "its [cuda] table", "preset NAME", "--num-envs" ..., or "--set".
   std::map<std::string, std::string> origin;
-  bool auto_num_envs = false;  // --num-envs auto: the caller measures N (config.num_envs is the file's)
+  std::vector<rl::GridAxis> grid;  // the config file's [grid] table (surge train --agents, docs/agents.md)
+  bool auto_num_envs = false;      // --num-envs auto: the caller measures N (config.num_envs is the file's)
 };
 
 // Builds and (unless --num-envs auto) validates the config; InputError on anything bad.

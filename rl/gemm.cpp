@@ -125,6 +125,15 @@ void prepare_gemm(Device device) {
 #endif
 }
 
+int cuda_compute_capability(Device device) {
+#if defined(SURGE_WITH_CUDA)
+  return device.is_cuda() ? detail::cublaslt_compute_capability(device.index) : 0;
+#else
+  (void)device;
+  return 0;
+#endif
+}
+
 void set_cuda_gemm_tf32(bool allowed) {
 #if defined(SURGE_WITH_CUDA)
   detail::set_cublaslt_tf32(allowed);

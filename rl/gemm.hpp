@@ -37,4 +37,7 @@ void set_cpu_threads(int threads);
 // mantissa). Off by default; applies to shapes first seen after the call.
 void set_cuda_gemm_tf32(bool allowed);
 
+// A CUDA device's compute capability as 10 * major + minor (86 for 8.6); 0 in a build without CUDA.
+int cuda_compute_capability(Device device);
+
 }  // namespace surge::rl

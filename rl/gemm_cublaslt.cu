@@ -118,6 +118,13 @@ void prepare_cublaslt(int device) {
   create_context(device);
 }
 
+int cublaslt_compute_capability(int device) {
+  int major = 0, minor = 0;
+  SURGE_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  SURGE_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  return 10 * major + minor;
+}
+
 void set_cublaslt_tf32(bool allowed) {
   std::lock_guard<std::mutex> lock(g_mutex);
   g_allow_tf32 = allowed;

@@ -17,4 +17,6 @@ void prepare_cublaslt(int device);
 
 void set_cublaslt_tf32(bool allowed);
 
+int cublaslt_compute_capability(int device);
+
 }  // namespace surge::rl::detail

@@ -1,7 +1,10 @@
 // MLP forward and backward: GEMMs through rl::gemm, the activations and their derivatives as
 // single-source kernels.
+#include <type_traits>
+
 #include "rl/device_util.hpp"
 #include "rl/fused_mlp.hpp"
+#include "rl/fused_mlp_bf16.hpp"
 #include "rl/gemm.hpp"
 #include "rl/mlp.hpp"
 #include "rl/scalar_math.hpp"
@@ -67,6 +70,9 @@ template <class Scalar>
 void mlp_forward(const Stream& stream, const Mlp& mlp, const Scalar* params, const Scalar* input, std::int64_t batch,
                  Scalar* activations, Scalar* output) {
   if (stream.device().is_cpu() && mlp.fused_on_cpu() && fused_mlp_fits(mlp)) {
+    if constexpr (std::is_same_v<Scalar, float>)
+      if (mlp.precision() == Precision::Bf16)
+        return fused_mlp_bf16_forward(mlp, params, input, batch, activations, output);
     fused_mlp_forward(mlp, params, input, batch, activations, output);
     return;
   }
@@ -93,6 +99,9 @@ void mlp_backward(const Stream& stream, const Mlp& mlp, const Scalar* params, co
                   const Scalar* activations, const Scalar* d_output, const Scalar* ones, Scalar* grads,
                   Scalar* scratch) {
   if (stream.device().is_cpu() && mlp.fused_on_cpu() && fused_mlp_fits(mlp)) {
+    if constexpr (std::is_same_v<Scalar, float>)
+      if (mlp.precision() == Precision::Bf16)
+        return fused_mlp_bf16_backward(mlp, params, input, batch, activations, d_output, grads);
     fused_mlp_backward(mlp, params, input, batch, activations, d_output, grads);
     return;
   }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "rl/param_table.hpp"
+#include "rl/precision.hpp"
 #include "sim/philox.hpp"
 #include "sim/stream.hpp"
 
@@ -38,6 +39,9 @@ class Mlp {
   // it, rather than a BLAS call per layer. On by default.
   bool fused_on_cpu() const { return fused_on_cpu_; }
   void set_fused_on_cpu(bool fused) { fused_on_cpu_ = fused; }
+  // The format of the products' inputs in float (rl/precision.hpp); double ignores it. fp32 by default.
+  Precision precision() const { return precision_; }
+  void set_precision(Precision precision) { precision_ = precision; }
 
   // Elements of the activation workspace for `batch` rows: [batch][hidden_l] for each hidden layer, kept
   // by forward() for backward().
@@ -57,6 +61,7 @@ class Mlp {
   Activation activation_;
   double head_gain_;
   bool fused_on_cpu_ = true;
+  Precision precision_ = Precision::Fp32;
 };
 
 // output[batch][out] = the network applied to input[batch][in]; hidden activations go to `activations`

@@ -28,9 +28,15 @@ const char* precision_name(Precision precision) {
   return "fp32";
 }
 
-std::string cpu_precisions() { return bf16_native_supported() ? "fp32, bf16" : "fp32"; }
+std::vector<std::string> cpu_precisions() {
+  if (bf16_native_supported()) return {"fp32", "bf16"};
+  return {"fp32"};
+}
 
-std::string cuda_precisions(int cc_major, int /*cc_minor*/) { return cc_major >= 8 ? "fp32, tf32, bf16" : "fp32"; }
+std::vector<std::string> cuda_precisions(int cc_major) {
+  if (cc_major >= 8) return {"fp32", "tf32"};
+  return {"fp32"};
+}
 
 void check_precision(const ActorCritic& network, Device device) {
   const NetworkConfig& config = network.config();

@@ -11,6 +11,7 @@
 // Plain C++: also read by nvcc.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "sim/device.hpp"
 
@@ -24,9 +25,9 @@ Precision parse_precision(const std::string& name);
 const char* precision_name(Precision precision);
 
 // The precisions the CPU backend runs on this machine in this build: fp32, and bf16 with AVX-512 BF16.
-std::string cpu_precisions();
-// Those a GPU of compute capability major.minor runs: fp32, and tf32 and bf16 from 8.0 (Ampere).
-std::string cuda_precisions(int cc_major, int cc_minor);
+std::vector<std::string> cpu_precisions();
+// Those a GPU of compute capability major.minor runs in a CUDA build: fp32, and tf32 from 8.0 (Ampere).
+std::vector<std::string> cuda_precisions(int cc_major);
 
 class ActorCritic;
 // Throws InputError (one line: the value and the way out) when `device` cannot run the network in its

@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "rl/fused_mlp_bf16.hpp"
 #include "rl/train_config.hpp"
 #include "sim/error.hpp"
@@ -113,4 +115,19 @@ TEST_CASE("surge train in bf16: trains where the CPU has AVX-512 BF16, refuses w
   const int last100 = table.column("return_last100");
   CHECK(surge::cli::parse_cell(table, table.rows.size() - 1, last100) > 2 * surge::cli::parse_cell(table, 0, last100));
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("surge doctor lists the precisions this machine runs", "[precision][cli]") {
+  const bool bf16 = surge::rl::bf16_native_supported();
+  const Result text = run_surge("doctor");
+  INFO(text.out << text.err);
+  CHECK(text.out.find(bf16 ? "precisions             fp32, bf16 (bf16 on AVX-512 BF16)"
+                           : "precisions             fp32 (bf16 needs AVX-512 BF16") != std::string::npos);
+  const Result json = run_surge("doctor --json");
+  REQUIRE(json.exit_code == 0);
+  const nlohmann::json j = nlohmann::json::parse(json.out);
+  CHECK(j.at("cpu").at("avx512_bf16").get<bool>() == bf16);
+  CHECK(j.at("cpu").at("precisions") ==
+        (bf16 ? nlohmann::json::array({"fp32", "bf16"}) : nlohmann::json::array({"fp32"})));
+  for (const auto& gpu : j.at("gpus")) CHECK(gpu.at("precisions").is_array());
 }

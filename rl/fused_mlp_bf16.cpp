@@ -27,11 +27,19 @@
 
 namespace surge::rl {
 
-std::uint16_t to_bf16(float value) {
+namespace {
+
+// Without a branch, so that loops of it vectorise: a NaN stays a (quiet) NaN, anything else rounds to nearest,
+// ties to even (adding 0x7fff, plus 1 when the kept part is odd, carries exactly when it should round up).
+inline std::uint32_t rounded_bf16(float value) {
   const std::uint32_t bits = std::bit_cast<std::uint32_t>(value);
-  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((bits >> 16) | 0x40u);  // quiet NaN
-  return static_cast<std::uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+  const std::uint32_t nearest = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
+  return (bits & 0x7fffffffu) > 0x7f800000u ? (bits >> 16) | 0x40u : nearest;
 }
+
+}  // namespace
+
+std::uint16_t to_bf16(float value) { return static_cast<std::uint16_t>(rounded_bf16(value)); }
 
 float from_bf16(std::uint16_t bits) { return std::bit_cast<float>(static_cast<std::uint32_t>(bits) << 16); }
 
@@ -56,9 +64,7 @@ namespace {
 using namespace fused;
 using Word = std::uint32_t;
 
-inline Word pair(float even, float odd) {
-  return static_cast<Word>(to_bf16(even)) | static_cast<Word>(to_bf16(odd)) << 16;
-}
+inline Word pair(float even, float odd) { return rounded_bf16(even) | rounded_bf16(odd) << 16; }
 
 // ============================== register blocks ==============================
 
@@ -244,11 +250,13 @@ void fused_mlp_bf16_forward(const Mlp& mlp, const float* params, const float* in
       const int in = mlp.layer_in(l), out = mlp.layer_out(l);
       const std::int64_t out_p = padded<float>(out);
       const bool head = l + 1 == layers;
+      float* target = (head ? output : activations + mlp.activation_offset(l, batch)) + row0 * out;
+      float* z = out == out_p ? target : y;  // a layer of whole vectors is written in place
       product(kernel, x, pairs_of(in), rows, static_cast<int>(pairs_of(in)), weights.words + weights.transposed[l],
-              out_p, weights.biases + weights.bias[l], 0, y, out_p);
-      if (!head) activate(mlp.activation(), y, rows * out_p);
-      store_unpadded(y, rows, out, (head ? output : activations + mlp.activation_offset(l, batch)) + row0 * out);
-      if (!head) pairs_along_rows(y, out_p, rows, out, x);
+              out_p, weights.biases + weights.bias[l], 0, z, out_p);
+      if (!head) activate(mlp.activation(), z, rows * out_p);
+      if (z != target) store_unpadded(z, rows, out, target);
+      if (!head) pairs_along_rows(z, out_p, rows, out, x);
     }
   }
 }
@@ -288,12 +296,15 @@ void fused_mlp_bf16_backward(const Mlp& mlp, const float* params, const float* i
         for (int r = 0; r < rows; ++r)
           for (int o = 0; o < out; ++o) bias[o] += dy[r * ldy + o];
         if (l == 0) break;
-        load_padded(x, rows, in, x_tile);
+        if (in != in_p) {
+          load_padded(x, rows, in, x_tile);
+          x = x_tile;
+        }
         pairs_along_rows(dy, ldy, rows, out, dy_words);
         float* dx = buffers[next ^= 1];
         product(kernel, dy_words, pairs_of(out), rows, static_cast<int>(pairs_of(out)), weights.words + weights.rows[l],
                 in_p, nullptr, 0, dx, in_p);
-        activation_backward(mlp.activation(), dx, x_tile, rows * in_p);
+        activation_backward(mlp.activation(), dx, x, rows * in_p);
         dy = dx;
         ldy = in_p;
       }

@@ -97,6 +97,15 @@ struct PackedSource {
       layout.insert(layout.end(), {mlp.layer_out(l), mlp.weight_offset(l), mlp.bias_offset(l)});
     return layout;
   }
+  bool same_layout(const Mlp& mlp) const {  // without building layout_of(mlp): this runs on every call
+    if (layout.size() != static_cast<std::size_t>(1 + 3 * mlp.num_layers()) || layout[0] != mlp.input_dim())
+      return false;
+    for (int l = 0; l < mlp.num_layers(); ++l)
+      if (layout[1 + 3 * l] != mlp.layer_out(l) || layout[2 + 3 * l] != mlp.weight_offset(l) ||
+          layout[3 + 3 * l] != mlp.bias_offset(l))
+        return false;
+    return true;
+  }
   // The network's parameters: one contiguous range of the table, its layers' slices in order.
   static std::pair<std::int64_t, std::int64_t> source_range(const Mlp& mlp) {
     const int last = mlp.num_layers() - 1;
@@ -107,7 +116,7 @@ struct PackedSource {
   bool holds(const Mlp& mlp, const Scalar* params) const {
     if (&mlp != owner) return false;
     const auto [begin, end] = source_range(mlp);
-    return static_cast<std::size_t>(end - begin) == source.size() && layout == layout_of(mlp) &&
+    return static_cast<std::size_t>(end - begin) == source.size() && same_layout(mlp) &&
            std::memcmp(params + begin, source.data(), source.size() * sizeof(Scalar)) == 0;
   }
   void remember(const Mlp& mlp, const Scalar* params) {

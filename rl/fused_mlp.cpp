@@ -113,15 +113,14 @@ void outer(const Scalar* dy, std::int64_t ldy, int m, int rows, const Scalar* x,
 // One network's weights repacked for the tile kernels, with the parameters and layout it was made from.
 template <class Scalar>
 struct Packed : PackedSource<Scalar> {
-  std::vector<Scalar> storage;
-  std::vector<std::int64_t> transposed, rows, bias;  // per layer: W^T [in][out], W [out][in], b [out], padded
+  std::vector<Scalar> storage;  // per layer: W^T [in][out], b [out], W [out][in], padded
   Scalar* base = nullptr;
+  using PackedSource<Scalar>::transposed;
+  using PackedSource<Scalar>::rows;
+  using PackedSource<Scalar>::bias;
 
   void pack(const Mlp& mlp, const Scalar* params) {
     const int layers = mlp.num_layers();
-    transposed.assign(layers, 0);
-    rows.assign(layers, 0);
-    bias.assign(layers, 0);
     std::int64_t total = 0;
     for (int l = 0; l < layers; ++l) {
       const std::int64_t in = mlp.layer_in(l), out = mlp.layer_out(l);

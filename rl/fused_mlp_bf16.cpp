@@ -194,15 +194,11 @@ void pairs_transposed(const float* src, std::int64_t ld, int rows, int width, Wo
 struct PackedBf16 : PackedSource<float> {
   std::vector<Word> word_storage;
   std::vector<float> bias_storage;
-  std::vector<std::int64_t> transposed, rows, bias;
-  Word* words = nullptr;
+  Word* words = nullptr;  // transposed and rows index it, bias indexes biases
   float* biases = nullptr;
 
   void pack(const Mlp& mlp, const float* params) {
     const int layers = mlp.num_layers();
-    transposed.assign(layers, 0);
-    rows.assign(layers, 0);
-    bias.assign(layers, 0);
     std::int64_t total = 0, bias_total = 0;
     for (int l = 0; l < layers; ++l) {
       const std::int64_t in = mlp.layer_in(l), out = mlp.layer_out(l);

@@ -90,6 +90,8 @@ struct PackedSource {
   std::vector<Scalar> source;
   std::vector<std::int64_t> layout;  // the network's widths and slice offsets
   const Mlp* owner = nullptr;
+  // Per layer, where pack() put the layer's forward operand (W^T), backward operand (W) and bias.
+  std::vector<std::int64_t> transposed, rows, bias;
 
   static std::vector<std::int64_t> layout_of(const Mlp& mlp) {
     std::vector<std::int64_t> layout{mlp.input_dim()};
@@ -122,6 +124,9 @@ struct PackedSource {
   void remember(const Mlp& mlp, const Scalar* params) {
     owner = &mlp;
     layout = layout_of(mlp);
+    transposed.assign(mlp.num_layers(), 0);
+    rows.assign(mlp.num_layers(), 0);
+    bias.assign(mlp.num_layers(), 0);
     const auto [begin, end] = source_range(mlp);
     source.assign(params + begin, params + end);
   }

@@ -68,43 +68,44 @@ struct Reference {
 Reference reference(const Mlp& mlp, std::int64_t total, const std::vector<float>& params,
                     const std::vector<float>& input, const std::vector<float>& activations,
                     const std::vector<float>& d_output, std::int64_t batch) {
-  Reference ref;
-  ref.grads.assign(static_cast<std::size_t>(total), Bounded{});
-  std::vector<Bounded> x(input.size());
-  for (std::size_t j = 0; j < input.size(); ++j) x[j].value = input[j];
+  Reference ref{{}, std::vector<Bounded>(static_cast<std::size_t>(total))};
+  std::vector<Bounded> x;
+  for (const float v : input) x.push_back({v, 0.0});
   for (int l = 0; l < mlp.num_layers(); ++l) {
-    const int in = mlp.layer_in(l), out = mlp.layer_out(l);
-    const bool head = l + 1 == mlp.num_layers();
-    std::vector<Bounded> y(static_cast<std::size_t>(batch * out));
+    const int in = mlp.layer_in(l);
+    const bool hidden = l + 1 < mlp.num_layers();
+    std::vector<Bounded> y;
     for (std::int64_t r = 0; r < batch; ++r)
-      for (int o = 0; o < out; ++o) {
-        const double b = params[mlp.bias_offset(l) + o];
+      for (int o = 0; o < mlp.layer_out(l); ++o) {
         Sum sum;
         for (int i = 0; i < in; ++i)
           sum.add(x[r * in + i].value, x[r * in + i].bound, params[mlp.weight_offset(l) + o * in + i]);
-        Bounded e{b + sum.value, sum.bound(in, b)};
-        if (!head && mlp.activation() == Activation::Tanh) e = {std::tanh(e.value), e.bound + 2e-7 + kFloatUnit};
-        if (!head && mlp.activation() == Activation::Relu) e.value = std::max(0.0, e.value);
-        y[r * out + o] = e;
+        const double b = params[mlp.bias_offset(l) + o];
+        const double z = b + sum.value, bound = sum.bound(in, b);
+        if (hidden && mlp.activation() == Activation::Tanh)
+          y.push_back({std::tanh(z), bound + 2e-7 + kFloatUnit});
+        else
+          y.push_back({hidden && mlp.activation() == Activation::Relu ? std::max(0.0, z) : z, bound});
       }
     ref.layer_outputs.push_back(y);
     x = y;
   }
   const std::int64_t chunks = (batch + kFusedMlpChunkRows - 1) / kFusedMlpChunkRows;
-  std::vector<Bounded> dy(d_output.size());
-  for (std::size_t j = 0; j < d_output.size(); ++j) dy[j].value = d_output[j];
+  std::vector<Bounded> dy;
+  for (const float v : d_output) dy.push_back({v, 0.0});
   for (int l = mlp.num_layers() - 1; l >= 0; --l) {
     const int in = mlp.layer_in(l), out = mlp.layer_out(l);
     const float* xs = l == 0 ? input.data() : activations.data() + mlp.activation_offset(l - 1, batch);
     for (int o = 0; o < out; ++o) {
-      Bounded& db = ref.grads[mlp.bias_offset(l) + o];
-      double magnitude = 0;
+      // The bias gradient: an fp32 sum of the fp32 gradients, nothing rounded to bf16.
+      double value = 0, carried = 0, magnitude = 0;
       for (std::int64_t r = 0; r < batch; ++r) {
-        db.value += dy[r * out + o].value;
-        db.bound += dy[r * out + o].bound;
-        magnitude += std::abs(dy[r * out + o].value) + dy[r * out + o].bound;
+        const Bounded& g = dy[r * out + o];
+        value += g.value;
+        carried += g.bound;
+        magnitude += std::abs(g.value) + g.bound;
       }
-      db.bound += gamma_of(batch + chunks) * magnitude;
+      ref.grads[mlp.bias_offset(l) + o] = {value, carried + gamma_of(batch + chunks) * magnitude};
       for (int i = 0; i < in; ++i) {
         Sum sum;
         for (std::int64_t r = 0; r < batch; ++r) sum.add(dy[r * out + o].value, dy[r * out + o].bound, xs[r * in + i]);
@@ -129,10 +130,10 @@ Reference reference(const Mlp& mlp, std::int64_t total, const std::vector<float>
   return ref;
 }
 
+// A network (input width, output width, hidden widths, activation) and the rows it runs on.
 struct Shape {
-  int input;
+  int input, output;
   std::vector<int> hidden;
-  int output;
   Activation activation;
   std::int64_t batch;
 };
@@ -196,11 +197,11 @@ struct Case {
 
 const std::vector<Shape>& shapes() {
   static const std::vector<Shape> list = {
-      {4, {64, 64}, 2, Activation::Tanh, 128},  // CleanRL's CartPole actor
-      {4, {64, 64}, 1, Activation::Tanh, 5},    // an odd batch: a row pair half empty
-      {3, {17}, 1, Activation::Relu, 37},       // odd widths everywhere
-      {11, {100, 33}, 3, Activation::Tanh, 1},
-      {8, {256, 256}, 5, Activation::Tanh, 2 * kFusedMlpChunkRows + 19},  // widest, several chunks
+      {4, 2, {64, 64}, Activation::Tanh, 128},  // CleanRL's CartPole actor
+      {4, 1, {64, 64}, Activation::Tanh, 5},    // an odd batch: a row pair half empty
+      {3, 1, {17}, Activation::Relu, 37},       // odd widths everywhere
+      {11, 3, {100, 33}, Activation::Tanh, 1},
+      {8, 5, {256, 256}, Activation::Tanh, 2 * kFusedMlpChunkRows + 19},  // widest, several chunks
   };
   return list;
 }
@@ -255,7 +256,7 @@ TEST_CASE("bf16 fused MLP, AVX-512 BF16 kernel: the reference's bound, and the p
 TEST_CASE("bf16 differs from fp32 by about bf16's rounding, not more, not less", "[precision]") {
   // The same network in fp32: bf16's outputs differ (the test above could not tell the paths apart if they
   // did not), by no more than the bound.
-  const Case c({4, {64, 64}, 2, Activation::Tanh, 64}, 9);
+  const Case c({4, 2, {64, 64}, Activation::Tanh, 64}, 9);
   const Run bf16 = c.run(Bf16Kernel::Portable);
   std::vector<float> activations(c.mlp.activation_size(c.batch)), output(c.batch * 2);
   fused_mlp_forward(c.mlp, c.params.data(), c.input.data(), c.batch, activations.data(), output.data());

@@ -30,6 +30,11 @@ std::filesystem::path scratch_dir(const std::string& name) {
   return dir;
 }
 
+// surge train on CartPole on the CPU into `dir`, with the given --set options and flags.
+Result train(const std::filesystem::path& dir, const std::string& options) {
+  return run_surge("train --scenario cartpole --device cpu " + options + " --out '" + dir.string() + "'");
+}
+
 // One line on stderr, starting with the command's name, holding every one of `words`; exit 2.
 void check_refusal(const Result& result, const std::vector<std::string>& words) {
   INFO(result.out << result.err);
@@ -72,8 +77,7 @@ TEST_CASE("the old tf32 key reads as an alias of precision and is no longer writ
 
 TEST_CASE("surge train refuses tf32 on the CPU with one line and writes nothing", "[precision][cli]") {
   const auto dir = scratch_dir("tf32");
-  const Result result =
-      run_surge("train --scenario cartpole --device cpu --set precision=tf32 --out '" + dir.string() + "'");
+  const Result result = train(dir, "--set precision=tf32");
   check_refusal(result, {"precision = \"tf32\"", "--set precision=fp32"});
   CHECK_FALSE(std::filesystem::exists(dir));
 }
@@ -82,8 +86,7 @@ TEST_CASE("surge train refuses bf16 off the fused MLP path with one line", "[pre
   if (!surge::rl::bf16_native_supported()) return;  // refused sooner, for the CPU (checked below)
   for (const char* setting : {"--set cpu_fused_mlp=false", "--set hidden=512"}) {
     const auto dir = scratch_dir("off_fused");
-    const Result result = run_surge("train --scenario cartpole --device cpu --set precision=bf16 " +
-                                    std::string(setting) + " --out '" + dir.string() + "'");
+    const Result result = train(dir, "--set precision=bf16 " + std::string(setting));
     check_refusal(result, {"precision = \"bf16\"", "cpu_fused_mlp", "--set precision=fp32"});
     CHECK_FALSE(std::filesystem::exists(dir));
   }
@@ -92,10 +95,7 @@ TEST_CASE("surge train refuses bf16 off the fused MLP path with one line", "[pre
 TEST_CASE("surge train in bf16: trains where the CPU has AVX-512 BF16, refuses with one line where not",
           "[precision][cli]") {
   const auto dir = scratch_dir("bf16");
-  const Result result = run_surge(
-      "train --scenario cartpole --device cpu --seed 2 --set precision=bf16 "
-      "--set total_steps=16384 --out '" +
-      dir.string() + "'");
+  const Result result = train(dir, "--seed 2 --set precision=bf16 --set total_steps=16384");
   if (!surge::rl::bf16_native_supported()) {
     check_refusal(result, {"precision = \"bf16\"", "AVX-512 BF16", "--set precision=fp32"});
     CHECK_FALSE(std::filesystem::exists(dir));

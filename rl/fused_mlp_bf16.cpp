@@ -17,6 +17,7 @@
 #include <bit>
 #include <vector>
 
+#include "rl/bf16.hpp"
 #include "rl/fused_mlp_common.hpp"
 #include "rl/mlp.hpp"
 
@@ -26,18 +27,6 @@
 #endif
 
 namespace surge::rl {
-
-namespace {
-
-// Without a branch, so that loops of it vectorise: a NaN stays a (quiet) NaN, anything else rounds to nearest,
-// ties to even (adding 0x7fff, plus 1 when the kept part is odd, carries exactly when it should round up).
-inline std::uint32_t rounded_bf16(float value) {
-  const std::uint32_t bits = std::bit_cast<std::uint32_t>(value);
-  const std::uint32_t nearest = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
-  return (bits & 0x7fffffffu) > 0x7f800000u ? (bits >> 16) | 0x40u : nearest;
-}
-
-}  // namespace
 
 std::uint16_t to_bf16(float value) { return static_cast<std::uint16_t>(rounded_bf16(value)); }
 

@@ -34,7 +34,7 @@ std::vector<std::string> cpu_precisions() {
 }
 
 std::vector<std::string> cuda_precisions(int cc_major) {
-  if (cc_major >= 8) return {"fp32", "tf32"};
+  if (cc_major >= 8) return {"fp32", "tf32", "bf16"};
   return {"fp32"};
 }
 
@@ -49,9 +49,6 @@ void check_precision(const ActorCritic& network, Device device) {
       throw InputError(value + " needs a GPU of compute capability 8.0 or newer; " + device.str() + " is " +
                        std::to_string(major) + "." + std::to_string(cuda_compute_capability(device) % 10) +
                        "; use --set precision=fp32");
-    if (precision == Precision::Bf16)
-      throw InputError(value + " is not yet built for CUDA in this version; use --set precision=tf32 or fp32 on " +
-                       device.str());
     return;
   }
   if (precision == Precision::Tf32)

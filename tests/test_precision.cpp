@@ -29,6 +29,7 @@
 #include "sim/philox.hpp"
 #include "tests/support/ppo_gradient_batch.hpp"
 #include "tests/support/small_train_config.hpp"
+#include "tests/support/trained_metrics.hpp"
 
 using namespace surge::rl;
 using surge::testing::normal;
@@ -278,12 +279,7 @@ TEST_CASE("PPO trains in bf16: finite losses, parameters that move", "[precision
   Trainer trainer(*engine, config);
   const auto params = trainer.parameters();
   const std::vector<float> before(params.data, params.data + params.size);
-  std::vector<IterationMetrics> metrics;
-  for (int k = 0; k < 4; ++k) {
-    trainer.iterate();
-    for (const auto& m : trainer.ready_metrics()) metrics.push_back(m);
-  }
-  for (const auto& m : trainer.drain()) metrics.push_back(m);
+  const std::vector<IterationMetrics> metrics = surge::testing::trained_metrics(trainer, 4);
   REQUIRE(metrics.size() == 4);
   for (const auto& m : metrics) {
     CHECK(std::isfinite(m.policy_loss));

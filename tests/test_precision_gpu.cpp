@@ -14,6 +14,7 @@
 // the fp32 summation order, each within that bound of the exact value: so within twice it of each other.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -29,6 +30,7 @@
 #include "sim/memory.hpp"
 #include "sim/philox.hpp"
 #include "tests/support/small_train_config.hpp"
+#include "tests/support/trained_metrics.hpp"
 
 using namespace surge;
 using surge::rl::Transpose;
@@ -37,10 +39,11 @@ namespace {
 
 const Device kCuda = Device::cuda(0);
 
+// count values of U(-2, 2) from Philox stream (17, stream_id).
 std::vector<float> drawn_values(std::int64_t count, std::uint64_t stream_id) {
-  Rng rng(17, stream_id, 0);
   std::vector<float> values(static_cast<std::size_t>(count));
-  for (float& x : values) x = rng.uniform(-2.0f, 2.0f);
+  std::generate(values.begin(), values.end(),
+                [rng = Rng(17, stream_id, 0)]() mutable { return rng.uniform(-2.0f, 2.0f); });
   return values;
 }
 
@@ -151,12 +154,7 @@ TEST_CASE("PPO trains on CUDA in tf32 and in bf16", "[gpu][precision]") {
     auto engine = make_engine("cartpole", kCuda, config.num_envs, config.seed);
     rl::Trainer trainer(*engine, config);
     CHECK(rl::Trainer::memory_plan(config, engine->spec(), kCuda).allocated_bytes() == trainer.device_bytes());
-    std::vector<rl::IterationMetrics> metrics;
-    for (int k = 0; k < 3; ++k) {
-      trainer.iterate();
-      for (const auto& m : trainer.ready_metrics()) metrics.push_back(m);
-    }
-    for (const auto& m : trainer.drain()) metrics.push_back(m);
+    const std::vector<rl::IterationMetrics> metrics = testing::trained_metrics(trainer, 3);
     REQUIRE(metrics.size() == 3);
     for (const auto& m : metrics) {
       CHECK(std::isfinite(m.policy_loss));

@@ -133,7 +133,10 @@ constexpr Block kBlocks[2][kBlockRows][kBlockVecs] = {
 // b [pairs][n_padded], in register blocks.
 void product(Bf16Kernel kernel, const Word* a, std::int64_t a_row, int rows, int pairs, const Word* b,
              std::int64_t n_padded, const float* init, std::int64_t init_ld, float* c, std::int64_t ldc) {
-  const auto& blocks = kBlocks[kernel == Bf16Kernel::Portable ? 1 : 0];
+  // Where the CPU lacks AVX-512 BF16 (surge eval of a bf16 run; training refuses), the portable kernel
+  // gives the same bits.
+  static const bool native = bf16_native_supported();
+  const auto& blocks = kBlocks[kernel == Bf16Kernel::Portable || !native ? 1 : 0];
   for (std::int64_t c0 = 0; c0 < n_padded; c0 += kBlockVecs * 16) {
     const int vecs = static_cast<int>(std::min<std::int64_t>(kBlockVecs, (n_padded - c0) / 16));
     for (int r0 = 0; r0 < rows; r0 += kBlockRows)

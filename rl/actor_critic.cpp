@@ -1,6 +1,7 @@
 #include "rl/actor_critic.hpp"
 
 #include <algorithm>
+#include <type_traits>
 
 #include "rl/device_util.hpp"
 #include "rl/gaussian.hpp"
@@ -22,6 +23,8 @@ ActorCritic::ActorCritic(int obs_dim, ActionKind kind, int action_size, const Ne
       critic_(table_, "critic", obs_dim, config.hidden, 1, parse_activation(config.activation), kCriticHeadGain) {
   actor_.set_fused_on_cpu(config.cpu_fused_mlp);
   critic_.set_fused_on_cpu(config.cpu_fused_mlp);
+  actor_.set_precision(parse_precision(config.precision));
+  critic_.set_precision(parse_precision(config.precision));
   if (kind == ActionKind::Discrete) {
     SURGE_CHECK(action_size >= 2, "a categorical policy needs at least two actions");
   } else {
@@ -47,6 +50,17 @@ std::vector<double> ActorCritic::initial_parameters(std::uint64_t seed) const {
   return params;
 }
 
+namespace {
+
+// Whether the networks' GEMMs take bf16 operands on CUDA (the CPU's bf16 is the fused path's own).
+template <class Scalar>
+bool uses_cuda_bf16(Device device, const ActorCritic& net) {
+  return std::is_same_v<Scalar, float> && device.is_cuda() &&
+         parse_precision(net.config().precision) == Precision::Bf16;
+}
+
+}  // namespace
+
 template <class Scalar>
 BufferTable PpoGradient<Scalar>::table(Device device, const ActorCritic& net, std::int64_t max_batch, Buffers& b) {
   const std::int64_t rows = max_batch, a = net.head_width();
@@ -71,6 +85,15 @@ BufferTable PpoGradient<Scalar>::table(Device device, const ActorCritic& net, st
       t.add<double>("workspace.advantage_stats", {2}, "[2]", "sum and sum of squares of the minibatch's advantages");
   b.d_log_std_rows = t.add<Scalar>("workspace.d_log_std_rows", {rows, net.action_dim()}, "[B][action_dim]",
                                    "Gaussian: each sample's gradient with respect to log_std");
+  if (uses_cuda_bf16<Scalar>(device, net)) {
+    const std::int64_t widest = std::max(widest_layer(net.actor()), widest_layer(net.critic()));
+    b.bf16_weights = t.add<std::int32_t>("workspace.bf16_weights", {(net.table().total() + 1) / 2}, "[P] bf16",
+                                         "the weights rounded to bf16, two to an element (precision = bf16)");
+    b.bf16_x = t.add<std::int32_t>("workspace.bf16_x", {(rows * widest + 1) / 2}, "[B][widest] bf16",
+                                   "a layer's input rounded to bf16, two to an element");
+    b.bf16_dy = t.add<std::int32_t>("workspace.bf16_dy", {(rows * widest + 1) / 2}, "[B][widest] bf16",
+                                    "a layer's output gradient rounded to bf16, two to an element");
+  }
   return t;
 }
 
@@ -87,6 +110,10 @@ PpoGradient<Scalar>::PpoGradient(Device device, const ActorCritic& net, std::int
   prepare_gemm(device);  // before any capture: cuBLASLt cannot be set up inside one
   Stream stream(device);
   arena_ = BufferArena(device, table(device, net, max_batch, b_), stream);
+  if (uses_cuda_bf16<Scalar>(device, net))
+    bf16_ = {reinterpret_cast<std::uint16_t*>(arena_.data(b_.bf16_weights)),
+             reinterpret_cast<std::uint16_t*>(arena_.data(b_.bf16_x)),
+             reinterpret_cast<std::uint16_t*>(arena_.data(b_.bf16_dy))};
   fill<Scalar>(stream, arena_.data(b_.ones), max_batch, Scalar(1));
   stream.synchronize();
 }
@@ -95,14 +122,14 @@ template <class Scalar>
 void PpoGradient<Scalar>::forward_actor(const Stream& stream, const Scalar* params, const Scalar* obs,
                                         std::int64_t batch, Scalar* logits) {
   SURGE_CHECK(batch <= max_batch_, "batch larger than the workspace");
-  mlp_forward<Scalar>(stream, net_->actor(), params, obs, batch, arena_.data(b_.actor_activations), logits);
+  mlp_forward<Scalar>(stream, net_->actor(), params, obs, batch, arena_.data(b_.actor_activations), logits, bf16());
 }
 
 template <class Scalar>
 void PpoGradient<Scalar>::forward_critic(const Stream& stream, const Scalar* params, const Scalar* obs,
                                          std::int64_t batch, Scalar* values) {
   SURGE_CHECK(batch <= max_batch_, "batch larger than the workspace");
-  mlp_forward<Scalar>(stream, net_->critic(), params, obs, batch, arena_.data(b_.critic_activations), values);
+  mlp_forward<Scalar>(stream, net_->critic(), params, obs, batch, arena_.data(b_.critic_activations), values, bf16());
 }
 
 template <class Scalar>
@@ -147,9 +174,9 @@ void PpoGradient<Scalar>::compute_backward(const Stream& stream, const PpoLossCo
                      arena_.data(b_.d_values), terms, ranks);
   }
   mlp_backward<Scalar>(stream, net_->actor(), params, minibatch.obs, batch, arena_.data(b_.actor_activations),
-                       arena_.data(b_.d_logits), arena_.data(b_.ones), grads, arena_.data(b_.scratch));
+                       arena_.data(b_.d_logits), arena_.data(b_.ones), grads, arena_.data(b_.scratch), bf16());
   mlp_backward<Scalar>(stream, net_->critic(), params, minibatch.obs, batch, arena_.data(b_.critic_activations),
-                       arena_.data(b_.d_values), arena_.data(b_.ones), grads, arena_.data(b_.scratch));
+                       arena_.data(b_.d_values), arena_.data(b_.ones), grads, arena_.data(b_.scratch), bf16());
 }
 
 template class PpoGradient<float>;

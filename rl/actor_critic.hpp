@@ -96,13 +96,17 @@ class PpoGradient {
     Slot<Scalar> actor_activations, critic_activations, logits, values, d_logits, d_log_std_rows, d_values, scratch,
         ones;
     Slot<double> reduce_scratch, advantage_stats;
+    Slot<std::int32_t> bf16_weights, bf16_x, bf16_dy;  // bf16 on CUDA only: bf16 bits, two to an element
   };
+  // The bf16 operands of the GEMMs when the network runs in bf16 on CUDA; null otherwise.
+  const Bf16Operands* bf16() const { return bf16_.weights ? &bf16_ : nullptr; }
   static BufferTable table(Device device, const ActorCritic& net, std::int64_t max_batch, Buffers& b);
 
   const ActorCritic* net_;
   std::int64_t max_batch_;
   Buffers b_;
   BufferArena arena_;
+  Bf16Operands bf16_;
 };
 
 }  // namespace surge::rl

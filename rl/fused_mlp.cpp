@@ -9,18 +9,16 @@
 // goes through the whole layer stack in L1, in register blocks of kBlockRows rows x kBlockVecs vectors.
 #include "rl/fused_mlp.hpp"
 
-#include <omp.h>
-
 #include <algorithm>
-#include <cstring>
-#include <utility>
 #include <vector>
 
+#include "rl/fused_mlp_common.hpp"
 #include "rl/mlp.hpp"
-#include "rl/scalar_math.hpp"
 
 namespace surge::rl {
 namespace {
+
+using namespace fused;
 
 typedef float FloatVec __attribute__((vector_size(64)));
 typedef double DoubleVec __attribute__((vector_size(64)));
@@ -42,13 +40,6 @@ struct VecOf<double> {
 };
 template <class Scalar>
 using Vec = typename VecOf<Scalar>::type;
-template <class Scalar>
-constexpr int kLanes = static_cast<int>(64 / sizeof(Scalar));
-
-constexpr int kTileRows = 32;
-constexpr int kBlockRows = 4;
-constexpr int kBlockVecs = 4;
-
 // Vector types alias their scalars in GCC and Clang.
 template <class Scalar>
 inline typename VecOf<Scalar>::in_memory& vec_at(Scalar* p) {
@@ -57,20 +48,6 @@ inline typename VecOf<Scalar>::in_memory& vec_at(Scalar* p) {
 template <class Scalar>
 inline const typename VecOf<Scalar>::in_memory& vec_at(const Scalar* p) {
   return *reinterpret_cast<const typename VecOf<Scalar>::in_memory*>(p);
-}
-
-template <class Scalar>
-std::int64_t padded(std::int64_t n) {
-  return (n + kLanes<Scalar> - 1) / kLanes<Scalar> * kLanes<Scalar>;
-}
-
-// A growable buffer whose data starts on a 64-byte boundary, reused from call to call.
-template <class Scalar>
-Scalar* aligned(std::vector<Scalar>& storage, std::int64_t count) {
-  const std::size_t need = static_cast<std::size_t>(count + kLanes<Scalar>);
-  if (storage.size() < need) storage.resize(need);
-  const auto address = reinterpret_cast<std::uintptr_t>(storage.data());
-  return storage.data() + (64 - address % 64) % 64 / sizeof(Scalar);
 }
 
 // ============================== register blocks ==============================
@@ -131,93 +108,19 @@ void outer(const Scalar* dy, std::int64_t ldy, int m, int rows, const Scalar* x,
   product(dy, 1, ldy, m, rows, x, n_padded, sum, n_padded, sum, n_padded);
 }
 
-// ============================== per-element logic ==============================
-
-inline float tanh_of(float x) { return fast_tanh(x); }
-inline double tanh_of(double x) { return scalar_tanh(x); }
-
-template <class Scalar>
-void activate(Activation activation, Scalar* values, std::int64_t count) {
-  if (activation == Activation::Tanh)
-    for (std::int64_t i = 0; i < count; ++i) values[i] = tanh_of(values[i]);
-  else
-    for (std::int64_t i = 0; i < count; ++i) values[i] = values[i] > Scalar(0) ? values[i] : Scalar(0);
-}
-
-// gradient *= the activation's derivative, expressed in its output.
-template <class Scalar>
-void activation_backward(Activation activation, Scalar* gradient, const Scalar* output, std::int64_t count) {
-  if (activation == Activation::Tanh)
-    for (std::int64_t i = 0; i < count; ++i) gradient[i] *= Scalar(1) - output[i] * output[i];
-  else
-    for (std::int64_t i = 0; i < count; ++i) gradient[i] = output[i] > Scalar(0) ? gradient[i] : Scalar(0);
-}
-
-// rows x width values from src (leading dimension width) into dst [rows][padded(width)], zeros in the padding.
-template <class Scalar>
-void load_padded(const Scalar* src, int rows, int width, Scalar* dst) {
-  const std::int64_t stride = padded<Scalar>(width);
-  for (int r = 0; r < rows; ++r) {
-    std::copy(src + r * width, src + (r + 1) * width, dst + r * stride);
-    std::fill(dst + r * stride + width, dst + (r + 1) * stride, Scalar(0));
-  }
-}
-
-template <class Scalar>
-void store_unpadded(const Scalar* src, int rows, int width, Scalar* dst) {
-  const std::int64_t stride = padded<Scalar>(width);
-  for (int r = 0; r < rows; ++r) std::copy(src + r * stride, src + r * stride + width, dst + r * width);
-}
-
 // ============================== the network, repacked ==============================
 
 // One network's weights repacked for the tile kernels, with the parameters and layout it was made from.
 template <class Scalar>
-struct Packed {
-  std::vector<Scalar> storage, source;
-  std::vector<std::int64_t> layout;                  // the network's widths and slice offsets
-  std::vector<std::int64_t> transposed, rows, bias;  // per layer: W^T [in][out], W [out][in], b [out], padded
+struct Packed : PackedSource<Scalar> {
+  std::vector<Scalar> storage;  // per layer: W^T [in][out], b [out], W [out][in], padded
   Scalar* base = nullptr;
-  const Mlp* owner = nullptr;
-
-  bool same_layout(const Mlp& mlp) const {
-    if (layout.size() != static_cast<std::size_t>(1 + 3 * mlp.num_layers()) || layout[0] != mlp.input_dim())
-      return false;
-    for (int l = 0; l < mlp.num_layers(); ++l)
-      if (layout[1 + 3 * l] != mlp.layer_out(l) || layout[2 + 3 * l] != mlp.weight_offset(l) ||
-          layout[3 + 3 * l] != mlp.bias_offset(l))
-        return false;
-    return true;
-  }
-  static std::vector<std::int64_t> layout_of(const Mlp& mlp) {
-    std::vector<std::int64_t> layout{mlp.input_dim()};
-    for (int l = 0; l < mlp.num_layers(); ++l)
-      layout.insert(layout.end(), {mlp.layer_out(l), mlp.weight_offset(l), mlp.bias_offset(l)});
-    return layout;
-  }
-  // The network's parameters: one contiguous range of the table, its layers' slices in order.
-  static std::pair<std::int64_t, std::int64_t> source_range(const Mlp& mlp) {
-    const int last = mlp.num_layers() - 1;
-    return {mlp.weight_offset(0), mlp.bias_offset(last) + mlp.layer_out(last)};
-  }
-  // Bit for bit the parameters it was packed from (memcmp: a byte compare runs at memory speed, where a
-  // float compare would not vectorise).
-  bool holds(const Mlp& mlp, const Scalar* params) const {
-    if (&mlp != owner) return false;
-    const auto [begin, end] = source_range(mlp);
-    return static_cast<std::size_t>(end - begin) == source.size() && same_layout(mlp) &&
-           std::memcmp(params + begin, source.data(), source.size() * sizeof(Scalar)) == 0;
-  }
+  using PackedSource<Scalar>::transposed;
+  using PackedSource<Scalar>::rows;
+  using PackedSource<Scalar>::bias;
 
   void pack(const Mlp& mlp, const Scalar* params) {
     const int layers = mlp.num_layers();
-    owner = &mlp;
-    layout = layout_of(mlp);
-    const auto [begin, end] = source_range(mlp);
-    source.assign(params + begin, params + end);
-    transposed.assign(layers, 0);
-    rows.assign(layers, 0);
-    bias.assign(layers, 0);
     std::int64_t total = 0;
     for (int l = 0; l < layers; ++l) {
       const std::int64_t in = mlp.layer_in(l), out = mlp.layer_out(l);
@@ -242,30 +145,10 @@ struct Packed {
   }
 };
 
-// The packed weights of `mlp` at `params`, repacked only when they changed: a rollout runs the same
-// weights for every step, and an update's backward pass those of its forward pass.
 template <class Scalar>
 const Packed<Scalar>& packed(const Mlp& mlp, const Scalar* params) {
-  constexpr int kEntries = 4;  // actor and critic, with room to spare
-  thread_local Packed<Scalar> cache[kEntries];
-  thread_local int next = 0;
-  for (const Packed<Scalar>& entry : cache)
-    if (entry.holds(mlp, params)) return entry;
-  Packed<Scalar>& entry = cache[next];
-  next = (next + 1) % kEntries;
-  entry.pack(mlp, params);
-  return entry;
+  return packed_cache<Packed<Scalar>>(mlp, params);
 }
-
-template <class Scalar>
-int widest_padded(const Mlp& mlp) {
-  std::int64_t widest = 0;
-  for (int l = 0; l <= mlp.num_layers(); ++l)
-    widest = std::max(widest, padded<Scalar>(l == 0 ? mlp.input_dim() : mlp.layer_out(l - 1)));
-  return static_cast<int>(widest);
-}
-
-bool run_parallel(std::int64_t batch) { return omp_get_max_threads() > 1 && batch >= 2 * kFusedMlpChunkRows; }
 
 }  // namespace
 
@@ -314,18 +197,8 @@ void fused_mlp_backward(const Mlp& mlp, const Scalar* params, const Scalar* inpu
   const Packed<Scalar>& weights = packed(mlp, params);
   thread_local std::vector<Scalar> sum_storage;
   const int widest = widest_padded<Scalar>(mlp), layers = mlp.num_layers();
-  // Per chunk of rows, every layer's gradient sums: weights [out][padded in], then biases [padded out].
-  std::vector<std::int64_t> weight_sum(layers), bias_sum(layers);
-  std::int64_t per_chunk = 0;
-  for (int l = 0; l < layers; ++l) {
-    weight_sum[l] = per_chunk;
-    per_chunk += mlp.layer_out(l) * padded<Scalar>(mlp.layer_in(l));
-    bias_sum[l] = per_chunk;
-    per_chunk += padded<Scalar>(mlp.layer_out(l));
-  }
-  const std::int64_t chunks = std::max<std::int64_t>(1, (batch + kFusedMlpChunkRows - 1) / kFusedMlpChunkRows);
-  Scalar* sums = aligned(sum_storage, chunks * per_chunk);
-  std::fill(sums, sums + chunks * per_chunk, Scalar(0));
+  const GradientSums<Scalar> sums(mlp, batch, sum_storage);
+  const std::int64_t chunks = sums.chunks;
 
 #pragma omp parallel for schedule(static) if (run_parallel(batch))
   for (std::int64_t chunk = 0; chunk < chunks; ++chunk) {
@@ -333,7 +206,7 @@ void fused_mlp_backward(const Mlp& mlp, const Scalar* params, const Scalar* inpu
     Scalar* x_tile = aligned(storage, 3 * kTileRows * widest);
     Scalar* buffers[2] = {x_tile + kTileRows * widest, x_tile + 2 * kTileRows * widest};
     int next = 0;
-    Scalar* sum = sums + chunk * per_chunk;
+    Scalar* sum = sums.chunk(chunk);
     const std::int64_t end = std::min(batch, (chunk + 1) * kFusedMlpChunkRows);
     for (std::int64_t row0 = chunk * kFusedMlpChunkRows; row0 < end; row0 += kTileRows) {
       const int rows = static_cast<int>(std::min<std::int64_t>(kTileRows, end - row0));
@@ -348,8 +221,8 @@ void fused_mlp_backward(const Mlp& mlp, const Scalar* params, const Scalar* inpu
           load_padded(x, rows, in, x_tile);
           x = x_tile;
         }
-        outer(dy, ldy, out, rows, x, in_p, sum + weight_sum[l]);
-        Scalar* bias = sum + bias_sum[l];
+        outer(dy, ldy, out, rows, x, in_p, sum + sums.weight[l]);
+        Scalar* bias = sum + sums.bias[l];
         for (int r = 0; r < rows; ++r)
           for (int o = 0; o < out; ++o) bias[o] += dy[r * ldy + o];
         if (l == 0) break;
@@ -362,23 +235,7 @@ void fused_mlp_backward(const Mlp& mlp, const Scalar* params, const Scalar* inpu
     }
   }
 
-  // The chunks' sums, added in chunk order, into the unpadded gradient slices.
-  for (int l = 0; l < layers; ++l) {
-    const int in = mlp.layer_in(l), out = mlp.layer_out(l);
-    const std::int64_t in_p = padded<Scalar>(in);
-    Scalar* weight = grads + mlp.weight_offset(l);
-    Scalar* bias = grads + mlp.bias_offset(l);
-    for (int o = 0; o < out; ++o) {
-      for (int i = 0; i < in; ++i) {
-        Scalar total = sums[weight_sum[l] + o * in_p + i];
-        for (std::int64_t c = 1; c < chunks; ++c) total += sums[c * per_chunk + weight_sum[l] + o * in_p + i];
-        weight[o * in + i] = total;
-      }
-      Scalar total = sums[bias_sum[l] + o];
-      for (std::int64_t c = 1; c < chunks; ++c) total += sums[c * per_chunk + bias_sum[l] + o];
-      bias[o] = total;
-    }
-  }
+  sums.add_into(mlp, grads);
 }
 
 template void fused_mlp_forward<float>(const Mlp&, const float*, const float*, std::int64_t, float*, float*);

@@ -125,6 +125,27 @@ void prepare_gemm(Device device) {
 #endif
 }
 
+void gemm_bf16(const Stream& stream, Transpose trans_a, Transpose trans_b, std::int64_t m, std::int64_t n,
+               std::int64_t k, const std::uint16_t* a, std::int64_t lda, const std::uint16_t* b, std::int64_t ldb,
+               float* c, std::int64_t ldc, const float* bias) {
+  check_shape(trans_a, trans_b, m, n, k, lda, ldb, ldc);
+  SURGE_CHECK(stream.device().is_cuda(), "a bf16 GEMM on the CPU: its bf16 runs in the fused MLP path");
+#if defined(SURGE_WITH_CUDA)
+  detail::gemm_cublaslt_bf16(stream, trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, bias);
+#else
+  (void)a, (void)b, (void)c, (void)bias;
+#endif
+}
+
+int cuda_compute_capability(Device device) {
+#if defined(SURGE_WITH_CUDA)
+  return device.is_cuda() ? detail::cublaslt_compute_capability(device.index) : 0;
+#else
+  (void)device;
+  return 0;
+#endif
+}
+
 void set_cuda_gemm_tf32(bool allowed) {
 #if defined(SURGE_WITH_CUDA)
   detail::set_cublaslt_tf32(allowed);

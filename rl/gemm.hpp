@@ -20,6 +20,13 @@ void gemm(const Stream& stream, Transpose trans_a, Transpose trans_b, std::int64
           Scalar alpha, const Scalar* a, std::int64_t lda, const Scalar* b, std::int64_t ldb, Scalar beta, Scalar* c,
           std::int64_t ldc, const Scalar* bias = nullptr);
 
+// C[m][n] = op(A) op(B) (+ bias[n] on every row) with bf16 operands (their raw 16 bits, rl/bf16.hpp), the
+// products summed in fp32, C fp32 (what it held is ignored). CUDA only (cuBLASLt); the CPU's bf16 runs in
+// rl/fused_mlp_bf16.hpp, and asking it here is a bug (Error).
+void gemm_bf16(const Stream& stream, Transpose trans_a, Transpose trans_b, std::int64_t m, std::int64_t n,
+               std::int64_t k, const std::uint16_t* a, std::int64_t lda, const std::uint16_t* b, std::int64_t ldb,
+               float* c, std::int64_t ldc, const float* bias = nullptr);
+
 // Sets up what GEMMs on `device` need: on CUDA the cuBLASLt handle and its workspace, which cannot be
 // created inside a CUDA graph capture; nothing on the CPU. Every owner of a GEMM workspace (PpoGradient,
 // the trainer, the evaluation) calls it when it is built; a GEMM captured on a device not prepared
@@ -36,5 +43,8 @@ void set_cpu_threads(int threads);
 // Whether GEMMs on CUDA may round their inputs to TF32 (faster on tensor cores, about 10 bits of
 // mantissa). Off by default; applies to shapes first seen after the call.
 void set_cuda_gemm_tf32(bool allowed);
+
+// A CUDA device's compute capability as 10 * major + minor (86 for 8.6); 0 in a build without CUDA.
+int cuda_compute_capability(Device device);
 
 }  // namespace surge::rl

@@ -104,9 +104,10 @@ DeviceContext& context_for(const Stream& stream) {
   return create_context(device);
 }
 
-template <class Scalar>
+// float, double, or std::uint16_t holding bf16 bits (operands only).
+template <class T>
 constexpr cudaDataType_t data_type() {
-  return sizeof(Scalar) == 4 ? CUDA_R_32F : CUDA_R_64F;
+  return sizeof(T) == 2 ? CUDA_R_16BF : sizeof(T) == 4 ? CUDA_R_32F : CUDA_R_64F;
 }
 
 cublasOperation_t op_of(Transpose t) { return t == Transpose::No ? CUBLAS_OP_N : CUBLAS_OP_T; }
@@ -118,20 +119,30 @@ void prepare_cublaslt(int device) {
   create_context(device);
 }
 
+int cublaslt_compute_capability(int device) {
+  int major = 0, minor = 0;
+  SURGE_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  SURGE_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  return 10 * major + minor;
+}
+
 void set_cublaslt_tf32(bool allowed) {
   std::lock_guard<std::mutex> lock(g_mutex);
   g_allow_tf32 = allowed;
 }
 
+namespace {
+
 // Row-major C[m][n] is column-major C^T[n][m] = op(B)^T op(A)^T, so cuBLASLt is called with the
 // operands swapped: its A is our B and its B is our A, and the bias (one per column of row-major C)
-// becomes the per-row bias of the column-major result that the BIAS epilogue adds.
-template <class Scalar>
-void gemm_cublaslt(const Stream& stream, Transpose trans_a, Transpose trans_b, std::int64_t m, std::int64_t n,
-                   std::int64_t k, Scalar alpha, const Scalar* a, std::int64_t lda, const Scalar* b, std::int64_t ldb,
-                   Scalar beta, Scalar* c, std::int64_t ldc, const Scalar* bias) {
+// becomes the per-row bias of the column-major result that the BIAS epilogue adds. Operands of type In
+// (Scalar, or bf16 bits with a float Scalar), C, D, bias and scale of type Scalar.
+template <class In, class Scalar>
+void matmul(const Stream& stream, Transpose trans_a, Transpose trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
+            Scalar alpha, const In* a, std::int64_t lda, const In* b, std::int64_t ldb, Scalar beta, Scalar* c,
+            std::int64_t ldc, const Scalar* bias) {
   const int device = stream.device().index;
-  const bool is_float = sizeof(Scalar) == 4;
+  const bool is_float = sizeof(Scalar) == 4, is_bf16 = sizeof(In) == 2;
   if (k == 0) {
     broadcast_bias(stream, m, n, bias, beta, c, ldc);
     return;
@@ -140,7 +151,9 @@ void gemm_cublaslt(const Stream& stream, Transpose trans_a, Transpose trans_b, s
   std::lock_guard<std::mutex> lock(g_mutex);
   DeviceContext& context = context_for(stream);
   const ShapeKey key{device,
-                     is_float ? 0 : 1,
+                     is_bf16    ? 2
+                     : is_float ? 0
+                                : 1,
                      static_cast<int>(trans_b),
                      static_cast<int>(trans_a),
                      n,
@@ -151,14 +164,15 @@ void gemm_cublaslt(const Stream& stream, Transpose trans_a, Transpose trans_b, s
                      ldc,
                      bias != nullptr,
                      bias != nullptr && alignment_of(bias) >= kBiasEpilogueAlignment,
-                     is_float && g_allow_tf32,
+                     is_float && !is_bf16 && g_allow_tf32,
                      alignment_of(b),
                      alignment_of(a),
                      alignment_of(c)};
   auto found = g_plans.find(key);
   if (found == g_plans.end()) {
     Plan plan;
-    const cudaDataType_t type = data_type<Scalar>();
+    const cudaDataType_t type = data_type<Scalar>(), operand_type = data_type<In>();
+    // bf16 operands: bf16 products summed in fp32 (CUBLAS_COMPUTE_32F), fp32 C and D.
     const cublasComputeType_t compute =
         is_float ? (key.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F) : CUBLAS_COMPUTE_64F;
     SURGE_CUBLAS_CHECK(cublasLtMatmulDescCreate(&plan.desc, compute, type));
@@ -168,8 +182,8 @@ void gemm_cublaslt(const Stream& stream, Transpose trans_a, Transpose trans_b, s
     // Column-major shapes: cuBLASLt's A is our B, its B our A, its D our C transposed ([n][m]).
     const std::uint64_t a_rows = trans_b == Transpose::No ? n : k, a_cols = trans_b == Transpose::No ? k : n;
     const std::uint64_t b_rows = trans_a == Transpose::No ? k : m, b_cols = trans_a == Transpose::No ? m : k;
-    SURGE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.layout_a, type, a_rows, a_cols, ldb));
-    SURGE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.layout_b, type, b_rows, b_cols, lda));
+    SURGE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.layout_a, operand_type, a_rows, a_cols, ldb));
+    SURGE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.layout_b, operand_type, b_rows, b_cols, lda));
     SURGE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.layout_d, type, n, m, ldc));
 
     cublasLtMatmulPreference_t preference = nullptr;
@@ -223,6 +237,21 @@ void gemm_cublaslt(const Stream& stream, Transpose trans_a, Transpose trans_b, s
   SURGE_CUBLAS_CHECK(cublasLtMatmul(context.handle, plan.desc, &alpha, b, plan.layout_a, a, plan.layout_b, &beta, c,
                                     plan.layout_d, c, plan.layout_d, &plan.algo, context.workspace, kWorkspaceBytes,
                                     static_cast<cudaStream_t>(stream.native_handle())));
+}
+
+}  // namespace
+
+template <class Scalar>
+void gemm_cublaslt(const Stream& stream, Transpose trans_a, Transpose trans_b, std::int64_t m, std::int64_t n,
+                   std::int64_t k, Scalar alpha, const Scalar* a, std::int64_t lda, const Scalar* b, std::int64_t ldb,
+                   Scalar beta, Scalar* c, std::int64_t ldc, const Scalar* bias) {
+  matmul<Scalar, Scalar>(stream, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, bias);
+}
+
+void gemm_cublaslt_bf16(const Stream& stream, Transpose trans_a, Transpose trans_b, std::int64_t m, std::int64_t n,
+                        std::int64_t k, const std::uint16_t* a, std::int64_t lda, const std::uint16_t* b,
+                        std::int64_t ldb, float* c, std::int64_t ldc, const float* bias) {
+  matmul<std::uint16_t, float>(stream, trans_a, trans_b, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc, bias);
 }
 
 template void gemm_cublaslt<float>(const Stream&, Transpose, Transpose, std::int64_t, std::int64_t, std::int64_t, float,

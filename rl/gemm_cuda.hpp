@@ -12,9 +12,16 @@ void gemm_cublaslt(const Stream& stream, Transpose trans_a, Transpose trans_b, s
                    std::int64_t k, Scalar alpha, const Scalar* a, std::int64_t lda, const Scalar* b, std::int64_t ldb,
                    Scalar beta, Scalar* c, std::int64_t ldc, const Scalar* bias);
 
+// C (fp32) = op(A) op(B) (+ bias) with bf16 operands (their raw bits), the products summed in fp32.
+void gemm_cublaslt_bf16(const Stream& stream, Transpose trans_a, Transpose trans_b, std::int64_t m, std::int64_t n,
+                        std::int64_t k, const std::uint16_t* a, std::int64_t lda, const std::uint16_t* b,
+                        std::int64_t ldb, float* c, std::int64_t ldc, const float* bias);
+
 // Creates the cuBLASLt handle and workspace of a device, once (rl::prepare_gemm).
 void prepare_cublaslt(int device);
 
 void set_cublaslt_tf32(bool allowed);
+
+int cublaslt_compute_capability(int device);
 
 }  // namespace surge::rl::detail

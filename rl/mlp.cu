@@ -1,7 +1,12 @@
 // MLP forward and backward: GEMMs through rl::gemm, the activations and their derivatives as
 // single-source kernels.
+#include <algorithm>
+#include <type_traits>
+
+#include "rl/bf16.hpp"
 #include "rl/device_util.hpp"
 #include "rl/fused_mlp.hpp"
+#include "rl/fused_mlp_bf16.hpp"
 #include "rl/gemm.hpp"
 #include "rl/mlp.hpp"
 #include "rl/scalar_math.hpp"
@@ -52,6 +57,14 @@ struct ReluBackward {
   }
 };
 
+struct ToBf16 {
+  const float* values;
+  std::uint16_t* rounded;
+  SURGE_HD_INLINE void operator()(std::int64_t i) const {
+    rounded[i] = static_cast<std::uint16_t>(rounded_bf16(values[i]));
+  }
+};
+
 }  // namespace detail
 
 // ============================== launchers ==============================
@@ -63,13 +76,89 @@ void fill(const Stream& stream, Scalar* values, std::int64_t count, Scalar value
 
 std::int64_t reduce_scratch_doubles(Device device, int width) { return reduce_scratch_size(device, width); }
 
+int widest_layer(const Mlp& mlp) {
+  int widest = mlp.input_dim();
+  for (int l = 0; l < mlp.num_layers(); ++l) widest = std::max(widest, mlp.layer_out(l));
+  return widest;
+}
+
+namespace {
+
+void round_to_bf16(const Stream& stream, const float* values, std::int64_t count, std::uint16_t* rounded) {
+  parallel_for(stream, count, detail::ToBf16{values, rounded});
+}
+
+void activate(const Stream& stream, Activation activation, float* y, std::int64_t count) {
+  if (activation == Activation::Tanh)
+    parallel_for(stream, count, detail::TanhInPlace<float>{y}, 8);
+  else
+    parallel_for(stream, count, detail::ReluInPlace<float>{y});
+}
+
+// mlp_forward in bf16 on CUDA: cuBLASLt GEMMs of bf16 operands summed in fp32, fp32 biases and outputs.
+// The weights are rounded here, once per forward pass (a pass over the network's parameters, small beside
+// the GEMMs); backward() reuses them.
+void bf16_forward(const Stream& stream, const Mlp& mlp, const float* params, const float* input, std::int64_t batch,
+                  float* activations, float* output, const Bf16Operands& bf16) {
+  const int last = mlp.num_layers() - 1;
+  const std::int64_t begin = mlp.weight_offset(0), end = mlp.bias_offset(last) + mlp.layer_out(last);
+  round_to_bf16(stream, params + begin, end - begin, bf16.weights + begin);
+  round_to_bf16(stream, input, batch * mlp.input_dim(), bf16.x);
+  for (int layer = 0; layer <= last; ++layer) {
+    const std::int64_t in = mlp.layer_in(layer), out = mlp.layer_out(layer);
+    float* y = layer == last ? output : activations + mlp.activation_offset(layer, batch);
+    gemm_bf16(stream, Transpose::No, Transpose::Yes, batch, out, in, bf16.x, in,
+              bf16.weights + mlp.weight_offset(layer), in, y, out, params + mlp.bias_offset(layer));
+    if (layer == last) break;
+    activate(stream, mlp.activation(), y, batch * out);
+    round_to_bf16(stream, y, batch * out, bf16.x);
+  }
+}
+
+void bf16_backward(const Stream& stream, const Mlp& mlp, const float* input, std::int64_t batch,
+                   const float* activations, const float* d_output, const float* ones, float* grads, float* scratch,
+                   const Bf16Operands& bf16) {
+  const std::int64_t half = mlp.scratch_size(batch) / 2;
+  const float* d_y = d_output;
+  for (int layer = mlp.num_layers() - 1; layer >= 0; --layer) {
+    const std::int64_t in = mlp.layer_in(layer), out = mlp.layer_out(layer);
+    const float* x = layer == 0 ? input : activations + mlp.activation_offset(layer - 1, batch);
+    round_to_bf16(stream, x, batch * in, bf16.x);
+    round_to_bf16(stream, d_y, batch * out, bf16.dy);
+    // dW[out][in] = d_y^T x in bf16; db[out] = ones^T d_y in fp32.
+    gemm_bf16(stream, Transpose::Yes, Transpose::No, out, in, batch, bf16.dy, out, bf16.x, in,
+              grads + mlp.weight_offset(layer), in);
+    gemm<float>(stream, Transpose::No, Transpose::No, 1, out, batch, 1.0f, ones, batch, d_y, out, 0.0f,
+                grads + mlp.bias_offset(layer), out);
+    if (layer == 0) break;
+    float* d_x = scratch + (layer % 2) * half;
+    gemm_bf16(stream, Transpose::No, Transpose::No, batch, in, out, bf16.dy, out,
+              bf16.weights + mlp.weight_offset(layer), in, d_x, in);
+    if (mlp.activation() == Activation::Tanh)
+      parallel_for(stream, batch * in, detail::TanhBackward<float>{d_x, x});
+    else
+      parallel_for(stream, batch * in, detail::ReluBackward<float>{d_x, x});
+    d_y = d_x;
+  }
+}
+
+}  // namespace
+
 template <class Scalar>
 void mlp_forward(const Stream& stream, const Mlp& mlp, const Scalar* params, const Scalar* input, std::int64_t batch,
-                 Scalar* activations, Scalar* output) {
+                 Scalar* activations, Scalar* output, const Bf16Operands* bf16) {
   if (stream.device().is_cpu() && mlp.fused_on_cpu() && fused_mlp_fits(mlp)) {
+    if constexpr (std::is_same_v<Scalar, float>)
+      if (mlp.precision() == Precision::Bf16)
+        return fused_mlp_bf16_forward(mlp, params, input, batch, activations, output);
     fused_mlp_forward(mlp, params, input, batch, activations, output);
     return;
   }
+  if constexpr (std::is_same_v<Scalar, float>)
+    if (stream.device().is_cuda() && mlp.precision() == Precision::Bf16) {
+      SURGE_CHECK(bf16 && bf16->weights, "a bf16 network on CUDA without its bf16 workspace");
+      return bf16_forward(stream, mlp, params, input, batch, activations, output, *bf16);
+    }
   const Activation activation = mlp.activation();
   const Scalar* x = input;
   for (int layer = 0; layer < mlp.num_layers(); ++layer) {
@@ -90,12 +179,20 @@ void mlp_forward(const Stream& stream, const Mlp& mlp, const Scalar* params, con
 
 template <class Scalar>
 void mlp_backward(const Stream& stream, const Mlp& mlp, const Scalar* params, const Scalar* input, std::int64_t batch,
-                  const Scalar* activations, const Scalar* d_output, const Scalar* ones, Scalar* grads,
-                  Scalar* scratch) {
+                  const Scalar* activations, const Scalar* d_output, const Scalar* ones, Scalar* grads, Scalar* scratch,
+                  const Bf16Operands* bf16) {
   if (stream.device().is_cpu() && mlp.fused_on_cpu() && fused_mlp_fits(mlp)) {
+    if constexpr (std::is_same_v<Scalar, float>)
+      if (mlp.precision() == Precision::Bf16)
+        return fused_mlp_bf16_backward(mlp, params, input, batch, activations, d_output, grads);
     fused_mlp_backward(mlp, params, input, batch, activations, d_output, grads);
     return;
   }
+  if constexpr (std::is_same_v<Scalar, float>)
+    if (stream.device().is_cuda() && mlp.precision() == Precision::Bf16) {
+      SURGE_CHECK(bf16 && bf16->weights, "a bf16 network on CUDA without its bf16 workspace");
+      return bf16_backward(stream, mlp, input, batch, activations, d_output, ones, grads, scratch, *bf16);
+    }
   const Activation activation = mlp.activation();
   const std::int64_t half = mlp.scratch_size(batch) / 2;
   const Scalar* d_y = d_output;  // dLoss/d(this layer's output, before the next layer)
@@ -123,9 +220,10 @@ void mlp_backward(const Stream& stream, const Mlp& mlp, const Scalar* params, co
 #define SURGE_MLP_INSTANTIATE(Scalar)                                                                               \
   template void fill<Scalar>(const Stream&, Scalar*, std::int64_t, Scalar);                                         \
   template void mlp_forward<Scalar>(const Stream&, const Mlp&, const Scalar*, const Scalar*, std::int64_t, Scalar*, \
-                                    Scalar*);                                                                       \
+                                    Scalar*, const Bf16Operands*);                                                  \
   template void mlp_backward<Scalar>(const Stream&, const Mlp&, const Scalar*, const Scalar*, std::int64_t,         \
-                                     const Scalar*, const Scalar*, const Scalar*, Scalar*, Scalar*);
+                                     const Scalar*, const Scalar*, const Scalar*, Scalar*, Scalar*,                 \
+                                     const Bf16Operands*);
 SURGE_MLP_INSTANTIATE(float)
 SURGE_MLP_INSTANTIATE(double)
 #undef SURGE_MLP_INSTANTIATE

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "rl/param_table.hpp"
+#include "rl/precision.hpp"
 #include "sim/philox.hpp"
 #include "sim/stream.hpp"
 
@@ -38,6 +39,9 @@ class Mlp {
   // it, rather than a BLAS call per layer. On by default.
   bool fused_on_cpu() const { return fused_on_cpu_; }
   void set_fused_on_cpu(bool fused) { fused_on_cpu_ = fused; }
+  // The format of the products' inputs in float (rl/precision.hpp); double ignores it. fp32 by default.
+  Precision precision() const { return precision_; }
+  void set_precision(Precision precision) { precision_ = precision; }
 
   // Elements of the activation workspace for `batch` rows: [batch][hidden_l] for each hidden layer, kept
   // by forward() for backward().
@@ -57,21 +61,35 @@ class Mlp {
   Activation activation_;
   double head_gain_;
   bool fused_on_cpu_ = true;
+  Precision precision_ = Precision::Fp32;
 };
 
+// precision = "bf16" on CUDA: where a network's GEMM operands go as bf16 bits (rl/bf16.hpp). forward()
+// rounds the network's weights (its slices of the table, at the parameters' offsets) and each layer's
+// input; backward() reads those weights and rounds the layer inputs and output gradients again.
+struct Bf16Operands {
+  std::uint16_t* weights = nullptr;  // [table total]
+  std::uint16_t* x = nullptr;        // [batch][widest layer]
+  std::uint16_t* dy = nullptr;       // [batch][widest layer]
+};
+
+// The widest input or output of any layer of `mlp`.
+int widest_layer(const Mlp& mlp);
+
 // output[batch][out] = the network applied to input[batch][in]; hidden activations go to `activations`
-// ([activation_size(batch)]). All pointers on the stream's device. Scalar is float or double.
+// ([activation_size(batch)]). All pointers on the stream's device. Scalar is float or double. A float
+// network in bf16 on CUDA needs `bf16`.
 template <class Scalar>
 void mlp_forward(const Stream& stream, const Mlp& mlp, const Scalar* params, const Scalar* input, std::int64_t batch,
-                 Scalar* activations, Scalar* output);
+                 Scalar* activations, Scalar* output, const Bf16Operands* bf16 = nullptr);
 
 // Given d_output[batch][out] = dLoss/d(output), writes dLoss/d(parameter) for every slice of this network
 // into `grads` (same table layout as params; other slices untouched). Needs the activations forward()
 // left, a vector of `batch` ones (for bias gradients as GEMMs) and scratch of scratch_size(batch).
 template <class Scalar>
 void mlp_backward(const Stream& stream, const Mlp& mlp, const Scalar* params, const Scalar* input, std::int64_t batch,
-                  const Scalar* activations, const Scalar* d_output, const Scalar* ones, Scalar* grads,
-                  Scalar* scratch);
+                  const Scalar* activations, const Scalar* d_output, const Scalar* ones, Scalar* grads, Scalar* scratch,
+                  const Bf16Operands* bf16 = nullptr);
 
 // Writes an orthogonal matrix times `gain` into out[rows][cols] (row-major), as torch.nn.init.orthogonal_
 // does: QR of a standard normal matrix (the tall way round), with R's diagonal made positive.

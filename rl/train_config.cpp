@@ -9,6 +9,7 @@
 
 #include <toml++/toml.h>
 
+#include "rl/precision.hpp"
 #include "sim/error.hpp"
 #include "sim/format.hpp"
 
@@ -160,7 +161,26 @@ const std::vector<Key>& keys() {
       integer_key("eval_every", &TrainConfig::eval_every),
       integer_key("eval_episodes", &TrainConfig::eval_episodes),
       bool_key("cuda_graph", &TrainConfig::cuda_graph),
-      bool_key("tf32", &TrainConfig::tf32),
+      {"precision", "\"fp32\", \"tf32\" or \"bf16\"",
+       [](TrainConfig& c, const toml::node& n, const std::string& where) {
+         const auto* value = n.as_string();
+         if (!value || !is_precision_name(value->get()))
+           throw InputError(where + ": precision must be \"fp32\", \"tf32\" or \"bf16\"" +
+                            (value ? ", got '" + format_excerpt(value->get()) + "'" : std::string()));
+         c.precision = value->get();
+       },
+       [](const TrainConfig& c) { return "\"" + c.precision + "\""; }},
+      // The key before precision existed, read as its alias (tf32 = true is precision = "tf32"); never written.
+      {"tf32", "true or false (an alias: precision = \"tf32\" or \"fp32\")",
+       [](TrainConfig& c, const toml::node& n, const std::string& where) {
+         const auto* value = n.as_boolean();
+         if (!value) bad_type(where, "tf32", "true or false (an alias: precision = \"tf32\" or \"fp32\")");
+         if (value->get())
+           c.precision = "tf32";
+         else if (c.precision == "tf32")
+           c.precision = "fp32";
+       },
+       nullptr},
       integer_key("cpu_threads", &TrainConfig::cpu_threads),
       number_key("rank_timeout_s", &TrainConfig::rank_timeout_s),
   };
@@ -264,7 +284,8 @@ void require_range(bool ok, const std::string& key, const std::string& value, co
 
 std::vector<std::string> train_config_keys() {
   std::vector<std::string> names;
-  for (const Key& key : keys()) names.emplace_back(key.name);
+  for (const Key& key : keys())
+    if (key.write) names.emplace_back(key.name);
   return names;
 }
 
@@ -330,7 +351,8 @@ void TrainConfig::validate() const {
 std::string TrainConfig::to_toml() const {
   std::string text;
   for (const Key& key : keys())
-    if (std::string(key.name) != "scenario" || !scenario.empty())  // a config that leaves it open says nothing
+    // A config that leaves the scenario open says nothing of it; an alias is never written.
+    if (key.write && (std::string(key.name) != "scenario" || !scenario.empty()))
       text += std::string(key.name) + " = " + key.write(*this) + "\n";
   if (!physics.empty()) {
     text += "\n[physics]\n";

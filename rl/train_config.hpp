@@ -34,7 +34,6 @@ struct TrainConfig : NetworkConfig, PpoLossConfig, AdamConfig, NormalizationConf
   std::int64_t eval_episodes = 32;
   // Runtime
   bool cuda_graph = true;        // capture an iteration as a CUDA graph and replay it
-  bool tf32 = false;             // let cuBLASLt round GEMM inputs to TF32
   std::int64_t cpu_threads = 0;  // CPU backend: OpenMP and OpenBLAS threads; 0: 1 below 4096 envs, else all cores
   double rank_timeout_s = 60.0;  // under mpirun: how long a rank waits in a sum for the others before the job stops
   // Physics: the [physics] table, by parameter name; checked against the scenario by resolve_physics().

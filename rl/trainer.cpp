@@ -9,6 +9,7 @@
 #include "rl/gae.hpp"
 #include "rl/gaussian.hpp"
 #include "rl/gemm.hpp"
+#include "rl/precision.hpp"
 #include "rl/trainer_kernels.hpp"
 #include "sim/error.hpp"
 #include "sim/phase_clock.hpp"
@@ -115,8 +116,9 @@ Trainer::Trainer(Engine& engine, const TrainConfig& config, const Collective& ra
       permutation_(Permutation::make(config.batch_size(), config.seed, 0)),
       graph_(stream_),
       metrics_mirror_(device_, sizeof(IterationMetrics), 2) {
+  check_precision(network_, device_);
   prepare_gemm(device_);  // the iteration graph captures GEMMs: cuBLASLt must exist before
-  if (device_.is_cuda()) set_cuda_gemm_tf32(config.tf32);
+  if (device_.is_cuda()) set_cuda_gemm_tf32(config.precision == "tf32");
   if (device_.is_cpu()) set_cpu_threads(cpu_threads_for(config));
 
   const std::int64_t b = minibatch_size_;
@@ -449,6 +451,7 @@ void Trainer::keep_raw_row(std::int64_t t) {
 
 MemoryPlan Trainer::memory_plan(const TrainConfig& config, const ScenarioSpec& spec, Device device, int ranks) {
   const ActorCritic network = ActorCritic::for_scenario(spec, config);
+  check_precision(network, device);  // before a run folder is made
   const std::int64_t t = config.num_steps, n = config.num_envs;
   MemoryPlan plan(device);
   RolloutStorage::table(t, n, spec.obs_dim, network.action_dim()).add_to(plan);

@@ -3,9 +3,11 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <sstream>
 
 #include "rl/agent_set.hpp"
 #include "rl/collective.hpp"
+#include "rl/precision.hpp"
 #include "rl/train_config.hpp"
 #include "rl/trainer.hpp"
 #include "scenarios/registry.hpp"
@@ -113,8 +115,25 @@ int bench_train(const Command& cmd) {
     throw InputError(cmd.complaint("N x T x (repeats x iterations + " + std::to_string(kWarmupIterations) + ") = " +
                                    std::to_string(config.batch_size()) + " x " + std::to_string(run_iterations) +
                                    " environment steps is more than 2^50; lower --repeats or --iterations"));
+  // --precision fp32,bf16: each, side by side; every one must run here (the memory plan checks it).
+  std::vector<std::string> precisions = {config.precision};
+  if (cmd.has("precision")) {
+    precisions.clear();
+    std::stringstream list(cmd.get("precision"));
+    for (std::string name; std::getline(list, name, ',');) {
+      if (!rl::is_precision_name(name))
+        throw InputError(cmd.complaint("--precision '" + format_excerpt(name) +
+                                       "' is not fp32, tf32 or bf16 (give one, or several such as fp32,bf16)"));
+      precisions.push_back(name);
+    }
+    if (precisions.empty()) throw InputError(cmd.complaint("--precision is empty; give fp32, bf16 or fp32,bf16"));
+  }
   // Every buffer is sized from the config: a run that would not fit stops here, as surge train does.
   MemoryPlan plan = engine_memory_plan(scenario, device, config.num_envs);
+  for (const std::string& precision : precisions) {
+    config.precision = precision;
+    (void)rl::Trainer::memory_plan(config, spec, device);  // refuses a precision this machine cannot run
+  }
   plan.append(rl::Trainer::memory_plan(config, spec, device));
   const MemoryPlan one = plan;
   for (std::int64_t a = 1; a < agents; ++a) plan.append(one);
@@ -125,13 +144,30 @@ int bench_train(const Command& cmd) {
             << config.num_steps << " steps" << (agents > 1 ? " x " + plural(agents, "agent") : std::string()) << ", "
             << config.update_epochs << " epochs x " << config.num_minibatches << " minibatches, " << repeats
             << " repeats of " << iterations << " iterations, physics: " << describe_physics(spec, physics) << "\n";
-  std::vector<bool> graph_modes = device.is_cuda() ? std::vector<bool>{true, false} : std::vector<bool>{false};
-  std::vector<Measurement> results;
-  for (bool graph : graph_modes) {
-    rl::TrainConfig run = config;
-    run.cuda_graph = graph;
-    results.push_back(measure(scenario, device, run, repeats, iterations, agents));
-  }
+  const std::vector<bool> graphs = device.is_cuda() ? std::vector<bool>{true, false} : std::vector<bool>{false};
+  std::vector<bool> graph_modes;
+  std::vector<std::string> precision_modes;
+  for (const std::string& precision : precisions)
+    for (bool graph : graphs) {
+      graph_modes.push_back(graph);
+      precision_modes.push_back(precision);
+    }
+  // One precision: each mode's repeats in turn. Several: the repeats alternate between them, so that a
+  // change in the machine's load falls on all of them alike.
+  const bool alternate = precisions.size() > 1;
+  std::vector<Measurement> results(graph_modes.size());
+  for (int round = 0; round < (alternate ? repeats : 1); ++round)
+    for (std::size_t k = 0; k < graph_modes.size(); ++k) {
+      rl::TrainConfig run = config;
+      run.cuda_graph = graph_modes[k];
+      run.precision = precision_modes[k];
+      const Measurement m = measure(scenario, device, run, alternate ? 1 : repeats, iterations, agents);
+      results[k].rates.insert(results[k].rates.end(), m.rates.begin(), m.rates.end());
+      results[k].communication_s += m.communication_s;
+      results[k].waiting_s += m.waiting_s;
+      results[k].timed_s += m.timed_s;
+    }
+  for (Measurement& m : results) m.median = median_of(m.rates);
 
   std::string hidden;
   for (std::size_t k = 0; k < config.hidden.size();
@@ -150,12 +186,14 @@ int bench_train(const Command& cmd) {
                 static_cast<long long>(agents), device.is_cpu() ? rl::agent_threads(agents) : 0);
   for (std::size_t k = 0; k < results.size(); ++k) {
     const auto& r = results[k];
-    std::printf("env-steps/s, %-12s %s   [min %s, max %s]\n",
-                device.is_cuda() ? (graph_modes[k] ? "graph on" : "graph off") : "cpu", format_rate(r.median).c_str(),
+    std::string mode = device.is_cuda() ? (graph_modes[k] ? "graph on" : "graph off") : "cpu";
+    if (cmd.has("precision")) mode += " " + precision_modes[k];
+    std::printf("env-steps/s, %-12s %s   [min %s, max %s]\n", mode.c_str(), format_rate(r.median).c_str(),
                 format_rate(*std::min_element(r.rates.begin(), r.rates.end())).c_str(),
                 format_rate(*std::max_element(r.rates.begin(), r.rates.end())).c_str());
   }
-  if (results.size() == 2) std::printf("graph speed-up            %.3gx\n", results[0].median / results[1].median);
+  if (results.size() == 2 && graphs.size() == 2)
+    std::printf("graph speed-up            %.3gx\n", results[0].median / results[1].median);
   if (rank_count > 1)  // every rank prints its own: the wait for the others is part of its all-reduce time
     std::printf("rank %d of %d all-reduce    %s ms per iteration, %.3g%% of its time (%s ms of it waiting)\n",
                 rl::rank_place().rank, rank_count,
@@ -175,7 +213,8 @@ int bench_train(const Command& cmd) {
         .add("iterations_per_repeat", iterations)
         .add("physics", physics_json(spec, physics));
     for (std::size_t k = 0; k < results.size(); ++k) {
-      const std::string suffix = device.is_cuda() ? (graph_modes[k] ? "_graph" : "_no_graph") : "";
+      const std::string suffix = (device.is_cuda() ? (graph_modes[k] ? "_graph" : "_no_graph") : "") +
+                                 (cmd.has("precision") ? "_" + precision_modes[k] : std::string());
       json.add("env_steps_per_s" + suffix, results[k].median)
           .add("env_steps_per_s" + suffix + "_runs", results[k].rates);
     }
@@ -204,6 +243,9 @@ int run_bench_train(const Args& args) {
       .option("repeats", "R", "timed repeats; the median is reported", "5")
       .option("iterations", "I", "iterations back to back in one timed repeat", "3")
       .repeated("set", "KEY=VALUE", "set a config key of the scenario's built-in config (e.g. hidden=[64,64])")
+      .option("precision", "LIST",
+              "measure these precisions side by side, their repeats alternating: fp32, tf32 (CUDA), bf16, or "
+              "several such as fp32,bf16 [default: the config's]")
       .option("json", "FILE", "also write the results as JSON");
   add_physics_option(cmd)
       .note(
@@ -212,7 +254,8 @@ int run_bench_train(const Args& args) {
           "capture.")
       .example("surge bench train --device cuda --num-envs 1048576 --json bench-train.json")
       .example("surge bench train --device cpu --num-envs 256 --num-steps 32")
-      .example("surge bench train --device cpu --preset cleanrl --agents 64");
+      .example("surge bench train --device cpu --preset cleanrl --agents 64")
+      .example("surge bench train --device cpu --num-envs 4 --num-steps 128 --precision fp32,bf16");
   if (!cmd.parse_or_print_usage(args)) return 0;
   return cmd.naming_errors([&] { return bench_train(cmd); });
 }

@@ -9,6 +9,8 @@
 #include <string>
 
 #include "rl/collective.hpp"
+#include "rl/fused_mlp_bf16.hpp"
+#include "rl/precision.hpp"
 #include "sim/cuda_diagnosis.hpp"
 #include "sim/cuda_probe.hpp"
 #include "sim/device.hpp"
@@ -62,6 +64,12 @@ std::vector<std::string> arch_list(const std::vector<CudaArch>& list, bool sass)
   return out;
 }
 
+std::string joined(const std::vector<std::string>& names) {
+  std::string text;
+  for (const std::string& name : names) text += (text.empty() ? "" : ", ") + name;
+  return text;
+}
+
 std::string cmake_value(const std::string& archs) {
   return archs.find(';') == std::string::npos ? archs : "\"" + archs + "\"";
 }
@@ -107,6 +115,7 @@ void print_text(const MachineDescription& m, const Diagnosis& d, const OpenMpFac
     else if (gpu.kernel_load != KernelLoad::NotTried)
       runs += "; kernel load failed: " + gpu.load_error;
     std::printf("     runs this build: %s\n", runs.c_str());
+    if (m.cuda_built) std::printf("     precisions: %s\n", joined(rl::cuda_precisions(gpu.cc_major)).c_str());
   }
 
   std::printf("\nArchitectures embedded in this build\n");
@@ -128,6 +137,10 @@ void print_text(const MachineDescription& m, const Diagnosis& d, const OpenMpFac
                                   " processors; OMP_NUM_THREADS " +
                                   (omp.omp_num_threads.empty() ? "unset" : "=" + omp.omp_num_threads) + ")");
 
+  print_row("precisions",
+            joined(rl::cpu_precisions()) + (rl::bf16_native_supported()
+                                                ? " (bf16 on AVX-512 BF16)"
+                                                : " (bf16 needs AVX-512 BF16, which this CPU or build lacks)"));
   const std::string mpi = rl::mpi_library();
   print_row("MPI", mpi.empty() ? "none: training runs as one process (apt-get install libopenmpi-dev, rebuild)"
                                : mpi + (rl::nccl_compiled() ? "; NCCL between GPUs" : "; CPU ranks only (no NCCL)"));
@@ -179,7 +192,8 @@ std::string json_text(const MachineDescription& m, const Diagnosis& d, const Ope
         .add("kernel_load", to_string(gpu.kernel_load))
         .add("loaded_binary_arch", gpu.loaded_binary_arch)
         .add("loaded_ptx_arch", gpu.loaded_ptx_arch)
-        .add("load_error", gpu.load_error);
+        .add("load_error", gpu.load_error)
+        .add("precisions", m.cuda_built ? rl::cuda_precisions(gpu.cc_major) : std::vector<std::string>{});
     gpus.push_back(g);
   }
   JsonObject archs;
@@ -203,6 +217,8 @@ std::string json_text(const MachineDescription& m, const Diagnosis& d, const Ope
     j.add("severity", to_string(f.severity)).add("gpu", f.gpu).add("what", f.what).add("next_step", f.next_step);
     findings.push_back(j);
   }
+  JsonObject cpu;
+  cpu.add("precisions", rl::cpu_precisions()).add("avx512_bf16", rl::bf16_native_supported());
   JsonObject mpi;
   const rl::RankPlace place = rl::rank_place();
   mpi.add("library", rl::mpi_library())
@@ -228,6 +244,7 @@ std::string json_text(const MachineDescription& m, const Diagnosis& d, const Ope
       .add("architectures", archs)
       .add("libraries", libraries)
       .add("openmp", openmp)
+      .add("cpu", cpu)
       .add("mpi", mpi)
       .add("verdict", verdict);
   return json.str();

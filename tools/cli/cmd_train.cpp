@@ -85,6 +85,11 @@ void declare(Command& cmd) {
           "came from; a run's DIR/config.toml holds them all, so `surge train --config DIR/config.toml` repeats\n"
           "the run (bit for bit on the CPU).")
       .note(
+          "Precision: --set precision=fp32 (default), bf16 (products of bf16 weights and activations summed in\n"
+          "fp32; on the CPU with AVX-512 BF16, on CUDA from compute capability 8.0) or tf32 (CUDA only). Master\n"
+          "weights, loss and Adam stay fp32. `surge doctor` lists what this machine runs; tf32 = true is an\n"
+          "older name of precision = \"tf32\". See docs/throughput.md.")
+      .note(
           "Evaluation: --set eval_every=K runs eval_episodes greedy episodes (--set eval_episodes=N, default 32)\n"
           "every K iterations on environments of their own; metrics.csv gets eval_return_mean and\n"
           "eval_return_std, and DIR/best.h5 keeps the checkpoint with the best evaluation.")

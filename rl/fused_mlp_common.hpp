@@ -1,0 +1,192 @@
+#pragma once
+// Pieces the CPU's fused small-MLP paths share (rl/fused_mlp.cpp in fp32/fp64, rl/fused_mlp_bf16.cpp in
+// bf16): padded widths, aligned tile buffers, the per-element activations, the check that packed weights
+// still match their parameters, and the per-chunk gradient sums added in chunk order. Internal to those
+// two files: plain C++, never seen by nvcc.
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "rl/fused_mlp.hpp"
+#include "rl/mlp.hpp"
+#include "rl/scalar_math.hpp"
+
+namespace surge::rl::fused {
+
+template <class Scalar>
+constexpr int kLanes = static_cast<int>(64 / sizeof(Scalar));
+
+constexpr int kTileRows = 32;
+constexpr int kBlockRows = 4;
+constexpr int kBlockVecs = 4;
+
+template <class Scalar>
+std::int64_t padded(std::int64_t n) {
+  return (n + kLanes<Scalar> - 1) / kLanes<Scalar> * kLanes<Scalar>;
+}
+
+// A growable buffer whose data starts on a 64-byte boundary, reused from call to call.
+template <class Scalar>
+Scalar* aligned(std::vector<Scalar>& storage, std::int64_t count) {
+  const std::size_t need = static_cast<std::size_t>(count + kLanes<Scalar>);
+  if (storage.size() < need) storage.resize(need);
+  const auto address = reinterpret_cast<std::uintptr_t>(storage.data());
+  return storage.data() + (64 - address % 64) % 64 / sizeof(Scalar);
+}
+
+inline float tanh_of(float x) { return fast_tanh(x); }
+inline double tanh_of(double x) { return scalar_tanh(x); }
+
+template <class Scalar>
+void activate(Activation activation, Scalar* values, std::int64_t count) {
+  if (activation == Activation::Tanh)
+    for (std::int64_t i = 0; i < count; ++i) values[i] = tanh_of(values[i]);
+  else
+    for (std::int64_t i = 0; i < count; ++i) values[i] = values[i] > Scalar(0) ? values[i] : Scalar(0);
+}
+
+// gradient *= the activation's derivative, expressed in its output.
+template <class Scalar>
+void activation_backward(Activation activation, Scalar* gradient, const Scalar* output, std::int64_t count) {
+  if (activation == Activation::Tanh)
+    for (std::int64_t i = 0; i < count; ++i) gradient[i] *= Scalar(1) - output[i] * output[i];
+  else
+    for (std::int64_t i = 0; i < count; ++i) gradient[i] = output[i] > Scalar(0) ? gradient[i] : Scalar(0);
+}
+
+// rows x width values from src (leading dimension width) into dst [rows][padded(width)], zeros in the padding.
+template <class Scalar>
+void load_padded(const Scalar* src, int rows, int width, Scalar* dst) {
+  const std::int64_t stride = padded<Scalar>(width);
+  for (int r = 0; r < rows; ++r) {
+    std::copy(src + r * width, src + (r + 1) * width, dst + r * stride);
+    std::fill(dst + r * stride + width, dst + (r + 1) * stride, Scalar(0));
+  }
+}
+
+template <class Scalar>
+void store_unpadded(const Scalar* src, int rows, int width, Scalar* dst) {
+  const std::int64_t stride = padded<Scalar>(width);
+  for (int r = 0; r < rows; ++r) std::copy(src + r * stride, src + r * stride + width, dst + r * width);
+}
+
+template <class Scalar>
+int widest_padded(const Mlp& mlp) {
+  std::int64_t widest = 0;
+  for (int l = 0; l <= mlp.num_layers(); ++l)
+    widest = std::max(widest, padded<Scalar>(l == 0 ? mlp.input_dim() : mlp.layer_out(l - 1)));
+  return static_cast<int>(widest);
+}
+
+inline bool run_parallel(std::int64_t batch) { return omp_get_max_threads() > 1 && batch >= 2 * kFusedMlpChunkRows; }
+
+// The parameters a network's packed weights were made from, to tell when they must be made again.
+template <class Scalar>
+struct PackedSource {
+  std::vector<Scalar> source;
+  std::vector<std::int64_t> layout;  // the network's widths and slice offsets
+  const Mlp* owner = nullptr;
+  // Per layer, where pack() put the layer's forward operand (W^T), backward operand (W) and bias.
+  std::vector<std::int64_t> transposed, rows, bias;
+
+  static std::vector<std::int64_t> layout_of(const Mlp& mlp) {
+    std::vector<std::int64_t> layout{mlp.input_dim()};
+    for (int l = 0; l < mlp.num_layers(); ++l)
+      layout.insert(layout.end(), {mlp.layer_out(l), mlp.weight_offset(l), mlp.bias_offset(l)});
+    return layout;
+  }
+  bool same_layout(const Mlp& mlp) const {  // without building layout_of(mlp): this runs on every call
+    if (layout.size() != static_cast<std::size_t>(1 + 3 * mlp.num_layers()) || layout[0] != mlp.input_dim())
+      return false;
+    for (int l = 0; l < mlp.num_layers(); ++l)
+      if (layout[1 + 3 * l] != mlp.layer_out(l) || layout[2 + 3 * l] != mlp.weight_offset(l) ||
+          layout[3 + 3 * l] != mlp.bias_offset(l))
+        return false;
+    return true;
+  }
+  // The network's parameters: one contiguous range of the table, its layers' slices in order.
+  static std::pair<std::int64_t, std::int64_t> source_range(const Mlp& mlp) {
+    const int last = mlp.num_layers() - 1;
+    return {mlp.weight_offset(0), mlp.bias_offset(last) + mlp.layer_out(last)};
+  }
+  // Bit for bit the parameters it was packed from (memcmp: a byte compare runs at memory speed, where a
+  // float compare would not vectorise).
+  bool holds(const Mlp& mlp, const Scalar* params) const {
+    if (&mlp != owner) return false;
+    const auto [begin, end] = source_range(mlp);
+    return static_cast<std::size_t>(end - begin) == source.size() && same_layout(mlp) &&
+           std::memcmp(params + begin, source.data(), source.size() * sizeof(Scalar)) == 0;
+  }
+  void remember(const Mlp& mlp, const Scalar* params) {
+    owner = &mlp;
+    layout = layout_of(mlp);
+    transposed.assign(mlp.num_layers(), 0);
+    rows.assign(mlp.num_layers(), 0);
+    bias.assign(mlp.num_layers(), 0);
+    const auto [begin, end] = source_range(mlp);
+    source.assign(params + begin, params + end);
+  }
+};
+
+// The packed weights of `mlp` at `params` (Packed: a PackedSource with pack()), packed again only when
+// they changed: a rollout runs the same weights for every step, an update's backward pass those of its
+// forward pass, so the weights are packed (and, in bf16, rounded) once per optimiser step.
+template <class Packed, class Scalar>
+const Packed& packed_cache(const Mlp& mlp, const Scalar* params) {
+  constexpr int kEntries = 4;  // actor and critic, with room to spare
+  thread_local Packed cache[kEntries];
+  thread_local int next = 0;
+  for (const Packed& entry : cache)
+    if (entry.holds(mlp, params)) return entry;
+  Packed& entry = cache[next];
+  next = (next + 1) % kEntries;
+  entry.remember(mlp, params);
+  entry.pack(mlp, params);
+  return entry;
+}
+
+// Per chunk of rows, every layer's gradient sums: weights [out][padded in], then biases [padded out]; the
+// chunks' sums are added in chunk order, so the result does not depend on the number of threads.
+template <class Scalar>
+struct GradientSums {
+  std::vector<std::int64_t> weight, bias;
+  std::int64_t per_chunk = 0, chunks = 0;
+  Scalar* base = nullptr;
+
+  GradientSums(const Mlp& mlp, std::int64_t batch, std::vector<Scalar>& storage)
+      : weight(mlp.num_layers()), bias(mlp.num_layers()) {
+    for (int l = 0; l < mlp.num_layers(); ++l) {
+      weight[l] = per_chunk;
+      per_chunk += mlp.layer_out(l) * padded<Scalar>(mlp.layer_in(l));
+      bias[l] = per_chunk;
+      per_chunk += padded<Scalar>(mlp.layer_out(l));
+    }
+    chunks = std::max<std::int64_t>(1, (batch + kFusedMlpChunkRows - 1) / kFusedMlpChunkRows);
+    base = aligned(storage, chunks * per_chunk);
+    std::fill(base, base + chunks * per_chunk, Scalar(0));
+  }
+  Scalar* chunk(std::int64_t c) const { return base + c * per_chunk; }
+
+  // The chunks' sums, added in chunk order, into the unpadded gradient slices.
+  void add_into(const Mlp& mlp, Scalar* grads) const {
+    for (int l = 0; l < mlp.num_layers(); ++l) {
+      const int in = mlp.layer_in(l), out = mlp.layer_out(l);
+      const std::int64_t in_p = padded<Scalar>(in);
+      for (int o = 0; o < out; ++o) {
+        for (int i = 0; i < in; ++i) grads[mlp.weight_offset(l) + o * in + i] = total(weight[l] + o * in_p + i);
+        grads[mlp.bias_offset(l) + o] = total(bias[l] + o);
+      }
+    }
+  }
+  Scalar total(std::int64_t at) const {
+    Scalar sum = base[at];
+    for (std::int64_t c = 1; c < chunks; ++c) sum += base[c * per_chunk + at];
+    return sum;
+  }
+};
+
+}  // namespace surge::rl::fused

@@ -14,18 +14,23 @@
 namespace surge::rl {
 namespace {
 
-// Rows of the batch handled per GEMM, from the workspace the caller gave.
-std::int64_t chunk_rows(const ConvShape& shape, std::int64_t batch, std::int64_t column_capacity) {
-  const std::int64_t per_row = shape.column_size(1);
-  SURGE_CHECK(column_capacity >= per_row, "convolution workspace of " + std::to_string(column_capacity) +
-                                              " elements holds less than one row of " + shape.str());
-  return std::min(batch, column_capacity / per_row);
-}
-
 void check_cpu(const Stream& stream, const ConvShape& shape, std::int64_t batch) {
   SURGE_CHECK(!stream.device().is_cuda(), "the im2col convolution runs on the CPU; CUDA takes rl/conv_cudnn");
   SURGE_CHECK(batch >= 0, "negative batch");
   SURGE_CHECK(shape.out_height() > 0 && shape.out_width() > 0 && shape.stride > 0, "bad shape " + shape.str());
+}
+
+// Calls pass(first, rows) for consecutive chunks of the batch, each as many rows as the column workspace
+// holds (the last one may be shorter).
+template <class Pass>
+void for_each_chunk(const Stream& stream, const ConvShape& shape, std::int64_t batch, std::int64_t column_capacity,
+                    const Pass& pass) {
+  check_cpu(stream, shape, batch);
+  const std::int64_t per_row = shape.column_size(1);
+  SURGE_CHECK(column_capacity >= per_row, "convolution workspace of " + std::to_string(column_capacity) +
+                                              " elements holds less than one row of " + shape.str());
+  const std::int64_t chunk = column_capacity / per_row;
+  for (std::int64_t first = 0; first < batch; first += chunk) pass(first, std::min(chunk, batch - first));
 }
 
 // One row of the output grid: the patches of output row `oh` of image `image`, into
@@ -130,55 +135,40 @@ template <class Scalar, class Input>
 void conv_forward(const Stream& stream, const ConvShape& shape, std::int64_t batch, const Input* input,
                   Scalar input_scale, const Scalar* weight, const Scalar* bias, Scalar* columns,
                   std::int64_t column_capacity, Scalar* output) {
-  check_cpu(stream, shape, batch);
-  if (batch == 0) return;
-  const std::int64_t chunk = chunk_rows(shape, batch, column_capacity);
   const std::int64_t k = shape.patch_size();
-  for (std::int64_t first = 0; first < batch; first += chunk) {
-    const std::int64_t rows = std::min(chunk, batch - first);
+  for_each_chunk(stream, shape, batch, column_capacity, [&](std::int64_t first, std::int64_t rows) {
     im2col(shape, rows, input + first * shape.input_size(), input_scale, columns);
     // out[positions][out_c] = columns[positions][k] W^T + bias
     gemm<Scalar>(stream, Transpose::No, Transpose::Yes, rows * shape.positions(), shape.out_channels, k, Scalar(1),
                  columns, k, weight, k, Scalar(0), output + first * shape.output_size(), shape.out_channels, bias);
-  }
+  });
 }
 
 template <class Scalar>
 void conv_backward_data(const Stream& stream, const ConvShape& shape, std::int64_t batch, const Scalar* d_output,
                         const Scalar* weight, Scalar* columns, std::int64_t column_capacity, Scalar* d_input) {
-  check_cpu(stream, shape, batch);
-  if (batch == 0) return;
-  const std::int64_t chunk = chunk_rows(shape, batch, column_capacity);
   const std::int64_t k = shape.patch_size();
-  for (std::int64_t first = 0; first < batch; first += chunk) {
-    const std::int64_t rows = std::min(chunk, batch - first);
+  for_each_chunk(stream, shape, batch, column_capacity, [&](std::int64_t first, std::int64_t rows) {
     // d_columns[positions][k] = d_out[positions][out_c] W[out_c][k]
     gemm<Scalar>(stream, Transpose::No, Transpose::No, rows * shape.positions(), k, shape.out_channels, Scalar(1),
                  d_output + first * shape.output_size(), shape.out_channels, weight, k, Scalar(0), columns, k);
     col2im(shape, rows, columns, d_input + first * shape.input_size());
-  }
+  });
 }
 
 template <class Scalar, class Input>
 void conv_backward_filter(const Stream& stream, const ConvShape& shape, std::int64_t batch, const Input* input,
                           Scalar input_scale, const Scalar* d_output, Scalar* columns, std::int64_t column_capacity,
                           Scalar* d_weight, Scalar* d_bias) {
-  check_cpu(stream, shape, batch);
   const std::int64_t k = shape.patch_size();
   const int out_c = shape.out_channels;
-  if (batch == 0) {
-    std::fill(d_weight, d_weight + out_c * k, Scalar(0));
-    if (d_bias) std::fill(d_bias, d_bias + out_c, Scalar(0));
-    return;
-  }
-  const std::int64_t chunk = chunk_rows(shape, batch, column_capacity);
-  for (std::int64_t first = 0; first < batch; first += chunk) {
-    const std::int64_t rows = std::min(chunk, batch - first);
+  std::fill(d_weight, d_weight + out_c * k, Scalar(0));  // what an empty batch leaves; chunks add to it
+  for_each_chunk(stream, shape, batch, column_capacity, [&](std::int64_t first, std::int64_t rows) {
     im2col(shape, rows, input + first * shape.input_size(), input_scale, columns);
-    // d_W[out_c][k] (+)= d_out^T[out_c][positions] columns[positions][k]
+    // d_W[out_c][k] += d_out^T[out_c][positions] columns[positions][k]
     gemm<Scalar>(stream, Transpose::Yes, Transpose::No, out_c, k, rows * shape.positions(), Scalar(1),
-                 d_output + first * shape.output_size(), out_c, columns, k, Scalar(first == 0 ? 0 : 1), d_weight, k);
-  }
+                 d_output + first * shape.output_size(), out_c, columns, k, Scalar(1), d_weight, k);
+  });
   if (!d_bias) return;
   // Column sums of d_out[batch * positions][out_c], accumulated in double: the reduction is long.
   const std::int64_t positions = batch * shape.positions();

@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <vector>
 
 #include "sim/cuda_check.hpp"
@@ -30,6 +31,23 @@ const Result& pick(const std::vector<Result>& results, int returned, const char*
   return *fallback;
 }
 
+// cuDNN's heuristic ranking for one pass (`heuristics(capacity, &returned, results)`), then pick().
+template <class Result, class Heuristics>
+Result choose(cudnnHandle_t handle, cudnnStatus_t (*max_count)(cudnnHandle_t, int*), const char* pass,
+              const ConvShape& shape, const Heuristics& heuristics) {
+  int capacity = 0, returned = 0;
+  SURGE_CUDNN_CHECK(max_count(handle, &capacity));
+  std::vector<Result> results(static_cast<std::size_t>(capacity));
+  SURGE_CUDNN_CHECK(heuristics(capacity, &returned, results.data()));
+  return pick(results, returned, pass, shape);
+}
+
+// For destructors: a failure is reported, never thrown.
+void release(cudnnStatus_t status, const char* what) {
+  if (status != CUDNN_STATUS_SUCCESS)
+    std::fprintf(stderr, "surge: releasing %s: %s\n", what, cudnnGetErrorString(status));
+}
+
 }  // namespace
 
 struct CudnnConv::State {
@@ -46,11 +64,11 @@ struct CudnnConv::State {
   std::size_t workspace = 0;
 
   ~State() {
-    if (filter) SURGE_CUDNN_CHECK_NOTHROW(cudnnDestroyFilterDescriptor(filter));
-    if (conv) SURGE_CUDNN_CHECK_NOTHROW(cudnnDestroyConvolutionDescriptor(conv));
+    if (filter) release(cudnnDestroyFilterDescriptor(filter), "a cuDNN filter descriptor");
+    if (conv) release(cudnnDestroyConvolutionDescriptor(conv), "a cuDNN convolution descriptor");
     for (cudnnTensorDescriptor_t d : {input, output, bias})
-      if (d) SURGE_CUDNN_CHECK_NOTHROW(cudnnDestroyTensorDescriptor(d));
-    if (handle) SURGE_CUDNN_CHECK_NOTHROW(cudnnDestroy(handle));
+      if (d) release(cudnnDestroyTensorDescriptor(d), "a cuDNN tensor descriptor");
+    if (handle) release(cudnnDestroy(handle), "a cuDNN handle");
   }
   void bind(const Stream& stream) const {
     SURGE_CHECK(stream.device() == device,
@@ -89,26 +107,23 @@ CudnnConv::CudnnConv(Device device, const ConvShape& shape, std::int64_t rows, b
                                                     1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
   SURGE_CUDNN_CHECK(cudnnSetConvolutionMathType(s.conv, allow_tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
 
-  int count = 0, returned = 0;
-  SURGE_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(s.handle, &count));
-  std::vector<cudnnConvolutionFwdAlgoPerf_t> forward(static_cast<std::size_t>(count));
-  SURGE_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(s.handle, s.input, s.filter, s.conv, s.output, count,
-                                                           &returned, forward.data()));
-  const auto& f = pick(forward, returned, "forward", shape);
+  const auto f = choose<cudnnConvolutionFwdAlgoPerf_t>(
+      s.handle, cudnnGetConvolutionForwardAlgorithmMaxCount, "forward", shape, [&](int n, int* got, auto* out) {
+        return cudnnGetConvolutionForwardAlgorithm_v7(s.handle, s.input, s.filter, s.conv, s.output, n, got, out);
+      });
+  const auto d = choose<cudnnConvolutionBwdDataAlgoPerf_t>(
+      s.handle, cudnnGetConvolutionBackwardDataAlgorithmMaxCount, "backward-data", shape,
+      [&](int n, int* got, auto* out) {
+        return cudnnGetConvolutionBackwardDataAlgorithm_v7(s.handle, s.filter, s.output, s.conv, s.input, n, got, out);
+      });
+  const auto w =
+      choose<cudnnConvolutionBwdFilterAlgoPerf_t>(s.handle, cudnnGetConvolutionBackwardFilterAlgorithmMaxCount,
+                                                  "backward-filter", shape, [&](int n, int* got, auto* out) {
+                                                    return cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+                                                        s.handle, s.input, s.output, s.conv, s.filter, n, got, out);
+                                                  });
   s.forward_algo = f.algo;
-
-  SURGE_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(s.handle, &count));
-  std::vector<cudnnConvolutionBwdDataAlgoPerf_t> data(static_cast<std::size_t>(count));
-  SURGE_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(s.handle, s.filter, s.output, s.conv, s.input, count,
-                                                                &returned, data.data()));
-  const auto& d = pick(data, returned, "backward-data", shape);
   s.data_algo = d.algo;
-
-  SURGE_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(s.handle, &count));
-  std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> filter(static_cast<std::size_t>(count));
-  SURGE_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(s.handle, s.input, s.output, s.conv, s.filter, count,
-                                                                  &returned, filter.data()));
-  const auto& w = pick(filter, returned, "backward-filter", shape);
   s.filter_algo = w.algo;
   s.workspace = std::max({f.memory, d.memory, w.memory});
 }

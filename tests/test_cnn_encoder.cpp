@@ -16,9 +16,7 @@
 #include "tests/support/ppo_gradient_batch.hpp"
 
 using namespace surge::rl;
-using surge::testing::around_the_clip_range;
-using surge::testing::central_difference;
-using surge::testing::normal;
+namespace testing = surge::testing;
 
 namespace {
 
@@ -126,7 +124,7 @@ void check_gradient(FrameShape frame, const EncoderConfig& config, std::int64_t 
   // Heads and biases random too, so that no gradient is zero by construction.
   for (const auto& slice : table.slices())
     for (std::int64_t j = 0; j < slice.size(); ++j)
-      params[static_cast<std::size_t>(slice.offset + j)] += 0.1 * normal(rng);
+      params[static_cast<std::size_t>(slice.offset + j)] += 0.1 * testing::normal(rng);
 
   Minibatch data;
   data.frames.resize(static_cast<std::size_t>(rows * policy.encoder.frame_size()));
@@ -139,13 +137,13 @@ void check_gradient(FrameShape frame, const EncoderConfig& config, std::int64_t 
     double max = row[0], partition = 0;
     for (int a = 1; a < num_actions; ++a) max = std::max(max, row[a]);
     for (int a = 0; a < num_actions; ++a) partition += std::exp(row[a] - max);
-    const auto estimates = around_the_clip_range(i, row[action] - max - std::log(partition),
-                                                 outputs[static_cast<std::size_t>(rows * num_actions + i)]);
+    const auto estimates = testing::around_the_clip_range(i, row[action] - max - std::log(partition),
+                                                          outputs[static_cast<std::size_t>(rows * num_actions + i)]);
     data.actions.push_back(action);
     data.old_logprob.push_back(estimates.old_logprob);
     data.old_value.push_back(estimates.old_value);
     data.returns.push_back(estimates.returns);
-    data.advantage.push_back(normal(rng) + 0.3);
+    data.advantage.push_back(testing::normal(rng) + 0.3);
   }
 
   PpoLossConfig loss_config;
@@ -165,7 +163,7 @@ void check_gradient(FrameShape frame, const EncoderConfig& config, std::int64_t 
     for (std::int64_t i = 0; i < count; ++i) {
       const std::int64_t j = per_slice == 0 ? i : (i * 7919) % slice.size();
       const std::int64_t index = slice.offset + j;
-      const double numeric = central_difference(loss_at, params, index, h);
+      const double numeric = testing::central_difference(loss_at, params, index, h);
       const double analytic = grads[static_cast<std::size_t>(index)];
       INFO(slice.name << "[" << j << "]: analytic " << analytic << ", finite difference " << numeric);
       CHECK(std::abs(analytic - numeric) <= 1e-6 + 1e-5 * std::abs(numeric));

@@ -28,73 +28,57 @@ struct Reference {
   std::vector<double> value, magnitude;  // the exact result and the sum of |terms| behind each element
 };
 
-int in_row(const ConvShape& s, int out, int k) { return out * s.stride - s.padding + k; }
-
-Reference reference_forward(const ConvShape& s, int batch, const std::vector<double>& x, const std::vector<double>& w,
-                            const std::vector<double>& b) {
-  Reference r{std::vector<double>(static_cast<std::size_t>(batch * s.output_size())), {}};
-  r.magnitude = r.value;
+// Calls term(out_index, input_index, weight_index) for every product of the convolution, in
+// the plain loop order: output element (n, oh, ow, o), then kernel position and input channel.
+template <class Term>
+void for_each_term(const ConvShape& s, int batch, const Term& term) {
   std::size_t at = 0;
   for (int n = 0; n < batch; ++n)
     for (int oh = 0; oh < s.out_height(); ++oh)
       for (int ow = 0; ow < s.out_width(); ++ow)
-        for (int o = 0; o < s.out_channels; ++o, ++at) {
-          double sum = b[static_cast<std::size_t>(o)], magnitude = std::abs(sum);
+        for (int o = 0; o < s.out_channels; ++o, ++at)
           for (int kh = 0; kh < s.kernel_height; ++kh)
-            for (int kw = 0; kw < s.kernel_width; ++kw)
-              for (int c = 0; c < s.in_channels; ++c) {
-                const int ih = in_row(s, oh, kh), iw = in_row(s, ow, kw);
-                if (ih < 0 || ih >= s.in_height || iw < 0 || iw >= s.in_width) continue;
-                const double term =
-                    w[static_cast<std::size_t>(((o * s.kernel_height + kh) * s.kernel_width + kw) * s.in_channels +
-                                               c)] *
-                    x[static_cast<std::size_t>(((n * s.in_height + ih) * s.in_width + iw) * s.in_channels + c)];
-                sum += term;
-                magnitude += std::abs(term);
-              }
-          r.value[at] = sum;
-          r.magnitude[at] = magnitude;
-        }
+            for (int kw = 0; kw < s.kernel_width; ++kw) {
+              const int ih = oh * s.stride - s.padding + kh, iw = ow * s.stride - s.padding + kw;
+              if (ih < 0 || ih >= s.in_height || iw < 0 || iw >= s.in_width) continue;
+              for (int c = 0; c < s.in_channels; ++c)
+                term(at, static_cast<std::size_t>(((n * s.in_height + ih) * s.in_width + iw) * s.in_channels + c),
+                     static_cast<std::size_t>(((o * s.kernel_height + kh) * s.kernel_width + kw) * s.in_channels + c));
+            }
+}
+
+Reference zeros(std::int64_t size) {
+  return Reference{std::vector<double>(static_cast<std::size_t>(size)),
+                   std::vector<double>(static_cast<std::size_t>(size))};
+}
+
+void accumulate(Reference& r, std::size_t at, double term) {
+  r.value[at] += term;
+  r.magnitude[at] += std::abs(term);
+}
+
+Reference reference_forward(const ConvShape& s, int batch, const std::vector<double>& x, const std::vector<double>& w,
+                            const std::vector<double>& b) {
+  Reference r = zeros(batch * s.output_size());
+  for (std::size_t at = 0; at < r.value.size(); ++at)
+    accumulate(r, at, b[at % static_cast<std::size_t>(s.out_channels)]);
+  for_each_term(s, batch, [&](std::size_t at, std::size_t xi, std::size_t wi) { accumulate(r, at, w[wi] * x[xi]); });
   return r;
 }
 
-// dL/dx and dL/dw, dL/db for L = sum(d_out * out), by walking the same index space as the forward pass.
+// dL/dx and dL/dw, dL/db for L = sum(d_out * out), over the same terms as the forward pass.
 struct ReferenceGrads {
   Reference d_input, d_weight, d_bias;
 };
 ReferenceGrads reference_backward(const ConvShape& s, int batch, const std::vector<double>& x,
                                   const std::vector<double>& w, const std::vector<double>& d_out) {
-  ReferenceGrads g;
-  auto zeros = [](std::int64_t size) {
-    return Reference{std::vector<double>(static_cast<std::size_t>(size)),
-                     std::vector<double>(static_cast<std::size_t>(size))};
-  };
-  g.d_input = zeros(batch * s.input_size());
-  g.d_weight = zeros(s.out_channels * s.patch_size());
-  g.d_bias = zeros(s.out_channels);
-  std::size_t at = 0;
-  for (int n = 0; n < batch; ++n)
-    for (int oh = 0; oh < s.out_height(); ++oh)
-      for (int ow = 0; ow < s.out_width(); ++ow)
-        for (int o = 0; o < s.out_channels; ++o, ++at) {
-          const double dy = d_out[at];
-          g.d_bias.value[static_cast<std::size_t>(o)] += dy;
-          g.d_bias.magnitude[static_cast<std::size_t>(o)] += std::abs(dy);
-          for (int kh = 0; kh < s.kernel_height; ++kh)
-            for (int kw = 0; kw < s.kernel_width; ++kw)
-              for (int c = 0; c < s.in_channels; ++c) {
-                const int ih = in_row(s, oh, kh), iw = in_row(s, ow, kw);
-                if (ih < 0 || ih >= s.in_height || iw < 0 || iw >= s.in_width) continue;
-                const auto wi =
-                    static_cast<std::size_t>(((o * s.kernel_height + kh) * s.kernel_width + kw) * s.in_channels + c);
-                const auto xi =
-                    static_cast<std::size_t>(((n * s.in_height + ih) * s.in_width + iw) * s.in_channels + c);
-                g.d_input.value[xi] += dy * w[wi];
-                g.d_input.magnitude[xi] += std::abs(dy * w[wi]);
-                g.d_weight.value[wi] += dy * x[xi];
-                g.d_weight.magnitude[wi] += std::abs(dy * x[xi]);
-              }
-        }
+  ReferenceGrads g{zeros(batch * s.input_size()), zeros(s.out_channels * s.patch_size()), zeros(s.out_channels)};
+  for (std::size_t at = 0; at < d_out.size(); ++at)
+    accumulate(g.d_bias, at % static_cast<std::size_t>(s.out_channels), d_out[at]);
+  for_each_term(s, batch, [&](std::size_t at, std::size_t xi, std::size_t wi) {
+    accumulate(g.d_input, xi, d_out[at] * w[wi]);
+    accumulate(g.d_weight, wi, d_out[at] * x[xi]);
+  });
   return g;
 }
 

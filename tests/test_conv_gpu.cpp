@@ -7,6 +7,7 @@
 // random sums drawn here (their rounding grows as sqrt(n), not n) while catching any indexing error.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -25,18 +26,17 @@ namespace {
 const Device kCpu = Device::cpu();
 const Device kCuda = Device::cuda(0);
 
-std::vector<float> drawn(std::int64_t count, std::uint64_t stream_id) {
-  Rng rng(3, stream_id, 0);
-  std::vector<float> values(static_cast<std::size_t>(count));
-  for (float& x : values) x = rng.uniform(-1.0f, 1.0f);
-  return values;
-}
-
-DeviceBuffer<float> uploaded(const std::vector<float>& host, const Stream& stream) {
-  DeviceBuffer<float> buffer(kCuda, static_cast<std::int64_t>(host.size()));
-  from_host(buffer.span(), host, stream);
-  return buffer;
-}
+// Random values in [-1, 1) on the host, and the same values on the GPU.
+struct Operand {
+  std::vector<float> host;
+  DeviceBuffer<float> device;
+  Operand(std::int64_t count, std::uint64_t stream_id, const Stream& gpu)
+      : host(static_cast<std::size_t>(count)), device(kCuda, count) {
+    Rng rng(3, stream_id, 0);
+    for (float& x : host) x = rng.uniform(-1.0f, 1.0f);
+    from_host(device.span(), host, gpu);
+  }
+};
 
 void check_close(const std::vector<float>& gpu, const std::vector<float>& cpu, double n, const char* what) {
   REQUIRE(gpu.size() == cpu.size());
@@ -51,29 +51,29 @@ void check_close(const std::vector<float>& gpu, const std::vector<float>& cpu, d
 
 void check_shape(const ConvShape& s, std::int64_t rows) {
   INFO(s.str() << ", rows " << rows);
-  const auto x = drawn(rows * s.input_size(), 1), w = drawn(s.out_channels * s.patch_size(), 2),
-             b = drawn(s.out_channels, 3), dy = drawn(rows * s.output_size(), 4);
   Stream cpu(kCpu), gpu(kCuda);
+  const Operand x(rows * s.input_size(), 1, gpu), w(s.out_channels * s.patch_size(), 2, gpu), b(s.out_channels, 3, gpu),
+      dy(rows * s.output_size(), 4, gpu);
   std::vector<float> columns(static_cast<std::size_t>(s.column_size(rows)));
-  std::vector<float> y(dy.size()), dx(x.size()), dw(w.size()), db(b.size());
-  rl::conv_forward(cpu, s, rows, x.data(), 1.0f, w.data(), b.data(), columns.data(), s.column_size(rows), y.data());
-  rl::conv_backward_data(cpu, s, rows, dy.data(), w.data(), columns.data(), s.column_size(rows), dx.data());
-  rl::conv_backward_filter(cpu, s, rows, x.data(), 1.0f, dy.data(), columns.data(), s.column_size(rows), dw.data(),
-                           db.data());
+  std::vector<float> y(dy.host.size()), dx(x.host.size()), dw(w.host.size()), db(b.host.size());
+  rl::conv_forward(cpu, s, rows, x.host.data(), 1.0f, w.host.data(), b.host.data(), columns.data(), s.column_size(rows),
+                   y.data());
+  rl::conv_backward_data(cpu, s, rows, dy.host.data(), w.host.data(), columns.data(), s.column_size(rows), dx.data());
+  rl::conv_backward_filter(cpu, s, rows, x.host.data(), 1.0f, dy.host.data(), columns.data(), s.column_size(rows),
+                           dw.data(), db.data());
 
   const rl::CudnnConv conv(kCuda, s, rows);
   INFO("algorithms " << conv.algorithms() << ", workspace " << conv.workspace_bytes() << " bytes");
   DeviceBuffer<std::uint8_t> workspace(kCuda,
                                        static_cast<std::int64_t>(std::max<std::size_t>(conv.workspace_bytes(), 1)));
-  const auto x_gpu = uploaded(x, gpu), w_gpu = uploaded(w, gpu), b_gpu = uploaded(b, gpu), dy_gpu = uploaded(dy, gpu);
   DeviceBuffer<float> y_gpu(kCuda, static_cast<std::int64_t>(y.size())),
-      dx_gpu(kCuda, static_cast<std::int64_t>(x.size())), dw_gpu(kCuda, static_cast<std::int64_t>(w.size())),
-      db_gpu(kCuda, static_cast<std::int64_t>(b.size()));
+      dx_gpu(kCuda, static_cast<std::int64_t>(dx.size())), dw_gpu(kCuda, static_cast<std::int64_t>(dw.size())),
+      db_gpu(kCuda, static_cast<std::int64_t>(db.size()));
   rl::IterationGraph graph(gpu);
   graph.capture([&] {
-    conv.forward(gpu, x_gpu.data(), w_gpu.data(), b_gpu.data(), workspace.data(), y_gpu.data());
-    conv.backward_data(gpu, dy_gpu.data(), w_gpu.data(), workspace.data(), dx_gpu.data());
-    conv.backward_filter(gpu, x_gpu.data(), dy_gpu.data(), workspace.data(), dw_gpu.data(), db_gpu.data());
+    conv.forward(gpu, x.device.data(), w.device.data(), b.device.data(), workspace.data(), y_gpu.data());
+    conv.backward_data(gpu, dy.device.data(), w.device.data(), workspace.data(), dx_gpu.data());
+    conv.backward_filter(gpu, x.device.data(), dy.device.data(), workspace.data(), dw_gpu.data(), db_gpu.data());
   });
   for (int replay = 0; replay < 2; ++replay) {
     graph.launch();

@@ -14,21 +14,9 @@
 #include "rl/gemm.hpp"
 #include "sim/error.hpp"
 #include "sim/format.hpp"
+#include "tools/bench/standalone_bench.hpp"
 
 namespace {
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const std::size_t mid = values.size() / 2;
-  return values.size() % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
-}
-
-std::string load_average() {
-  std::ifstream file("/proc/loadavg");
-  std::string one, five, fifteen;
-  file >> one >> five >> fifteen;
-  return one.empty() ? "unknown" : one + " " + five + " " + fifteen;
-}
 
 long parse_count(const char* text, const char* what, long low, long high) {
   char* end = nullptr;
@@ -78,7 +66,7 @@ int run(int argc, char** argv) {
     backward_s.push_back(std::chrono::duration<double>(t2 - t1).count());
   }
   const double flops = 2.0 * encoder.forward_flops_per_row() * static_cast<double>(rows);
-  const double forward = median(forward_s), backward = median(backward_s);
+  const double forward = surge::bench::median(forward_s), backward = surge::bench::median(backward_s);
   std::cout << "encoder " << name << " on " << rows << " rows of " << frame << "x" << frame << "x" << channels
             << " uint8, " << surge::plural(repeats, "repeat") << ", " << surge::rl::cpu_gemm_library() << "\n"
             << "  forward   median " << surge::format_significant(forward * 1e3) << " ms, "
@@ -86,20 +74,12 @@ int run(int argc, char** argv) {
             << "  backward  median " << surge::format_significant(backward * 1e3) << " ms, "
             << surge::format_significant(2 * flops / backward * 1e-9) << " GFLOP/s (nominal: twice the forward)\n"
             << "  workspace " << surge::format_significant(encoder.workspace_bytes(rows, 4) / 1048576.0)
-            << " MiB; load average " << load_average() << "\n";
+            << " MiB; load average " << surge::bench::load_average() << "\n";
   return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const surge::InputError& error) {
-    std::cerr << "bench_cnn: " << error.what() << "\n";
-    return 2;
-  } catch (const std::exception& error) {
-    std::cerr << "bench_cnn: " << error.what() << "\n";
-    return 1;
-  }
+  return surge::bench::standalone_main("bench_cnn", [&] { return run(argc, argv); });
 }

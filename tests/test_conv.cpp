@@ -12,9 +12,13 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "rl/conv.hpp"
+#if defined(SURGE_WITH_ONEDNN)
+#include "rl/conv_onednn.hpp"
+#endif
 #include "sim/error.hpp"
 #include "sim/philox.hpp"
 
@@ -111,7 +115,7 @@ struct Case {
 };
 
 template <class Scalar>
-void check_case(const Case& c, std::int64_t chunk, double unit_roundoff) {
+void check_case(const Case& c, std::int64_t chunk, double unit_roundoff, bool onednn = false) {
   const ConvShape& s = c.shape;
   const int batch = c.batch;
   INFO(s.str() << ", stride " << s.stride << ", batch " << batch << ", chunk " << chunk << ", uint8 " << c.uint8_input);
@@ -139,7 +143,21 @@ void check_case(const Case& c, std::int64_t chunk, double unit_roundoff) {
   std::vector<Scalar> columns(static_cast<std::size_t>(capacity));
   std::vector<Scalar> out(d_out.size()), d_x(x.size()), d_w(w.size()), d_b(b.size());
   const Scalar input_scale = static_cast<Scalar>(scale);
-  if (c.uint8_input) {
+  if (onednn) {
+#if defined(SURGE_WITH_ONEDNN)
+    if constexpr (std::is_same_v<Scalar, float>) {
+      // oneDNN convolves float images: the frames scaled as the im2col path scales them.
+      std::vector<float> input = x;
+      if (c.uint8_input)
+        for (std::size_t i = 0; i < input.size(); ++i) input[i] = static_cast<float>(pixels[i]) * input_scale;
+      const surge::rl::OnednnConv conv(s, batch);
+      INFO("oneDNN kernels " << conv.kernels());
+      conv.forward(input.data(), w.data(), b.data(), out.data());
+      conv.backward_data(d_out.data(), w.data(), d_x.data());
+      conv.backward_filter(input.data(), d_out.data(), d_w.data(), d_b.data());
+    }
+#endif
+  } else if (c.uint8_input) {
     surge::rl::conv_forward(stream, s, batch, pixels.data(), input_scale, w.data(), b.data(), columns.data(), capacity,
                             out.data());
     surge::rl::conv_backward_filter(stream, s, batch, pixels.data(), input_scale, d_out.data(), columns.data(),
@@ -150,7 +168,8 @@ void check_case(const Case& c, std::int64_t chunk, double unit_roundoff) {
     surge::rl::conv_backward_filter(stream, s, batch, x.data(), Scalar(1), d_out.data(), columns.data(), capacity,
                                     d_w.data(), d_b.data());
   }
-  surge::rl::conv_backward_data(stream, s, batch, d_out.data(), w.data(), columns.data(), capacity, d_x.data());
+  if (!onednn)
+    surge::rl::conv_backward_data(stream, s, batch, d_out.data(), w.data(), columns.data(), capacity, d_x.data());
 
   const double scaling = c.uint8_input ? 2 : 0;
   require_within(out, reference_forward(s, batch, x_exact, w_exact, b_exact), double(s.patch_size()) + 1 + scaling,
@@ -193,6 +212,12 @@ TEST_CASE("double convolution passes agree with the reference within the double 
   const double double_roundoff = std::ldexp(1.0, -53);
   for (const Case& c : kCases) check_case<double>(c, 2, double_roundoff);
 }
+
+#if defined(SURGE_WITH_ONEDNN)
+TEST_CASE("oneDNN convolution passes agree with the double reference within the rounding bound", "[conv]") {
+  for (const Case& c : kCases) check_case<float>(c, c.batch, std::ldexp(1.0, -24), true);
+}
+#endif
 
 TEST_CASE("convolution shapes are checked", "[conv]") {
   CHECK_THROWS_AS(surge::rl::check_conv_shape(shape(6, 6, 1, 4, 8, 8, 4, 0), "encoder layer 1"), surge::InputError);

@@ -4,6 +4,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <type_traits>
 
 #include "rl/gemm.hpp"
 #include "rl/mlp.hpp"
@@ -37,7 +38,86 @@ void column_sums(const Scalar* matrix, std::int64_t rows, std::int64_t cols, Sca
   for (std::int64_t c = 0; c < cols; ++c) sums[c] = static_cast<Scalar>(total[static_cast<std::size_t>(c)]);
 }
 
+// Whether this pass convolves through oneDNN: float, and primitives made for this many rows.
+template <class Scalar>
+bool through_onednn(const CnnCpuConvs* convs, [[maybe_unused]] std::int64_t rows) {
+  if (!convs || !std::is_same_v<Scalar, float>) return false;
+#if defined(SURGE_WITH_ONEDNN)
+  SURGE_CHECK(convs->rows() == rows, "oneDNN convolutions made for " + std::to_string(convs->rows()) +
+                                         " rows, called with " + std::to_string(rows));
+#endif
+  return true;
+}
+
+// The frames as oneDNN's first layer reads them: floats, scaled as im2col scales them.
+template <class Scalar>
+const Scalar* scaled_frames(const CnnEncoder& encoder, const std::uint8_t* frames, std::int64_t rows, Scalar* out) {
+  const std::int64_t size = rows * encoder.frame_size();
+  const auto scale = static_cast<Scalar>(CnnEncoder::kPixelScale);
+#pragma omp parallel for schedule(static) if (size > kParallelElements)
+  for (std::int64_t i = 0; i < size; ++i) out[i] = static_cast<Scalar>(frames[i]) * scale;
+  return out;
+}
+
+// One conv layer's forward pass, through oneDNN when `onednn` is given (float only), else im2col. Layer 0
+// reads the frames: im2col scales them as it builds its columns; for oneDNN they are scaled into `columns`.
+template <class Scalar>
+void layer_forward(const Stream& stream, const CnnEncoder& encoder, int l, std::int64_t rows,
+                   const std::uint8_t* frames, const Scalar* input, const Scalar* params, Scalar* columns,
+                   [[maybe_unused]] const CnnCpuConvs* onednn, Scalar* output) {
+  const Scalar* weight = params + encoder.conv_weight_offset(l);
+  const Scalar* bias = params + encoder.conv_bias_offset(l);
+#if defined(SURGE_WITH_ONEDNN)
+  if constexpr (std::is_same_v<Scalar, float>)
+    if (onednn) {
+      onednn->layer(l).forward(l == 0 ? scaled_frames(encoder, frames, rows, columns) : input, weight, bias, output);
+      return;
+    }
+#endif
+  const ConvShape& s = encoder.conv(l);
+  const std::int64_t capacity = encoder.column_capacity(rows);
+  if (l == 0)
+    conv_forward(stream, s, rows, frames, Scalar(CnnEncoder::kPixelScale), weight, bias, columns, capacity, output);
+  else
+    conv_forward(stream, s, rows, input, Scalar(1), weight, bias, columns, capacity, output);
+}
+
+// One conv layer's backward pass: its weight and bias gradients into `grads`, and unless it is layer 0 (the
+// frames need no gradient) d_input from d_output.
+template <class Scalar>
+void layer_backward(const Stream& stream, const CnnEncoder& encoder, int l, std::int64_t rows,
+                    const std::uint8_t* frames, const Scalar* input, const Scalar* params, const Scalar* d_output,
+                    Scalar* columns, [[maybe_unused]] const CnnCpuConvs* onednn, Scalar* grads, Scalar* d_input) {
+  const Scalar* weight = params + encoder.conv_weight_offset(l);
+  Scalar* d_weight = grads + encoder.conv_weight_offset(l);
+  Scalar* d_bias = grads + encoder.conv_bias_offset(l);
+#if defined(SURGE_WITH_ONEDNN)
+  if constexpr (std::is_same_v<Scalar, float>)
+    if (onednn) {
+      const OnednnConv& conv = onednn->layer(l);
+      conv.backward_filter(l == 0 ? scaled_frames(encoder, frames, rows, columns) : input, d_output, d_weight, d_bias);
+      if (l > 0) conv.backward_data(d_output, weight, d_input);
+      return;
+    }
+#endif
+  const ConvShape& s = encoder.conv(l);
+  const std::int64_t capacity = encoder.column_capacity(rows);
+  if (l == 0) {
+    conv_backward_filter(stream, s, rows, frames, Scalar(CnnEncoder::kPixelScale), d_output, columns, capacity,
+                         d_weight, d_bias);
+    return;
+  }
+  conv_backward_filter(stream, s, rows, input, Scalar(1), d_output, columns, capacity, d_weight, d_bias);
+  conv_backward_data(stream, s, rows, d_output, weight, columns, capacity, d_input);
+}
+
 }  // namespace
+
+#if defined(SURGE_WITH_ONEDNN)
+CnnCpuConvs::CnnCpuConvs(const CnnEncoder& encoder, std::int64_t rows) : rows_(rows) {
+  for (int l = 0; l < encoder.num_convs(); ++l) layers_.emplace_back(encoder.conv(l), rows);
+}
+#endif
 
 EncoderConfig encoder_config(const std::string& name) {
   if (name == "nature") return {"nature", {{32, 8, 4}, {64, 4, 2}, {64, 3, 1}}, 512};
@@ -83,7 +163,11 @@ std::int64_t CnnEncoder::activation_offset(int layer, std::int64_t rows) const {
 }
 
 std::int64_t CnnEncoder::column_capacity(std::int64_t rows) const {
+#if defined(SURGE_WITH_ONEDNN)
+  std::int64_t capacity = rows * frame_size();
+#else
   std::int64_t capacity = 0;
+#endif
   for (const ConvShape& s : convs_) capacity = std::max(capacity, s.column_size(std::min(rows, column_rows_)));
   return capacity;
 }
@@ -108,19 +192,13 @@ void CnnEncoder::initialize(std::vector<double>& params, Rng& rng) const {
 
 template <class Scalar>
 void cnn_forward(const Stream& stream, const CnnEncoder& encoder, const Scalar* params, const std::uint8_t* frames,
-                 std::int64_t rows, Scalar* activations, Scalar* scratch, Scalar* features) {
-  const std::int64_t capacity = encoder.column_capacity(rows);
+                 std::int64_t rows, Scalar* activations, Scalar* scratch, Scalar* features, const CnnCpuConvs* convs) {
+  const CnnCpuConvs* onednn = through_onednn<Scalar>(convs, rows) ? convs : nullptr;
   const Scalar* input = nullptr;
   for (int l = 0; l < encoder.num_convs(); ++l) {
-    const ConvShape& s = encoder.conv(l);
     Scalar* output = activations + encoder.activation_offset(l, rows);
-    const Scalar* weight = params + encoder.conv_weight_offset(l);
-    const Scalar* bias = params + encoder.conv_bias_offset(l);
-    if (l == 0)
-      conv_forward(stream, s, rows, frames, Scalar(CnnEncoder::kPixelScale), weight, bias, scratch, capacity, output);
-    else
-      conv_forward(stream, s, rows, input, Scalar(1), weight, bias, scratch, capacity, output);
-    relu_in_place(output, rows * s.output_size());
+    layer_forward(stream, encoder, l, rows, frames, input, params, scratch, onednn, output);
+    relu_in_place(output, rows * encoder.conv(l).output_size());
     input = output;
   }
   const std::int64_t flat = encoder.flat_dim(), dense = encoder.feature_dim();
@@ -133,7 +211,8 @@ void cnn_forward(const Stream& stream, const CnnEncoder& encoder, const Scalar* 
 template <class Scalar>
 void cnn_backward(const Stream& stream, const CnnEncoder& encoder, const Scalar* params, const std::uint8_t* frames,
                   std::int64_t rows, const Scalar* activations, const Scalar* features, const Scalar* d_features,
-                  Scalar* grads, Scalar* scratch) {
+                  Scalar* grads, Scalar* scratch, const CnnCpuConvs* convs) {
+  const CnnCpuConvs* onednn = through_onednn<Scalar>(convs, rows) ? convs : nullptr;
   const std::int64_t capacity = encoder.column_capacity(rows);
   Scalar* columns = scratch;
   Scalar* current = scratch + capacity;  // the gradient at the layer being worked on
@@ -151,29 +230,20 @@ void cnn_backward(const Stream& stream, const CnnEncoder& encoder, const Scalar*
                params + encoder.dense_weight_offset(), flat, Scalar(0), current, flat);
 
   for (int l = last; l >= 0; --l) {
-    const ConvShape& s = encoder.conv(l);
-    relu_mask(activations + encoder.activation_offset(l, rows), rows * s.output_size(), current);
-    Scalar* d_weight = grads + encoder.conv_weight_offset(l);
-    Scalar* d_bias = grads + encoder.conv_bias_offset(l);
-    if (l == 0) {
-      conv_backward_filter(stream, s, rows, frames, Scalar(CnnEncoder::kPixelScale), current, columns, capacity,
-                           d_weight, d_bias);
-      break;  // the frames need no gradient
-    }
-    const Scalar* input = activations + encoder.activation_offset(l - 1, rows);
-    conv_backward_filter(stream, s, rows, input, Scalar(1), current, columns, capacity, d_weight, d_bias);
-    conv_backward_data(stream, s, rows, current, params + encoder.conv_weight_offset(l), columns, capacity, next);
+    relu_mask(activations + encoder.activation_offset(l, rows), rows * encoder.conv(l).output_size(), current);
+    const Scalar* input = l > 0 ? activations + encoder.activation_offset(l - 1, rows) : nullptr;
+    layer_backward(stream, encoder, l, rows, frames, input, params, current, columns, onednn, grads, next);
     std::swap(current, next);
   }
 }
 
 template void cnn_forward<float>(const Stream&, const CnnEncoder&, const float*, const std::uint8_t*, std::int64_t,
-                                 float*, float*, float*);
+                                 float*, float*, float*, const CnnCpuConvs*);
 template void cnn_forward<double>(const Stream&, const CnnEncoder&, const double*, const std::uint8_t*, std::int64_t,
-                                  double*, double*, double*);
+                                  double*, double*, double*, const CnnCpuConvs*);
 template void cnn_backward<float>(const Stream&, const CnnEncoder&, const float*, const std::uint8_t*, std::int64_t,
-                                  const float*, const float*, const float*, float*, float*);
+                                  const float*, const float*, const float*, float*, float*, const CnnCpuConvs*);
 template void cnn_backward<double>(const Stream&, const CnnEncoder&, const double*, const std::uint8_t*, std::int64_t,
-                                   const double*, const double*, const double*, double*, double*);
+                                   const double*, const double*, const double*, double*, double*, const CnnCpuConvs*);
 
 }  // namespace surge::rl

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "rl/conv.hpp"
+#include "rl/conv_onednn.hpp"
 #include "rl/param_table.hpp"
 #include "sim/philox.hpp"
 #include "sim/stream.hpp"
@@ -69,7 +70,8 @@ class CnnEncoder {
 
   // The memory plan, in elements of the Scalar the passes run in. Activations: every conv layer's
   // post-ReLU output [rows][out_h][out_w][channels], kept by forward for backward. Scratch: the im2col
-  // columns for up to column_rows rows, then two gradient buffers [rows][widest layer].
+  // columns for up to column_rows rows (with oneDNN in the build, at least the frames scaled to float:
+  // oneDNN's first layer reads them), then two gradient buffers [rows][widest layer].
   std::int64_t activation_size(std::int64_t rows) const;
   std::int64_t activation_offset(int layer, std::int64_t rows) const;
   std::int64_t column_capacity(std::int64_t rows) const;
@@ -92,17 +94,36 @@ class CnnEncoder {
   std::vector<std::int64_t> weight_offsets_, bias_offsets_;  // the convs', then the dense layer's
 };
 
+// The oneDNN primitives of every conv layer for exactly rows() rows; defined in builds that found oneDNN
+// (SURGE_WITH_ONEDNN), where the float passes below convolve through it when given one (4 to 10 times
+// faster than im2col here: docs/pixels.md).
+class CnnCpuConvs;
+
 // features[rows][feature_dim] of frames[rows][frame_size] (uint8); conv activations go to `activations`
 // [activation_size(rows)], and `scratch` [scratch_size(rows)] is used. Host pointers, CPU stream.
 template <class Scalar>
 void cnn_forward(const Stream& stream, const CnnEncoder& encoder, const Scalar* params, const std::uint8_t* frames,
-                 std::int64_t rows, Scalar* activations, Scalar* scratch, Scalar* features);
+                 std::int64_t rows, Scalar* activations, Scalar* scratch, Scalar* features,
+                 const CnnCpuConvs* convs = nullptr);
 
 // Given d_features = dLoss/d(features), writes dLoss/d(parameter) into every slice of this encoder in
 // `grads` (table layout; other slices untouched). Needs what cnn_forward left in activations and features.
 template <class Scalar>
 void cnn_backward(const Stream& stream, const CnnEncoder& encoder, const Scalar* params, const std::uint8_t* frames,
                   std::int64_t rows, const Scalar* activations, const Scalar* features, const Scalar* d_features,
-                  Scalar* grads, Scalar* scratch);
+                  Scalar* grads, Scalar* scratch, const CnnCpuConvs* convs = nullptr);
+
+#if defined(SURGE_WITH_ONEDNN)
+class CnnCpuConvs {
+ public:
+  CnnCpuConvs(const CnnEncoder& encoder, std::int64_t rows);
+  std::int64_t rows() const { return rows_; }
+  const OnednnConv& layer(int index) const { return layers_[static_cast<std::size_t>(index)]; }
+
+ private:
+  std::int64_t rows_;
+  std::vector<OnednnConv> layers_;
+};
+#endif
 
 }  // namespace surge::rl

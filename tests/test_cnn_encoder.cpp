@@ -195,11 +195,16 @@ TEST_CASE("encoder configurations and memory plan", "[cnn]") {
   // CleanRL's Atari trunk has 1,684,128 parameters (nn.Conv2d and nn.Linear weights and biases).
   CHECK(table.parameter_count() == 32 * 4 * 64 + 32 + 64 * 32 * 16 + 64 + 64 * 64 * 9 + 64 + 512 * 3136 + 512);
   CHECK(table.parameter_count() == 1684128);
-  // Activations: the three conv outputs per row; scratch: im2col for 32 rows of the largest layer plus
-  // two buffers of the widest output.
+  // Activations: the three conv outputs per row; scratch: im2col for 32 rows of the largest layer (or
+  // the float frames, where oneDNN convolves) plus two buffers of the widest output.
   CHECK(nature.activation_size(256) == 256 * (12800 + 5184 + 3136));
-  CHECK(nature.column_capacity(256) == 32 * 400 * 256);
-  CHECK(nature.scratch_size(256) == 32 * 400 * 256 + 2 * 256 * 12800);
+#if defined(SURGE_WITH_ONEDNN)
+  const std::int64_t columns = 256 * 84 * 84 * 4;  // more than im2col's: the frames as floats, for oneDNN
+#else
+  const std::int64_t columns = 32 * 400 * 256;
+#endif
+  CHECK(nature.column_capacity(256) == columns);
+  CHECK(nature.scratch_size(256) == columns + 2 * 256 * 12800);
   CHECK(nature.workspace_bytes(256, 4) == 4 * (nature.activation_size(256) + nature.scratch_size(256)));
 
   ParamTable small_table;
@@ -279,3 +284,48 @@ TEST_CASE("encoder parameters save and restore through their named views", "[cnn
   for (float f : before) positive += f > 0;
   CHECK(positive > 0);
 }
+
+#if defined(SURGE_WITH_ONEDNN)
+TEST_CASE("the encoder's oneDNN passes match its im2col passes", "[cnn]") {
+  // Both run in float and round their sums in different orders: features and gradients agree to
+  // 1e-4 (1 + |im2col|), far below any indexing error (the gradient test covers the im2col side).
+  ParamTable table;
+  const CnnEncoder encoder(table, "encoder", FrameShape{44, 44, 4}, encoder_config("nature"));
+  const std::int64_t rows = 5;
+  std::vector<double> initial(static_cast<std::size_t>(table.total()), 0.0);
+  surge::Rng rng(12, 0, 0);
+  encoder.initialize(initial, rng);
+  const std::vector<float> params(initial.begin(), initial.end());
+  std::vector<std::uint8_t> frames(static_cast<std::size_t>(rows * encoder.frame_size()));
+  for (auto& p : frames) p = static_cast<std::uint8_t>(rng.next_u32() & 255u);
+  std::vector<float> d_features(static_cast<std::size_t>(rows * encoder.feature_dim()));
+  for (auto& d : d_features) d = rng.uniform(-1.0f, 1.0f);
+
+  const CnnCpuConvs convs(encoder, rows);
+  auto run = [&](const CnnCpuConvs* through) {
+    surge::Stream stream(surge::Device::cpu());
+    std::vector<float> activations(static_cast<std::size_t>(encoder.activation_size(rows)));
+    std::vector<float> scratch(static_cast<std::size_t>(encoder.scratch_size(rows)));
+    std::vector<float> features(d_features.size()), grads(params.size(), 0.0f);
+    cnn_forward(stream, encoder, params.data(), frames.data(), rows, activations.data(), scratch.data(),
+                features.data(), through);
+    cnn_backward(stream, encoder, params.data(), frames.data(), rows, activations.data(), features.data(),
+                 d_features.data(), grads.data(), scratch.data(), through);
+    features.insert(features.end(), grads.begin(), grads.end());
+    return features;
+  };
+  const std::vector<float> im2col = run(nullptr), onednn = run(&convs);
+  REQUIRE(im2col.size() == onednn.size());
+  int nonzero = 0;
+  for (std::size_t i = 0; i < im2col.size(); ++i) {
+    INFO("element " << i << " of features then gradients");
+    REQUIRE(std::abs(onednn[i] - im2col[i]) <= 1e-4f * (1.0f + std::abs(im2col[i])));
+    nonzero += im2col[i] != 0.0f;
+  }
+  CHECK(nonzero * 4 > static_cast<int>(im2col.size()));
+  CHECK_THROWS_AS(
+      cnn_forward(surge::Stream(surge::Device::cpu()), encoder, params.data(), frames.data(), rows - 1,
+                  static_cast<float*>(nullptr), static_cast<float*>(nullptr), static_cast<float*>(nullptr), &convs),
+      surge::Error);
+}
+#endif

@@ -1,5 +1,6 @@
-// bench_cnn: the CNN encoder's forward and backward passes on the CPU backend (im2col + CBLAS), timed over
-// repeats at one minibatch shape, with the medians, the GFLOP/s they reach and the load average.
+// bench_cnn: the CNN encoder's forward and backward passes on the CPU backend (im2col + CBLAS, and oneDNN in
+// builds that have it), timed over repeats at one minibatch shape, with the medians, the GFLOP/s they reach
+// and the load average.
 //   bench_cnn [ROWS [FRAME [CHANNELS [ENCODER [REPEATS]]]]]      defaults: 256 84 4 nature 7
 #include <algorithm>
 #include <chrono>
@@ -50,31 +51,39 @@ int run(int argc, char** argv) {
   std::vector<float> d_features(features.size());
   for (auto& d : d_features) d = rng.uniform(-1.0f, 1.0f) / static_cast<float>(rows);
 
-  surge::Stream stream(surge::Device::cpu());
-  using Clock = std::chrono::steady_clock;
-  std::vector<double> forward_s, backward_s;
-  for (int r = 0; r <= repeats; ++r) {  // the first round warms caches and threads and is not counted
-    const auto t0 = Clock::now();
-    cnn_forward(stream, encoder, params.data(), frames.data(), rows, activations.data(), scratch.data(),
-                features.data());
-    const auto t1 = Clock::now();
-    cnn_backward(stream, encoder, params.data(), frames.data(), rows, activations.data(), features.data(),
-                 d_features.data(), grads.data(), scratch.data());
-    const auto t2 = Clock::now();
-    if (r == 0) continue;
-    forward_s.push_back(std::chrono::duration<double>(t1 - t0).count());
-    backward_s.push_back(std::chrono::duration<double>(t2 - t1).count());
-  }
-  const double flops = 2.0 * encoder.forward_flops_per_row() * static_cast<double>(rows);
-  const double forward = surge::bench::median(forward_s), backward = surge::bench::median(backward_s);
   std::cout << "encoder " << name << " on " << rows << " rows of " << frame << "x" << frame << "x" << channels
-            << " uint8, " << surge::plural(repeats, "repeat") << ", " << surge::rl::cpu_gemm_library() << "\n"
-            << "  forward   median " << surge::format_significant(forward * 1e3) << " ms, "
-            << surge::format_significant(flops / forward * 1e-9) << " GFLOP/s\n"
-            << "  backward  median " << surge::format_significant(backward * 1e3) << " ms, "
-            << surge::format_significant(2 * flops / backward * 1e-9) << " GFLOP/s (nominal: twice the forward)\n"
-            << "  workspace " << surge::format_significant(encoder.workspace_bytes(rows, 4) / 1048576.0)
-            << " MiB; load average " << surge::bench::load_average() << "\n";
+            << " uint8, " << surge::plural(repeats, "repeat") << "; workspace "
+            << surge::format_significant(encoder.workspace_bytes(rows, 4) / 1048576.0) << " MiB\n";
+  const double flops = 2.0 * encoder.forward_flops_per_row() * static_cast<double>(rows);
+  // Medians of forward and backward through the im2col path (convs null) or oneDNN's.
+  auto measure = [&](const char* variant, const CnnCpuConvs* convs) {
+    surge::Stream stream(surge::Device::cpu());
+    using Clock = std::chrono::steady_clock;
+    std::vector<double> forward_s, backward_s;
+    for (int r = 0; r <= repeats; ++r) {  // the first round warms caches and threads and is not counted
+      const auto t0 = Clock::now();
+      cnn_forward(stream, encoder, params.data(), frames.data(), rows, activations.data(), scratch.data(),
+                  features.data(), convs);
+      const auto t1 = Clock::now();
+      cnn_backward(stream, encoder, params.data(), frames.data(), rows, activations.data(), features.data(),
+                   d_features.data(), grads.data(), scratch.data(), convs);
+      const auto t2 = Clock::now();
+      if (r == 0) continue;
+      forward_s.push_back(std::chrono::duration<double>(t1 - t0).count());
+      backward_s.push_back(std::chrono::duration<double>(t2 - t1).count());
+    }
+    const double forward = surge::bench::median(forward_s), backward = surge::bench::median(backward_s);
+    std::cout << "  " << variant << ": forward median " << surge::format_significant(forward * 1e3) << " ms ("
+              << surge::format_significant(flops / forward * 1e-9) << " GFLOP/s), backward median "
+              << surge::format_significant(backward * 1e3) << " ms ("
+              << surge::format_significant(2 * flops / backward * 1e-9) << " GFLOP/s nominal)\n";
+  };
+  measure(("im2col + " + surge::rl::cpu_gemm_library()).c_str(), nullptr);
+#if defined(SURGE_WITH_ONEDNN)
+  const CnnCpuConvs convs(encoder, rows);
+  measure("oneDNN", &convs);
+#endif
+  std::cout << "  load average " << surge::bench::load_average() << "\n";
   return 0;
 }
 

@@ -32,7 +32,7 @@ say() { echo "setup: $*"; }
 
 debian_packages=(cmake g++ make pkg-config python3 python3-pip catch2 libopenblas-dev libhdf5-dev
                  libtomlplusplus-dev nlohmann-json3-dev libdlpack-dev libtorch-dev openmpi-bin libopenmpi-dev
-                 python3-dev python3-torch zlib1g-dev ffmpeg)
+                 python3-dev python3-torch zlib1g-dev ffmpeg libdnnl-dev)
 # Modules (module:package where pip names it otherwise; pip's name takes '-' for '_'): independent checkers
 # for the tests (Gymnasium itself with pygame for its frames, h5py, TensorBoard, Pillow for GIFs); for the
 # Python package, nanobind and scikit-build-core to build it and pytest for its tests.

@@ -39,6 +39,20 @@ std::size_t file_crash_message_length = 0;
 
 extern "C" void on_file_crash(int) { say_and_exit(file_crash_message, file_crash_message_length); }
 
+// `handler` for SIGSEGV and SIGBUS, keeping the ones it replaces; then the kept ones back.
+void take_crashes(void (*handler)(int), struct sigaction* previous_segv, struct sigaction* previous_bus) {
+  struct sigaction action {};
+  action.sa_handler = handler;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGSEGV, &action, previous_segv);
+  sigaction(SIGBUS, &action, previous_bus);
+}
+
+void give_back_crashes(const struct sigaction& previous_segv, const struct sigaction& previous_bus) {
+  sigaction(SIGSEGV, &previous_segv, nullptr);
+  sigaction(SIGBUS, &previous_bus, nullptr);
+}
+
 std::size_t compose(char* buffer, std::size_t capacity, const char* format, const std::string& file,
                     const std::string& name) {
   const int written = std::snprintf(buffer, capacity, format, message_prefix, file.c_str(), name.c_str());
@@ -67,18 +81,13 @@ CrashGuard::CrashGuard(const std::string& line) {
   file_crash_message_length =
       written < 0 ? 0 : std::min<std::size_t>(static_cast<std::size_t>(written), sizeof file_crash_message - 1);
   if (file_crash_message_length > 0) file_crash_message[file_crash_message_length - 1] = '\n';
-  struct sigaction action {};
-  action.sa_handler = on_file_crash;
-  sigemptyset(&action.sa_mask);
-  sigaction(SIGSEGV, &action, &file_previous_segv);
-  sigaction(SIGBUS, &action, &file_previous_bus);
+  take_crashes(on_file_crash, &file_previous_segv, &file_previous_bus);
 }
 
 CrashGuard::~CrashGuard() {
   const std::lock_guard lock(file_guard_mutex);
   if (--file_guards > 0) return;
-  sigaction(SIGSEGV, &file_previous_segv, nullptr);
-  sigaction(SIGBUS, &file_previous_bus, nullptr);
+  give_back_crashes(file_previous_segv, file_previous_bus);
 }
 
 GuardedRead::GuardedRead(const std::string& file, std::uint64_t file_bytes, const std::string& name, double seconds) {
@@ -108,16 +117,11 @@ GuardedRead::GuardedRead(const std::string& file, std::uint64_t file_bytes, cons
     }
   }
 
-  struct sigaction action {};
-  action.sa_handler = on_read_crash;
-  sigemptyset(&action.sa_mask);
-  sigaction(SIGSEGV, &action, &previous_segv_);
-  sigaction(SIGBUS, &action, &previous_bus_);
+  take_crashes(on_read_crash, &previous_segv_, &previous_bus_);
 }
 
 GuardedRead::~GuardedRead() {
-  sigaction(SIGSEGV, &previous_segv_, nullptr);
-  sigaction(SIGBUS, &previous_bus_, nullptr);
+  give_back_crashes(previous_segv_, previous_bus_);
   if (limited_) ::setrlimit(RLIMIT_AS, &previous_limit_);
   {
     const std::lock_guard lock(mutex_);

@@ -40,25 +40,74 @@ struct AdamUpdate {
   }
 };
 
+// This update's scalars from the gradient norm and the step count (one thread).
+SURGE_HD_INLINE void update_scalars(OptimizerScalars* s, double beta1, double beta2, double max_norm) {
+  if (s->frozen) return;
+  s->step += 1.0;
+  const double norm = sqrt(s->grad_norm_sq);
+  const double coef = max_norm / (norm + 1e-6);
+  s->grad_scale = (max_norm > 0.0 && coef < 1.0) ? coef : 1.0;
+  s->step_size = s->learning_rate / (1.0 - pow(beta1, s->step));
+  s->bias_correction2_sqrt = sqrt(1.0 - pow(beta2, s->step));
+}
+
+// The CPU's sum of squared gradients, the same bits as parallel_reduce<1>(SquaredGradient): the same 64
+// chunks (chunk c is [n c / 64, n (c + 1) / 64)), each summed in index order, then folded in chunk
+// order. parallel_reduce walks one chunk at a time, a chain of dependent additions; here kInterleave
+// chunks advance together, so their chains overlap in the pipeline.
+constexpr std::int64_t kNormChunks = 64;
+constexpr std::int64_t kInterleave = 8;
+
+double cpu_squared_norm(const float* grads, std::int64_t n) {
+  double partial[kNormChunks] = {};
+  const std::int64_t shortest = n / kNormChunks;  // every chunk holds shortest or shortest + 1 elements
+#pragma omp parallel for schedule(static) if (n >= 4096)
+  for (std::int64_t group = 0; group < kNormChunks; group += kInterleave) {
+    std::int64_t begin[kInterleave], end[kInterleave];
+    double sum[kInterleave];
+    for (std::int64_t c = 0; c < kInterleave; ++c) {
+      begin[c] = n * (group + c) / kNormChunks;
+      end[c] = n * (group + c + 1) / kNormChunks;
+      sum[c] = 0.0;
+    }
+    for (std::int64_t k = 0; k < shortest; ++k)
+      for (std::int64_t c = 0; c < kInterleave; ++c) {
+        const double x = static_cast<double>(grads[begin[c] + k]);
+        sum[c] += x * x;
+      }
+    for (std::int64_t c = 0; c < kInterleave; ++c) {
+      for (std::int64_t i = begin[c] + shortest; i < end[c]; ++i) {
+        const double x = static_cast<double>(grads[i]);
+        sum[c] += x * x;
+      }
+      partial[group + c] = sum[c];
+    }
+  }
+  double total = 0.0;
+  for (std::int64_t c = 0; c < kNormChunks; ++c) total += partial[c];
+  return total;
+}
+
 }  // namespace detail
+
+void gradient_norm_sq_reference(const Stream& stream, Span<const float> grads, double* scratch, double* out) {
+  parallel_reduce<1>(stream, grads.size, detail::SquaredGradient{grads.data}, scratch, out);
+}
 
 void adam_step(const Stream& stream, const AdamConfig& config, Span<float> params, Span<const float> grads,
                Span<float> m, Span<float> v, OptimizerScalars* scalars, double* scratch) {
   const std::int64_t count = params.size;
   SURGE_CHECK(grads.size == count && m.size == count && v.size == count, "Adam buffers differ in size");
-  parallel_reduce<1>(stream, count, detail::SquaredGradient{grads.data}, scratch, &scalars->grad_norm_sq);
-
   const double beta1 = config.beta1, beta2 = config.beta2, max_norm = config.max_grad_norm;
-  OptimizerScalars* s = scalars;
-  parallel_for(stream, 1, [=] SURGE_HD(std::int64_t) {
-    if (s->frozen) return;
-    s->step += 1.0;
-    const double norm = sqrt(s->grad_norm_sq);
-    const double coef = max_norm / (norm + 1e-6);
-    s->grad_scale = (max_norm > 0.0 && coef < 1.0) ? coef : 1.0;
-    s->step_size = s->learning_rate / (1.0 - pow(beta1, s->step));
-    s->bias_correction2_sqrt = sqrt(1.0 - pow(beta2, s->step));
-  });
+  if (stream.device().is_cpu()) {
+    // The stream's work runs in order on the calling thread: the scalars are ready for the update.
+    scalars->grad_norm_sq = detail::cpu_squared_norm(grads.data, count);
+    detail::update_scalars(scalars, beta1, beta2, max_norm);
+  } else {
+    gradient_norm_sq_reference(stream, grads, scratch, &scalars->grad_norm_sq);
+    OptimizerScalars* s = scalars;
+    parallel_for(stream, 1, [=] SURGE_HD(std::int64_t) { detail::update_scalars(s, beta1, beta2, max_norm); });
+  }
 
   parallel_for(stream, count,
                detail::AdamUpdate{params.data, m.data, v.data, grads.data, scalars, static_cast<float>(beta1),

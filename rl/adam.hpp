@@ -31,4 +31,8 @@ static_assert(sizeof(OptimizerScalars) == 7 * sizeof(double));
 void adam_step(const Stream& stream, const AdamConfig& config, Span<float> params, Span<const float> grads,
                Span<float> m, Span<float> v, OptimizerScalars* scalars, double* scratch);
 
+// The sum of squared gradients as a plain parallel_reduce computes it, into *out (device memory):
+// adam_step's CPU path gives the same bits faster, and tests compare the two.
+void gradient_norm_sq_reference(const Stream& stream, Span<const float> grads, double* scratch, double* out);
+
 }  // namespace surge::rl

@@ -26,16 +26,24 @@ void scale_values(const Stream& stream, float* values, std::int64_t count, float
 
 namespace detail {
 
-// A functor rather than a lambda: see mlp.cu's note on nvcc's host-side wrappers.
+// A functor rather than a lambda: see mlp.cu's note on nvcc's host-side wrappers. One call copies a
+// tile of kGatherTileRows rows, so the shuffle's round keys (two Philox blocks) are derived once per
+// tile rather than once per row.
+constexpr std::int64_t kGatherTileRows = 16;
+
 struct GatherMinibatch {
   Permutation base;
   const TrainState* state;
-  std::int64_t epochs, epoch, first;
+  std::int64_t epochs, epoch, first, size;
   BatchView in;
   MinibatchBuffers to;
-  SURGE_HD_INLINE void operator()(std::int64_t j) const {
+  SURGE_HD_INLINE void operator()(std::int64_t tile) const {
     const Permutation p = base.with_shuffle(static_cast<std::uint64_t>(state->iteration * epochs + epoch));
-    const std::int64_t s = p(first + j);
+    const std::int64_t begin = tile * kGatherTileRows;
+    const std::int64_t end = begin + kGatherTileRows < size ? begin + kGatherTileRows : size;
+    for (std::int64_t j = begin; j < end; ++j) copy_row(j, p(first + j));
+  }
+  SURGE_HD_INLINE void copy_row(std::int64_t j, std::int64_t s) const {
     const int d = in.obs_dim;
     for (int k = 0; k < d; ++k) to.obs[j * d + k] = in.obs[s * d + k];
     if (in.action_dim > 0) {
@@ -56,8 +64,11 @@ struct GatherMinibatch {
 void gather_minibatch(const Stream& stream, const Permutation& permutation, const TrainState* state,
                       std::int64_t epochs, std::int64_t epoch, std::int64_t minibatch, std::int64_t minibatch_size,
                       const BatchView& batch, const MinibatchBuffers& out) {
-  parallel_for(stream, minibatch_size,
-               detail::GatherMinibatch{permutation, state, epochs, epoch, minibatch * minibatch_size, batch, out}, 64);
+  const std::int64_t tiles = (minibatch_size + detail::kGatherTileRows - 1) / detail::kGatherTileRows;
+  parallel_for(stream, tiles,
+               detail::GatherMinibatch{permutation, state, epochs, epoch, minibatch * minibatch_size, minibatch_size,
+                                       batch, out},
+               64 * detail::kGatherTileRows);
 }
 
 void end_epoch(const Stream& stream, TrainState* state, OptimizerScalars* optimizer, const double* last_terms,

@@ -88,6 +88,11 @@ struct RolloutViews {
   Span<std::uint8_t> truncated;   // [T][N]
 };
 
+// The rollout size (all four views together) from which the CPU's rollout_random() writes in streaming
+// stores: beyond the last-level cache of the machines Surge runs on, where ordinary stores would read
+// every line in before writing it. Smaller rollouts stay cached for whoever reads them next.
+inline constexpr std::int64_t kStreamingRolloutBytes = std::int64_t(32) << 20;
+
 // Statistics of the episodes that finished since the last clear.
 struct EpisodeStats {
   double episodes = 0;

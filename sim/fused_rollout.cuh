@@ -9,6 +9,7 @@
 
 #include "sim/env_logic.cuh"
 #include "sim/hd.hpp"
+#include "sim/streaming_store.hpp"
 
 namespace surge {
 
@@ -32,6 +33,7 @@ struct RolloutTile {
   std::int64_t num_envs, num_steps;
   std::uint64_t seed;
   typename EnvLogic<S>::Physics physics;
+  bool streaming;  // CPU: each step's outputs leave in streaming stores (a rollout larger than the caches)
 };
 
 // The fused rollout as step_env runs it, for up to kLanes environments in lockstep. CUDA runs it with one
@@ -42,7 +44,8 @@ SURGE_HD_INLINE void rollout_tile(const RolloutTile<S>& tile, std::int64_t first
   using State = typename S::State;
   using Params = typename S::Params;
   const auto& [states, params, episode_steps, episode_returns, rng_offsets, action_offsets, tallies, obs, reward,
-               terminated, truncated, num_envs, num_steps, seed, physics] = tile;
+               terminated, truncated, num_envs, num_steps, seed, physics, streaming] = tile;
+  (void)streaming;
   const int lanes = static_cast<int>(num_envs - first < kLanes ? num_envs - first : kLanes);
   State state[kLanes] = {};
   Params param[kLanes] = {};
@@ -89,7 +92,8 @@ SURGE_HD_INLINE void rollout_tile(const RolloutTile<S>& tile, std::int64_t first
 // passes: advance() and the observation over all lanes, branch-free; then, one lane at a time,
 // begin_next_episode() and the new first observation for the few lanes whose episode ended. Before every chunk of steps
 // a third pass draws the chunk's action words, each lane's Philox blocks side by side. Bit for bit what step_env with
-// random_action(Rng&) gives.
+// random_action(Rng&) gives. A step's outputs gather in a staging tile and leave it together, in
+// streaming stores when tile.streaming asks (and the rows are aligned), else copied.
 template <int kLanes, class S>
 inline void rollout_lanes(const RolloutTile<S>& tile, std::int64_t first) {
   using Logic = EnvLogic<S>;
@@ -129,6 +133,17 @@ inline void rollout_lanes(const RolloutTile<S>& tile, std::int64_t first) {
   alignas(64) std::uint32_t block_words[kChunkBlocks * 4][kLanes];  // [block word][lane] from each lane's first block
   alignas(64) std::uint32_t action_word[kChunkWords][kLanes];       // [word of the chunk][lane]
   alignas(64) std::uint8_t ended[kLanes + 8] = {};  // 1 where the episode ended; + 8: whole groups of eight
+  alignas(64) float step_obs[kLanes * S::kObsDim];  // this step's rows of the outputs, staged
+  alignas(64) float step_reward[kLanes];
+  alignas(64) std::uint8_t step_terminated[kLanes];
+  alignas(64) std::uint8_t step_truncated[kLanes];
+  const bool streaming = tile.streaming;
+  const auto copy_out = [streaming](void* dst, const void* src, std::size_t bytes) {
+    if (streaming)
+      copy_streaming(dst, src, bytes);
+    else
+      std::memcpy(dst, src, bytes);
+  };
   for (int l = 0; l < lanes; ++l) {
     const float* state_fields = reinterpret_cast<const float*>(&states[first + l]);
     const ParamType* param_fields = reinterpret_cast<const ParamType*>(&params[first + l]);
@@ -172,14 +187,14 @@ inline void rollout_lanes(const RolloutTile<S>& tile, std::int64_t first) {
         const Params p = std::bit_cast<Params>(param_fields);
         const auto action = Logic::random_action_from(&action_word[c * kWords][l], kLanes);
         std::uint8_t terminated_flag, truncated_flag;
-        reward[row + l] =
+        step_reward[l] =
             Logic::advance(s, p, episode_step[l], episode_return[l], action, terminated_flag, truncated_flag);
         state_fields = std::bit_cast<std::array<float, kStateDim>>(s);
         for (int j = 0; j < kStateDim; ++j) state[j][l] = state_fields[j];
-        terminated[row + l] = terminated_flag;
-        truncated[row + l] = truncated_flag;
+        step_terminated[l] = terminated_flag;
+        step_truncated[l] = truncated_flag;
         ended[l] = terminated_flag | truncated_flag;
-        S::observe(s, obs + (row + l) * S::kObsDim);
+        S::observe(s, step_obs + l * S::kObsDim);
       }
       // Eight lanes' flags at a time, as one word: most words are zero, and the set bytes are found
       // without a branch per lane.
@@ -200,11 +215,16 @@ inline void rollout_lanes(const RolloutTile<S>& tile, std::int64_t first) {
                                     tallies[i]);
           for (int j = 0; j < kStateDim; ++j) state[j][l] = state_fields[j];
           for (int j = 0; j < kParamCount; ++j) param[j][l] = param_fields[j];
-          S::observe(s, obs + (row + l) * S::kObsDim);
+          S::observe(s, step_obs + l * S::kObsDim);
         }
       }
+      copy_out(obs + row * S::kObsDim, step_obs, sizeof(float) * S::kObsDim * lanes);
+      copy_out(reward + row, step_reward, sizeof(float) * lanes);
+      copy_out(terminated + row, step_terminated, lanes);
+      copy_out(truncated + row, step_truncated, lanes);
     }
   }
+  if (streaming) streaming_fence();
 
   for (int l = 0; l < lanes; ++l) {
     float* state_fields = reinterpret_cast<float*>(&states[first + l]);

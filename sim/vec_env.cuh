@@ -196,10 +196,25 @@ class VecEnv final : public Engine {
     const auto offsets = arena_[b_.rng_offsets];
     const auto action_offsets = arena_[b_.action_offsets];
     const auto tallies = arena_[b_.tallies];
-    RolloutTile<S> tile{
-        states.data,  params.data,  steps.data,      returns.data,        offsets.data,       action_offsets.data,
-        tallies.data, out.obs.data, out.reward.data, out.terminated.data, out.truncated.data, n,
-        num_steps,    seed_,        table_};
+    const auto rollout_bytes = static_cast<std::int64_t>(out.obs.bytes() + out.reward.bytes() + out.terminated.bytes() +
+                                                         out.truncated.bytes());
+    const bool streaming = device_.is_cpu() && rollout_bytes >= kStreamingRolloutBytes;
+    RolloutTile<S> tile{states.data,
+                        params.data,
+                        steps.data,
+                        returns.data,
+                        offsets.data,
+                        action_offsets.data,
+                        tallies.data,
+                        out.obs.data,
+                        out.reward.data,
+                        out.terminated.data,
+                        out.truncated.data,
+                        n,
+                        num_steps,
+                        seed_,
+                        table_,
+                        streaming};
     // Environments stay in registers (GPU) or in a small tile on the stack (CPU) for all T steps; only the
     // rollout outputs touch memory. On the CPU a tile of envs advances in lockstep, vectorised across
     // its lanes, and each step's writes are contiguous.

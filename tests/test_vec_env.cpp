@@ -334,18 +334,21 @@ TEST_CASE("rollout_random() equals random_actions() + step() bit for bit", "[vec
   struct Case {
     const char* name;
     surge::PhysicsConfig physics;
-    std::int64_t first_steps, second_steps;  // rollout_random is called twice, to check it resumes exactly
+    std::int64_t n, first_steps, second_steps;  // rollout_random is called twice, to check it resumes exactly
   };
-  const std::int64_t n = 257;
   const Case cases[] = {
-      {"randomised pole mass: many terminations", randomized_physics(), 150, 250},
-      {"frozen physics: truncation at 500", frozen_physics(), 300, 220},
+      {"randomised pole mass: many terminations", randomized_physics(), 257, 150, 250},
+      {"frozen physics: truncation at 500", frozen_physics(), 257, 300, 220},
+      // Past kStreamingRolloutBytes, with aligned rows: the outputs leave in streaming stores.
+      {"a rollout larger than the caches", randomized_physics(), 2048, 800, 900},
   };
   const Device cpu = Device::cpu();
   Stream stream(cpu);
   for (const Case& c : cases) {
     INFO(c.name);
-    const std::int64_t steps = c.first_steps + c.second_steps;
+    const std::int64_t steps = c.first_steps + c.second_steps, n = c.n;
+    const std::int64_t bytes_per_step = n * (kObsDim * 4 + 4 + 2);  // obs, reward and both flags
+    CHECK((std::min(c.first_steps, c.second_steps) * bytes_per_step >= surge::kStreamingRolloutBytes) == (n == 2048));
     auto fused = surge::make_engine("cartpole", cpu, n, 77, c.physics);
     auto stepped = surge::make_engine("cartpole", cpu, n, 77, c.physics);
 

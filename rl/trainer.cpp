@@ -28,6 +28,7 @@ int cpu_threads_for(const TrainConfig& config) {
 
 const ScenarioSpec& checked_spec(const Engine& engine, const TrainConfig& config, const Collective& ranks) {
   config.validate();
+  require_trainable(config);
   const ScenarioSpec& spec = engine.spec();
   SURGE_CHECK(engine.num_envs() == config.num_envs, "the engine holds " + std::to_string(engine.num_envs()) +
                                                         " environments, the config asks for " +

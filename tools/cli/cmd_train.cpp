@@ -357,6 +357,7 @@ int train_command(const Args& args) {
     plan.config = built.config;
     plan.reuse = cmd.flag_set("overwrite") ? RunFolder::Reuse::Overwrite : RunFolder::Reuse::Refuse;
   }
+  rl::require_trainable(plan.config);
   const std::string& scenario = plan.config.scenario;
   const ScenarioSpec& spec = scenario_spec(scenario);
   plan.physics = resolve_physics(spec, plan.config.physics);

@@ -91,6 +91,19 @@ Key bool_key(const char* name, bool TrainConfig::*field) {
           [field](const TrainConfig& c) { return std::string(c.*field ? "true" : "false"); }};
 }
 
+// A string key that must be one of `choices`; `allowed` lists them for messages.
+Key choice_key(const char* name, std::string TrainConfig::*field, std::vector<std::string> choices,
+               const char* allowed) {
+  return {name, allowed,
+          [name, field, choices, allowed](TrainConfig& c, const toml::node& n, const std::string& where) {
+            const auto* value = n.as_string();
+            if (!value || std::find(choices.begin(), choices.end(), value->get()) == choices.end())
+              bad_type(where, name, allowed);
+            c.*field = value->get();
+          },
+          [field](const TrainConfig& c) { return "\"" + c.*field + "\""; }};
+}
+
 const std::vector<Key>& keys() {
   static const std::vector<Key> table = {
       {"scenario", "a scenario name such as \"cartpole\"",
@@ -161,14 +174,7 @@ const std::vector<Key>& keys() {
       bool_key("tf32", &TrainConfig::tf32),
       integer_key("cpu_threads", &TrainConfig::cpu_threads),
       number_key("rank_timeout_s", &TrainConfig::rank_timeout_s),
-      {"observation", "\"vector\" or \"pixels\"",
-       [](TrainConfig& c, const toml::node& n, const std::string& where) {
-         const auto* value = n.as_string();
-         if (!value || (value->get() != "vector" && value->get() != "pixels"))
-           bad_type(where, "observation", "\"vector\" or \"pixels\"");
-         c.observation = value->get();
-       },
-       [](const TrainConfig& c) { return "\"" + c.observation + "\""; }},
+      choice_key("observation", &TrainConfig::observation, {"vector", "pixels"}, "\"vector\" or \"pixels\""),
       integer_key("frame_size", &TrainConfig::frame_size),
       bool_key("grayscale", &TrainConfig::grayscale),
       integer_key("frame_stack", &TrainConfig::frame_stack),

@@ -123,7 +123,7 @@ TEST_CASE("surge bench env --observation pixels measures pixel stepping", "[pixe
       "--steps 6 --repeats 2");
   INFO(r.output());
   REQUIRE(r.exit_code == 0);
-  CHECK(r.out.find("pixels 16x16 grey, stack 3") != std::string::npos);
+  CHECK(r.out.find("(stack 3 of 16x16 grey)") != std::string::npos);
   CHECK(r.out.find("bytes written per step   256 (the frame)") != std::string::npos);
   CHECK(r.out.find("and by the gather      768 (the stack)") != std::string::npos);
   CHECK(r.out.find("with stacks gathered") != std::string::npos);

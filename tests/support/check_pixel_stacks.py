@@ -38,10 +38,9 @@ class Replay(gym.Env):
 
 
 def main():
-    sample, out = sys.argv[1], sys.argv[2]
-    subprocess.run([sample, out], check=True)
-    with open(out) as f:
-        data = json.load(f)
+    if subprocess.run(sys.argv[1:3]).returncode != 0:
+        sys.exit("the sample program failed")
+    data = json.loads(open(sys.argv[2]).read())
     n, steps, stack = data["envs"], data["steps"], data["stack"]
     h, w = data["height"], data["width"]
     frames = np.array(data["frames"], np.uint8).reshape(steps + 1, n, h, w, 1)

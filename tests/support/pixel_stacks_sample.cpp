@@ -4,6 +4,7 @@
 // the done flags, and the stacks the store gathered (every row's, and the final stacks).
 #include <cstdio>
 #include <exception>
+#include <fstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -17,10 +18,11 @@ constexpr std::int64_t kEnvs = 6, kSteps = 12, kIterations = 6;
 constexpr int kStack = 4;
 const surge::FrameSize kSize{6, 5, 1};
 
-void write_array(std::FILE* out, const char* name, const std::vector<std::uint8_t>& values, bool last = false) {
-  std::fprintf(out, "\"%s\": [", name);
-  for (std::size_t k = 0; k < values.size(); ++k) std::fprintf(out, "%s%d", k ? ", " : "", values[k]);
-  std::fprintf(out, "]%s\n", last ? "" : ",");
+// `"name": [v, v, ...]` as one JSON member.
+std::string json_member(const char* name, const std::vector<std::uint8_t>& values) {
+  std::string text = std::string("\"") + name + "\": [";
+  for (std::size_t k = 0; k < values.size(); ++k) text += (k ? ", " : "") + std::to_string(values[k]);
+  return text + "]";
 }
 
 void append(std::vector<std::uint8_t>& to, const std::uint8_t* from, std::int64_t bytes) {
@@ -62,18 +64,16 @@ int main(int argc, char** argv) {
       }
       store.next_iteration(stream);
     }
-    std::FILE* out = std::fopen(argv[1], "w");
-    if (!out) throw std::runtime_error(std::string("cannot write ") + argv[1]);
-    std::fprintf(out, "{\"envs\": %lld, \"steps\": %lld, \"stack\": %d, \"height\": %d, \"width\": %d,\n",
-                 static_cast<long long>(kEnvs), static_cast<long long>(kSteps * kIterations), kStack, kSize.height,
-                 kSize.width);
-    write_array(out, "frames", frames);
-    write_array(out, "final_frames", final_frames);
-    write_array(out, "done", done);
-    write_array(out, "stacks", stacks_out);
-    write_array(out, "final_stacks", final_stacks, true);
-    std::fprintf(out, "}\n");
-    return std::fclose(out) == 0 ? 0 : 1;
+    std::ofstream out(argv[1]);
+    out << "{\"envs\": " << kEnvs << ", \"steps\": " << kSteps * kIterations << ", \"stack\": " << kStack
+        << ", \"height\": " << kSize.height << ", \"width\": " << kSize.width << ",\n"
+        << json_member("frames", frames) << ",\n"
+        << json_member("final_frames", final_frames) << ",\n"
+        << json_member("done", done) << ",\n"
+        << json_member("stacks", stacks_out) << ",\n"
+        << json_member("final_stacks", final_stacks) << "}\n";
+    out.close();
+    return out ? 0 : 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "pixel_stacks_sample: %s\n", e.what());
     return 1;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "scenarios/pixel_obs.hpp"
@@ -17,6 +18,15 @@ namespace {
 double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   return values[values.size() / 2];
+}
+
+// The lines every frame bench starts with: what ran, where, how many, and the frames' kind.
+void print_header(const RenderBenchConfig& config, const std::string& frames) {
+  std::printf("scenario                 %s\n", config.spec->name.c_str());
+  std::printf("device                   %s\n", config.device.str().c_str());
+  std::printf("num_envs x steps         %lld x %lld (%s %dx%d %s)\n", static_cast<long long>(config.num_envs),
+              static_cast<long long>(config.steps), frames.c_str(), config.frame.width, config.frame.height,
+              config.frame.channels == 1 ? "grey" : "RGB");
 }
 
 }  // namespace
@@ -58,11 +68,7 @@ int run_render_bench(const RenderBenchConfig& config) {
     step_rates.push_back(env_steps / (render_seconds + step_seconds));
   }
   const std::int64_t frame_bytes = config.frame.bytes();
-  std::printf("scenario                 %s\n", spec.name.c_str());
-  std::printf("device                   %s\n", device.str().c_str());
-  std::printf("num_envs x steps         %lld x %lld (render %dx%d %s)\n", static_cast<long long>(n),
-              static_cast<long long>(config.steps), config.frame.width, config.frame.height,
-              config.frame.channels == 1 ? "grey" : "RGB");
+  print_header(config, "render");
   std::printf("frames/s (median)        %s\n", format_rate(median(frame_rates)).c_str());
   std::printf("env-steps/s with frames  %s   (step, then every frame drawn)\n",
               format_rate(median(step_rates)).c_str());
@@ -124,11 +130,7 @@ int run_pixel_bench(const RenderBenchConfig& config, int frame_stack, bool dry_r
     gather_rates.push_back(env_steps / (step_seconds + gather_seconds));
   }
   const std::int64_t frame_bytes = config.frame.bytes();
-  std::printf("scenario                 %s\n", spec.name.c_str());
-  std::printf("device                   %s\n", device.str().c_str());
-  std::printf("num_envs x steps         %lld x %lld (pixels %dx%d %s, stack %d)\n", static_cast<long long>(n),
-              static_cast<long long>(steps), config.frame.width, config.frame.height,
-              config.frame.channels == 1 ? "grey" : "RGB", frame_stack);
+  print_header(config, "stack " + std::to_string(frame_stack) + " of");
   std::printf("env-steps/s (median)     %s   (step, frame drawn and stored, final frames)\n",
               format_rate(median(step_rates)).c_str());
   std::printf("  with stacks gathered   %s   (and every row's stack gathered, as the policy reads it)\n",

@@ -93,6 +93,19 @@ Key bool_key(const char* name, bool TrainConfig::*field) {
           [field](const TrainConfig& c) { return std::string(c.*field ? "true" : "false"); }};
 }
 
+// A string key that must be one of `choices`; `allowed` lists them for messages.
+Key choice_key(const char* name, std::string TrainConfig::*field, std::vector<std::string> choices,
+               const char* allowed) {
+  return {name, allowed,
+          [name, field, choices, allowed](TrainConfig& c, const toml::node& n, const std::string& where) {
+            const auto* value = n.as_string();
+            if (!value || std::find(choices.begin(), choices.end(), value->get()) == choices.end())
+              bad_type(where, name, allowed);
+            c.*field = value->get();
+          },
+          [field](const TrainConfig& c) { return "\"" + c.*field + "\""; }};
+}
+
 const std::vector<Key>& keys() {
   static const std::vector<Key> table = {
       {"scenario", "a scenario name such as \"cartpole\"",
@@ -183,6 +196,10 @@ const std::vector<Key>& keys() {
        nullptr},
       integer_key("cpu_threads", &TrainConfig::cpu_threads),
       number_key("rank_timeout_s", &TrainConfig::rank_timeout_s),
+      choice_key("observation", &TrainConfig::observation, {"vector", "pixels"}, "\"vector\" or \"pixels\""),
+      integer_key("frame_size", &TrainConfig::frame_size),
+      bool_key("grayscale", &TrainConfig::grayscale),
+      integer_key("frame_stack", &TrainConfig::frame_stack),
   };
   return table;
 }
@@ -282,6 +299,13 @@ void require_range(bool ok, const std::string& key, const std::string& value, co
 
 }  // namespace
 
+void require_trainable(const TrainConfig& config) {
+  if (config.pixel_observations())
+    throw InputError(
+        "config observation = \"pixels\" is not wired into training yet (surge step and surge bench env "
+        "draw pixel observations); use observation = \"vector\"");
+}
+
 std::vector<std::string> train_config_keys() {
   std::vector<std::string> names;
   for (const Key& key : keys())
@@ -335,6 +359,10 @@ void TrainConfig::validate() const {
   require_range(eval_every >= 0, "eval_every", text(eval_every), "it must be >= 0 (0 turns evaluation off)");
   require_range(eval_episodes >= 1 && eval_episodes <= (std::int64_t(1) << 24), "eval_episodes", text(eval_episodes),
                 "it must lie in 1..16777216");
+  require_range(frame_size >= 8 && frame_size <= 512, "frame_size", text(frame_size),
+                "it must lie in 8..512 (pixels a side of a square frame; 84 is usual)");
+  require_range(frame_stack >= 1 && frame_stack <= 16 && frame_stack <= num_steps, "frame_stack", text(frame_stack),
+                "it must lie in 1..16 and not exceed num_steps (4 is usual)");
   require_range(!hidden.empty(), "hidden", "[]", "give at least one hidden layer, e.g. [64, 64]");
   if (batch_size() % num_minibatches != 0)
     throw InputError("the batch of num_envs x num_steps = " + text(num_envs) + " x " + text(num_steps) + " = " +

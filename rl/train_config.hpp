@@ -36,12 +36,20 @@ struct TrainConfig : NetworkConfig, PpoLossConfig, AdamConfig, NormalizationConf
   bool cuda_graph = true;        // capture an iteration as a CUDA graph and replay it
   std::int64_t cpu_threads = 0;  // CPU backend: OpenMP and OpenBLAS threads; 0: 1 below 4096 envs, else all cores
   double rank_timeout_s = 60.0;  // under mpirun: how long a rank waits in a sum for the others before the job stops
+  // Observations: "vector" (the scenario's own) or "pixels": frames drawn by the scenario's renderer,
+  // frame_size x frame_size (square: the scene is scaled to fit, as Atari preprocessing does), grey or
+  // RGB, the last frame_stack of them stacked (scenarios/pixel_obs.hpp). Training does not read pixels yet.
+  std::string observation = "vector";
+  std::int64_t frame_size = 84;
+  bool grayscale = true;
+  std::int64_t frame_stack = 4;
   // Physics: the [physics] table, by parameter name; checked against the scenario by resolve_physics().
   PhysicsSettings physics;
 
   std::int64_t batch_size() const { return num_envs * num_steps; }
   std::int64_t minibatch_size() const { return batch_size() / num_minibatches; }
   std::int64_t num_iterations() const { return total_steps / batch_size(); }
+  bool pixel_observations() const { return observation == "pixels"; }
 
   // Throws InputError (one line naming the key, the value and what is allowed) when a value or a
   // combination is out of range: a batch not divisible into minibatches, fewer steps than one batch...
@@ -53,6 +61,9 @@ struct TrainConfig : NetworkConfig, PpoLossConfig, AdamConfig, NormalizationConf
   // reads back to the same config.
   std::string to_toml() const;
 };
+
+// Throws InputError when the config asks for what training cannot do yet (pixel observations).
+void require_trainable(const TrainConfig& config);
 
 // Keys in the order to_toml() writes them.
 std::vector<std::string> train_config_keys();

@@ -33,6 +33,7 @@ const ScenarioSpec& checked_spec(const Engine& engine, const TrainConfig& config
     throw InputError("num_agents = " + std::to_string(config.num_agents) +
                      ": a trainer holds one agent; build one per agent (as surge train --agents does, "
                      "docs/agents.md) with num_agents = 1");
+  require_trainable(config);
   const ScenarioSpec& spec = engine.spec();
   SURGE_CHECK(engine.num_envs() == config.num_envs, "the engine holds " + std::to_string(engine.num_envs()) +
                                                         " environments, the config asks for " +

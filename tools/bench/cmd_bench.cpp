@@ -43,13 +43,19 @@ int bench_env(const Args& args) {
       .option("seed", "K", "random seed", "1")
       .option("json", "FILE", "also write the results as JSON")
       .option("render", "WxH", "also draw every environment's frame after each step (render_bench.hpp)")
-      .flag("grayscale", "with --render: grey frames")
+      .flag("grayscale", "with --render or --observation pixels: grey frames")
+      .option("observation", "KIND", "vector, or pixels: step pixel observations into a frame store (pixel_obs.hpp)",
+              "vector")
+      .option("frame-size", "S", "with --observation pixels: S x S frames (8 to 512; default 84)")
+      .option("frame-stack", "K", "with --observation pixels: frames per stack (1 to 16; default 4)")
       .flag("dry-run", "print the memory plan (every buffer, the total, whether it fits) and stop");
   add_physics_option(cmd)
       .example("surge bench env --scenario cartpole --num-envs 65536 --steps 128 --device cpu")
       .example("surge bench env --scenario acrobot --physics link_mass_2=0.5:1.5,gravity=9.8 --device cpu")
       .example("surge bench env --num-envs 1048576 --device cuda --json bench.json")
-      .example("surge bench env --num-envs 16777216 --steps 256 --device cuda --dry-run");
+      .example("surge bench env --num-envs 16777216 --steps 256 --device cuda --dry-run")
+      .example(
+          "surge bench env --observation pixels --frame-size 84 --grayscale --num-envs 4096 --steps 32 --device cpu");
   if (!cmd.parse_or_print_usage(args)) return 0;
   const ScenarioSpec& spec = scenario_spec(cmd.get("scenario"));
   const PhysicsConfig physics = resolve_physics(spec, physics_options(cmd));
@@ -61,6 +67,19 @@ int bench_env(const Args& args) {
   const std::string json_path = cmd.has("json") ? cmd.get("json") : "";
   if (!json_path.empty()) require_creatable(json_path, "JSON report");
   const Device device = resolve_device(cmd.get("device"));
+  const std::string observation = cmd.get("observation");
+  if (observation != "vector" && observation != "pixels")
+    throw InputError("--observation '" + format_excerpt(observation) + "' is not known; use vector or pixels");
+  if (observation == "vector" && (cmd.has("frame-size") || cmd.has("frame-stack")))
+    throw InputError("--frame-size and --frame-stack measure pixel observations; add --observation pixels");
+  if (observation == "pixels") {
+    if (cmd.has("render")) throw InputError("--render and --observation pixels both draw frames; give one");
+    const int side = cmd.has("frame-size") ? static_cast<int>(cmd.get_int("frame-size", 8, 512)) : 84;
+    RenderBenchConfig pixels{&spec, device, num_envs, steps, repeats, seed, {side, side, 3}};
+    pixels.frame.channels = cmd.flag_set("grayscale") ? 1 : 3;
+    return run_pixel_bench(pixels, cmd.has("frame-stack") ? static_cast<int>(cmd.get_int("frame-stack", 1, 16)) : 4,
+                           cmd.flag_set("dry-run"));
+  }
   if (cmd.has("render")) {
     RenderBenchConfig render{&spec, device, num_envs, steps, repeats, seed, parse_frame_size(cmd.get("render"))};
     render.frame.channels = cmd.flag_set("grayscale") ? 1 : 3;

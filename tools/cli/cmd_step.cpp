@@ -1,8 +1,11 @@
 // surge step: one batched transition of states given in a CSV file.
 #include <cmath>
+#include <cstdio>
+#include <filesystem>
 #include <iostream>
 
 #include "scenarios/registry.hpp"
+#include "scenarios/scene_render.hpp"
 #include "sim/error.hpp"
 #include "sim/format.hpp"
 #include "sim/memory.hpp"
@@ -10,6 +13,7 @@
 #include "tools/cli/commands.hpp"
 #include "tools/cli/io.hpp"
 #include "tools/cli/physics_option.hpp"
+#include "tools/video/png.hpp"
 
 namespace surge::cli {
 
@@ -20,12 +24,58 @@ std::string format_param(double value, const ScenarioSpec& spec) {
   return spec.param_dtype == DType::Float64 ? format_shortest(value) : format_precise(value);
 }
 
+// Where pixel observations go: a folder of PNG files, one per row, or nothing for vector observations.
+struct FrameOutput {
+  std::string folder;
+  FrameSize size;
+};
+
+FrameOutput frame_output(const Command& cmd) {
+  const std::string observation = cmd.get("observation");
+  if (observation != "vector" && observation != "pixels")
+    throw InputError("--observation '" + format_excerpt(observation) + "' is not known; use vector or pixels");
+  const bool pixels = observation == "pixels";
+  if (!pixels) {
+    for (const char* option : {"frames", "frame-size"})
+      if (cmd.has(option))
+        throw InputError(std::string("--") + option + " draws pixel observations; add --observation pixels");
+    if (cmd.flag_set("grayscale")) throw InputError("--grayscale draws pixel observations; add --observation pixels");
+    return {};
+  }
+  if (!cmd.has("frames")) throw InputError("--observation pixels writes frames; give --frames DIR for them");
+  const int side = cmd.has("frame-size") ? static_cast<int>(cmd.get_int("frame-size", 8, 512)) : 84;
+  const std::string folder = cmd.get("frames");
+  if (folder.empty()) throw InputError("--frames is empty; give a folder for the frames");
+  return {folder, {side, side, cmd.flag_set("grayscale") ? 1 : 3}};
+}
+
+// The frames' folder, created if missing; before anything is written.
+void make_frame_folder(const FrameOutput& out) {
+  std::error_code error;
+  std::filesystem::create_directories(out.folder, error);
+  if (error || !std::filesystem::is_directory(out.folder))
+    throw InputError("--frames '" + format_excerpt(out.folder) + "' is not a folder that can be created; give another");
+}
+
+// Frame k of `frames` ([n][H][W][C]) as DIR/row_<k+1>.png, numbered as the input's rows.
+void write_frames(const FrameOutput& out, const std::vector<std::uint8_t>& frames, std::int64_t n) {
+  for (std::int64_t row = 0; row < n; ++row) {
+    const std::vector<std::uint8_t> png =
+        video::encode_png(frames.data() + row * out.size.bytes(), out.size.width, out.size.height, out.size.channels);
+    char name[32];
+    std::snprintf(name, sizeof name, "row_%06lld.png", static_cast<long long>(row + 1));
+    write_atomically((std::filesystem::path(out.folder) / name).string(), std::string(png.begin(), png.end()));
+  }
+}
+
 // Reads the input, steps every row once and writes the output.
 int step_rows(const Command& cmd) {
   const ScenarioSpec& spec = scenario_spec(cmd.get("scenario"));
   const PhysicsConfig physics = resolve_physics(spec, physics_options(cmd));
   const std::string output_path = cmd.get("output");
   require_writable(output_path, "output");
+  if (cmd.get("observation") == "pixels") reference_frame_size(spec.name);  // a scenario without a renderer stops here
+  const FrameOutput frames = frame_output(cmd);
   const Device device = resolve_device(cmd.get("device"));
   const CsvTable table = CsvTable::read(cmd.get("input"));
   if (table.rows.empty()) throw InputError("'" + table.path + "' has a header but no rows to step");
@@ -110,9 +160,20 @@ int step_rows(const Command& cmd) {
     for (int j : randomized) out << "," << format_param(params_host[row * spec.param_count() + j], spec);
     out << "\n";
   }
+  std::vector<std::uint8_t> pictures;
+  if (!frames.folder.empty()) {
+    make_frame_folder(frames);
+    pictures.resize(static_cast<std::size_t>(n * frames.size.bytes()));
+    render_states(spec.name, next_host.data(), params_host.data(), n, frames.size, pictures.data());
+  }
   file.commit();
-  std::cerr << "surge step: " << plural(n, spec.name + " transition") << " on " << device.str() << " -> " << output_path
-            << "\n";
+  if (!frames.folder.empty()) write_frames(frames, pictures, n);
+  std::cerr << "surge step: " << plural(n, spec.name + " transition") << " on " << device.str() << " -> "
+            << output_path;
+  if (!frames.folder.empty())
+    std::cerr << ", " << plural(n, "frame") << " of " << frames.size.width << "x" << frames.size.height << " "
+              << (frames.size.channels == 1 ? "grey" : "RGB") << " -> " << frames.folder << "/row_NNNNNN.png";
+  std::cerr << "\n";
   return 0;
 }
 
@@ -125,7 +186,11 @@ int run_step(const Args& args) {
   cmd.option("scenario", "NAME", "scenario to step", "", true)
       .option("input", "IN.csv", "states and actions: columns s_<state> and action (others are ignored)", "", true)
       .option("output", "OUT.csv", "written with next_<state>, obs_<i>, reward, terminated", "", true)
-      .option("device", "DEV", device_help(), "auto");
+      .option("device", "DEV", device_help(), "auto")
+      .option("observation", "KIND", "vector, or pixels: also draw each row's next state as a frame", "vector")
+      .option("frames", "DIR", "with --observation pixels: the folder for row_000001.png, ... (created if missing)")
+      .option("frame-size", "S", "with --observation pixels: frames of S x S pixels (8 to 512; default 84)")
+      .flag("grayscale", "with --observation pixels: grey frames (else RGB)");
   add_physics_option(cmd)
       .note(
           "Continuous scenarios with several action dimensions read action_0, action_1, ...\n"
@@ -133,7 +198,10 @@ int run_step(const Args& args) {
           "param_<name> column per randomised parameter with the value the row ran under.\n"
           "The output is written whole or not at all.")
       .example("surge step --scenario cartpole --input ../shared/golden/gymnasium/cartpole.csv --output next.csv")
-      .example("surge step --scenario pendulum --input in.csv --output next.csv --physics mass=1.2,gravity=9:11");
+      .example("surge step --scenario pendulum --input in.csv --output next.csv --physics mass=1.2,gravity=9:11")
+      .example(
+          "surge step --scenario cartpole --input in.csv --output next.csv --observation pixels --frames frames "
+          "--grayscale");
   return cmd.parse_or_print_usage(args) ? cmd.naming_errors([&] { return step_rows(cmd); }) : 0;
 }
 

@@ -367,6 +367,7 @@ int train_command(const Args& args) {
     file_grid = built.grid;
     plan.reuse = cmd.flag_set("overwrite") ? RunFolder::Reuse::Overwrite : RunFolder::Reuse::Refuse;
   }
+  rl::require_trainable(plan.config);
   const std::vector<rl::AgentSpec> agents = plan_agents(cmd, plan.config, file_grid);
   const std::string& scenario = plan.config.scenario;
   const ScenarioSpec& spec = scenario_spec(scenario);

@@ -8,6 +8,7 @@ return_last100, the steps and wall time at which return_last100 first reached th
 
     python3 tools/learning_results.py [--surge build/bin/surge] [--device cpu] [--seeds 1 2 3]
                                       [--scenarios cartpole acrobot ...] [--json FILE] [--out DIR]
+                                      [--set precision=bf16 ...]
 """
 import argparse
 import csv
@@ -49,10 +50,11 @@ def first_crossing(rows, threshold):
     return None
 
 
-def run_seed(surge, scenario, seed, device, out_dir):
+def run_seed(surge, scenario, seed, device, out_dir, settings=()):
     run_dir = os.path.join(out_dir, f"{scenario}_seed{seed}")
+    extra = [arg for setting in settings for arg in ("--set", setting)]
     train = subprocess.run(
-        [surge, "train", "--scenario", scenario, "--device", device, "--seed", str(seed), "--out", run_dir],
+        [surge, "train", "--scenario", scenario, "--device", device, "--seed", str(seed), "--out", run_dir, *extra],
         capture_output=True, text=True)
     if train.returncode != 0:
         sys.exit(f"surge train failed for {scenario} seed {seed}:\n{train.stdout[-2000:]}{train.stderr[-2000:]}")
@@ -89,6 +91,8 @@ def main():
     parser.add_argument("--scenarios", nargs="+", default=list(THRESHOLDS), choices=list(THRESHOLDS))
     parser.add_argument("--json", help="also write every run's figures to this file")
     parser.add_argument("--out", help="keep the runs in this folder (default: a temporary one)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="a config setting for every run, as surge train --set takes it (e.g. precision=bf16)")
     args = parser.parse_args()
     if not os.access(args.surge, os.X_OK):
         sys.exit(f"no surge program at {args.surge}: build first (tools/setup.sh) or pass --surge PATH")
@@ -98,7 +102,7 @@ def main():
     print("| task | final return_last100 (median) | steps to threshold | wall time to threshold | whole run | greedy eval, 1000 episodes |")
     print("|---|---|---|---|---|---|")
     for scenario in args.scenarios:
-        runs = [run_seed(args.surge, scenario, seed, args.device, out_dir) for seed in args.seeds]
+        runs = [run_seed(args.surge, scenario, seed, args.device, out_dir, args.set) for seed in args.seeds]
         results[scenario] = runs
         reached = sum(r["threshold_step"] is not None for r in runs)
         final = median_or_none([r["final_return_last100"] for r in runs])

@@ -291,6 +291,25 @@ for n in 1048576 65536 4096; do
   summarise
 done
 
+# The precisions side by side at 2^20 (fp32, tf32, bf16 alternating), and 1024 CartPole agents of 64
+# environments each (one learner per agent, a stream and a graph each): their lines go to gpu-check.log.
+if [[ -n $surge ]] && t=$(allow 60); then
+  stage_begins "bench train"
+  say "bench train: cartpole, N=1048576, precisions fp32, tf32 and bf16 alternating"
+  timeout "$t" "$surge" bench train --scenario cartpole --device cuda --num-envs 1048576 --precision fp32,tf32,bf16 \
+    --repeats 3 2>&1 | tail -8 | tee -a "$log"
+else
+  skipped "bench train" "precisions"
+fi
+if [[ -n $surge ]] && t=$(allow 60); then
+  stage_begins "bench train"
+  say "bench train: 1024 CartPole agents of 64 environments"
+  timeout "$t" "$surge" bench train --scenario cartpole --device cuda --num-envs 64 --agents 1024 --repeats 3 2>&1 |
+    tail -5 | tee -a "$log"
+else
+  skipped "bench train" "1024 agents"
+fi
+
 # compute-sanitizer over a few short GPU test cases (TOOL TEST [CATCH2 FILTER]), each capped; the GPU
 # tests of the staging buffers, events and streams, where the build has them, under memcheck and synccheck.
 sanitizer=$(command -v compute-sanitizer || true)

@@ -247,3 +247,39 @@ TEST_CASE("Fused MLP sees a weight changed in place between calls", "[mlp][fused
     CHECK(after == before);
   }
 }
+
+TEST_CASE("Fused MLP repacks a versioned buffer when its version changes", "[mlp][fused]") {
+  // Under a version the passes trust the version instead of comparing the weights: a write followed by a
+  // new version reaches the next pass, and a pass without a version still compares them.
+  ParamTable table;
+  const Mlp mlp(table, "net", 4, {64, 64}, 2, Activation::Tanh, 1.0);
+  const std::int64_t batch = 6;
+  surge::Rng rng(13, 7, 0);
+  std::vector<float> params(static_cast<std::size_t>(table.total())), input(batch * 4);
+  for (float& v : params) v = static_cast<float>(0.3 * normal(rng));
+  for (float& v : input) v = static_cast<float>(normal(rng));
+  std::vector<float> activations(mlp.activation_size(batch)), before(batch * 2), after(batch * 2);
+  const auto run = [&](std::uint64_t version, std::vector<float>& output) {
+    fused_mlp_forward(mlp, params.data(), input.data(), batch, activations.data(), output.data(), version);
+  };
+  const std::uint64_t first = fused_mlp_new_version();
+  CHECK(first != 0);
+  run(first, before);
+  const std::size_t offset = static_cast<std::size_t>(mlp.weight_offset(1) + 70);
+  const float original = params[offset];
+  params[offset] = original + 0.5f;
+  const std::uint64_t second = fused_mlp_new_version();
+  CHECK(second != first);
+  run(second, after);
+  CHECK(after != before);
+  params[offset] = original;
+  run(0, after);
+  CHECK(after == before);
+  params[offset] = original + 0.5f;
+  std::vector<float> changed(batch * 2);
+  run(fused_mlp_new_version(), changed);
+  params[offset] = original;
+  run(fused_mlp_new_version(), after);
+  CHECK(after == before);
+  CHECK(changed != before);
+}

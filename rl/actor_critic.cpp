@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "rl/device_util.hpp"
+#include "rl/fused_mlp.hpp"
 #include "rl/gaussian.hpp"
 #include "rl/gemm.hpp"
 #include "sim/error.hpp"
@@ -122,14 +123,21 @@ template <class Scalar>
 void PpoGradient<Scalar>::forward_actor(const Stream& stream, const Scalar* params, const Scalar* obs,
                                         std::int64_t batch, Scalar* logits) {
   SURGE_CHECK(batch <= max_batch_, "batch larger than the workspace");
-  mlp_forward<Scalar>(stream, net_->actor(), params, obs, batch, arena_.data(b_.actor_activations), logits, bf16());
+  mlp_forward<Scalar>(stream, net_->actor(), params, obs, batch, arena_.data(b_.actor_activations), logits, bf16(),
+                      params_version_);
 }
 
 template <class Scalar>
 void PpoGradient<Scalar>::forward_critic(const Stream& stream, const Scalar* params, const Scalar* obs,
                                          std::int64_t batch, Scalar* values) {
   SURGE_CHECK(batch <= max_batch_, "batch larger than the workspace");
-  mlp_forward<Scalar>(stream, net_->critic(), params, obs, batch, arena_.data(b_.critic_activations), values, bf16());
+  mlp_forward<Scalar>(stream, net_->critic(), params, obs, batch, arena_.data(b_.critic_activations), values, bf16(),
+                      params_version_);
+}
+
+template <class Scalar>
+void PpoGradient<Scalar>::parameters_changed() {
+  params_version_ = fused_mlp_new_version();
 }
 
 template <class Scalar>
@@ -174,9 +182,11 @@ void PpoGradient<Scalar>::compute_backward(const Stream& stream, const PpoLossCo
                      arena_.data(b_.d_values), terms, ranks);
   }
   mlp_backward<Scalar>(stream, net_->actor(), params, minibatch.obs, batch, arena_.data(b_.actor_activations),
-                       arena_.data(b_.d_logits), arena_.data(b_.ones), grads, arena_.data(b_.scratch), bf16());
+                       arena_.data(b_.d_logits), arena_.data(b_.ones), grads, arena_.data(b_.scratch), bf16(),
+                       params_version_);
   mlp_backward<Scalar>(stream, net_->critic(), params, minibatch.obs, batch, arena_.data(b_.critic_activations),
-                       arena_.data(b_.d_values), arena_.data(b_.ones), grads, arena_.data(b_.scratch), bf16());
+                       arena_.data(b_.d_values), arena_.data(b_.ones), grads, arena_.data(b_.scratch), bf16(),
+                       params_version_);
 }
 
 template class PpoGradient<float>;

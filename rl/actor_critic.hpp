@@ -86,6 +86,12 @@ class PpoGradient {
   void compute_backward(const Stream& stream, const PpoLossConfig& config, const MinibatchView<Scalar>& minibatch,
                         const Scalar* params, Scalar* grads, double* terms, const Collective* ranks = nullptr);
 
+  // Says that the parameters this workspace is given (always the same buffer) hold new values. Until the
+  // first call, the CPU's fused passes compare the parameters with the weights they packed on every call;
+  // after it they repack only after the next call, so the owner calls it after every write to the buffer
+  // (an optimiser step, a restore) and never writes otherwise.
+  void parameters_changed();
+
   std::int64_t max_batch() const { return max_batch_; }
   std::size_t device_bytes() const { return arena_.device_bytes(); }
   // The buffers a workspace of `max_batch` rows allocates, without allocating them.
@@ -107,6 +113,7 @@ class PpoGradient {
   Buffers b_;
   BufferArena arena_;
   Bf16Operands bf16_;
+  std::uint64_t params_version_ = 0;  // 0: unknown (rl/fused_mlp.hpp)
 };
 
 }  // namespace surge::rl

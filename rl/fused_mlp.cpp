@@ -10,6 +10,7 @@
 #include "rl/fused_mlp.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <vector>
 
 #include "rl/fused_mlp_common.hpp"
@@ -146,11 +147,16 @@ struct Packed : PackedSource<Scalar> {
 };
 
 template <class Scalar>
-const Packed<Scalar>& packed(const Mlp& mlp, const Scalar* params) {
-  return packed_cache<Packed<Scalar>>(mlp, params);
+const Packed<Scalar>& packed(const Mlp& mlp, const Scalar* params, std::uint64_t params_version) {
+  return packed_cache<Packed<Scalar>>(mlp, params, params_version);
 }
 
 }  // namespace
+
+std::uint64_t fused_mlp_new_version() {
+  static std::atomic<std::uint64_t> last{0};
+  return last.fetch_add(1) + 1;
+}
 
 bool fused_mlp_fits(const Mlp& mlp) {
   for (int l = 0; l < mlp.num_layers(); ++l)
@@ -160,8 +166,8 @@ bool fused_mlp_fits(const Mlp& mlp) {
 
 template <class Scalar>
 void fused_mlp_forward(const Mlp& mlp, const Scalar* params, const Scalar* input, std::int64_t batch,
-                       Scalar* activations, Scalar* output) {
-  const Packed<Scalar>& weights = packed(mlp, params);
+                       Scalar* activations, Scalar* output, std::uint64_t params_version) {
+  const Packed<Scalar>& weights = packed(mlp, params, params_version);
   const int widest = widest_padded<Scalar>(mlp), layers = mlp.num_layers();
   const std::int64_t tiles = (batch + kTileRows - 1) / kTileRows;
 #pragma omp parallel for schedule(static) if (run_parallel(batch))
@@ -193,8 +199,9 @@ void fused_mlp_forward(const Mlp& mlp, const Scalar* params, const Scalar* input
 
 template <class Scalar>
 void fused_mlp_backward(const Mlp& mlp, const Scalar* params, const Scalar* input, std::int64_t batch,
-                        const Scalar* activations, const Scalar* d_output, Scalar* grads) {
-  const Packed<Scalar>& weights = packed(mlp, params);
+                        const Scalar* activations, const Scalar* d_output, Scalar* grads,
+                        std::uint64_t params_version) {
+  const Packed<Scalar>& weights = packed(mlp, params, params_version);
   thread_local std::vector<Scalar> sum_storage;
   const int widest = widest_padded<Scalar>(mlp), layers = mlp.num_layers();
   const GradientSums<Scalar> sums(mlp, batch, sum_storage);
@@ -238,11 +245,13 @@ void fused_mlp_backward(const Mlp& mlp, const Scalar* params, const Scalar* inpu
   sums.add_into(mlp, grads);
 }
 
-template void fused_mlp_forward<float>(const Mlp&, const float*, const float*, std::int64_t, float*, float*);
-template void fused_mlp_forward<double>(const Mlp&, const double*, const double*, std::int64_t, double*, double*);
+template void fused_mlp_forward<float>(const Mlp&, const float*, const float*, std::int64_t, float*, float*,
+                                       std::uint64_t);
+template void fused_mlp_forward<double>(const Mlp&, const double*, const double*, std::int64_t, double*, double*,
+                                        std::uint64_t);
 template void fused_mlp_backward<float>(const Mlp&, const float*, const float*, std::int64_t, const float*,
-                                        const float*, float*);
+                                        const float*, float*, std::uint64_t);
 template void fused_mlp_backward<double>(const Mlp&, const double*, const double*, std::int64_t, const double*,
-                                         const double*, double*);
+                                         const double*, double*, std::uint64_t);
 
 }  // namespace surge::rl

@@ -15,17 +15,24 @@ inline constexpr int kFusedMlpMaxWidth = 256;
 // Whether every layer of `mlp` fits the fused path.
 bool fused_mlp_fits(const Mlp& mlp);
 
+// A parameter version never handed out before (never 0; any thread). The passes keep each network's
+// weights repacked, per thread; an owner of a parameter buffer that draws a new version after every write
+// to it (an optimiser step, a restore) and passes it as `params_version` has them repacked only then. With
+// version 0 every pass compares the parameters with those it packed (a byte compare over them).
+std::uint64_t fused_mlp_new_version();
+
 // As mlp_forward on the CPU: output [batch][out], hidden activations [activation_size(batch)].
 template <class Scalar>
 void fused_mlp_forward(const Mlp& mlp, const Scalar* params, const Scalar* input, std::int64_t batch,
-                       Scalar* activations, Scalar* output);
+                       Scalar* activations, Scalar* output, std::uint64_t params_version = 0);
 
 // As mlp_backward on the CPU: writes every weight and bias gradient of `mlp` into grads. The sums over
 // rows run in a fixed order (rows in chunks of kFusedMlpChunkRows, chunks added in order), so the result
 // does not depend on the number of threads.
 template <class Scalar>
 void fused_mlp_backward(const Mlp& mlp, const Scalar* params, const Scalar* input, std::int64_t batch,
-                        const Scalar* activations, const Scalar* d_output, Scalar* grads);
+                        const Scalar* activations, const Scalar* d_output, Scalar* grads,
+                        std::uint64_t params_version = 0);
 
 inline constexpr std::int64_t kFusedMlpChunkRows = 512;
 

@@ -221,8 +221,8 @@ struct PackedBf16 : PackedSource<float> {
 }  // namespace
 
 void fused_mlp_bf16_forward(const Mlp& mlp, const float* params, const float* input, std::int64_t batch,
-                            float* activations, float* output, Bf16Kernel kernel) {
-  const PackedBf16& weights = packed_cache<PackedBf16>(mlp, params);
+                            float* activations, float* output, Bf16Kernel kernel, std::uint64_t params_version) {
+  const PackedBf16& weights = packed_cache<PackedBf16>(mlp, params, params_version);
   const int widest = widest_padded<float>(mlp), layers = mlp.num_layers();
   const std::int64_t tiles = (batch + kTileRows - 1) / kTileRows;
 #pragma omp parallel for schedule(static) if (run_parallel(batch))
@@ -250,8 +250,9 @@ void fused_mlp_bf16_forward(const Mlp& mlp, const float* params, const float* in
 }
 
 void fused_mlp_bf16_backward(const Mlp& mlp, const float* params, const float* input, std::int64_t batch,
-                             const float* activations, const float* d_output, float* grads, Bf16Kernel kernel) {
-  const PackedBf16& weights = packed_cache<PackedBf16>(mlp, params);
+                             const float* activations, const float* d_output, float* grads, Bf16Kernel kernel,
+                             std::uint64_t params_version) {
+  const PackedBf16& weights = packed_cache<PackedBf16>(mlp, params, params_version);
   thread_local std::vector<float> sum_storage;
   const int widest = widest_padded<float>(mlp), layers = mlp.num_layers();
   const GradientSums<float> sums(mlp, batch, sum_storage);

@@ -21,12 +21,13 @@ bool bf16_native_supported();
 std::uint16_t to_bf16(float value);
 float from_bf16(std::uint16_t bits);
 
-// As fused_mlp_forward / fused_mlp_backward (rl/fused_mlp.hpp) in float. Native runs the portable kernel
-// where !bf16_native_supported(): the same bits, slower.
+// As fused_mlp_forward / fused_mlp_backward (rl/fused_mlp.hpp) in float, params_version included. Native
+// runs the portable kernel where !bf16_native_supported(): the same bits, slower.
 void fused_mlp_bf16_forward(const Mlp& mlp, const float* params, const float* input, std::int64_t batch,
-                            float* activations, float* output, Bf16Kernel kernel = Bf16Kernel::Native);
+                            float* activations, float* output, Bf16Kernel kernel = Bf16Kernel::Native,
+                            std::uint64_t params_version = 0);
 void fused_mlp_bf16_backward(const Mlp& mlp, const float* params, const float* input, std::int64_t batch,
                              const float* activations, const float* d_output, float* grads,
-                             Bf16Kernel kernel = Bf16Kernel::Native);
+                             Bf16Kernel kernel = Bf16Kernel::Native, std::uint64_t params_version = 0);
 
 }  // namespace surge::rl

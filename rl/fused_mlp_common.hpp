@@ -84,12 +84,15 @@ int widest_padded(const Mlp& mlp) {
 
 inline bool run_parallel(std::int64_t batch) { return omp_get_max_threads() > 1 && batch >= 2 * kFusedMlpChunkRows; }
 
-// The parameters a network's packed weights were made from, to tell when they must be made again.
+// The parameters a network's packed weights were made from, to tell when they must be made again: by
+// their version (fused_mlp_new_version()) where the caller gives one, else by their bytes.
 template <class Scalar>
 struct PackedSource {
-  std::vector<Scalar> source;
+  std::vector<Scalar> source;        // empty when packed under a version
   std::vector<std::int64_t> layout;  // the network's widths and slice offsets
   const Mlp* owner = nullptr;
+  const Scalar* at = nullptr;
+  std::uint64_t version = 0;
   // Per layer, where pack() put the layer's forward operand (W^T), backward operand (W) and bias.
   std::vector<std::int64_t> transposed, rows, bias;
 
@@ -113,38 +116,46 @@ struct PackedSource {
     const int last = mlp.num_layers() - 1;
     return {mlp.weight_offset(0), mlp.bias_offset(last) + mlp.layer_out(last)};
   }
-  // Bit for bit the parameters it was packed from (memcmp: a byte compare runs at memory speed, where a
-  // float compare would not vectorise).
-  bool holds(const Mlp& mlp, const Scalar* params) const {
+  // The parameters it was packed from: the same buffer under the same version, or (version 0) bit for bit
+  // the same values (memcmp: a byte compare runs at memory speed, where a float compare would not vectorise).
+  bool holds(const Mlp& mlp, const Scalar* params, std::uint64_t params_version) const {
     if (&mlp != owner) return false;
+    if (params_version != 0) return params_version == version && params == at && same_layout(mlp);
     const auto [begin, end] = source_range(mlp);
     return static_cast<std::size_t>(end - begin) == source.size() && same_layout(mlp) &&
            std::memcmp(params + begin, source.data(), source.size() * sizeof(Scalar)) == 0;
   }
-  void remember(const Mlp& mlp, const Scalar* params) {
+  void remember(const Mlp& mlp, const Scalar* params, std::uint64_t params_version) {
     owner = &mlp;
+    at = params;
+    version = params_version;
     layout = layout_of(mlp);
     transposed.assign(mlp.num_layers(), 0);
     rows.assign(mlp.num_layers(), 0);
     bias.assign(mlp.num_layers(), 0);
     const auto [begin, end] = source_range(mlp);
-    source.assign(params + begin, params + end);
+    if (params_version == 0)
+      source.assign(params + begin, params + end);
+    else
+      source.clear();
   }
 };
 
 // The packed weights of `mlp` at `params` (Packed: a PackedSource with pack()), packed again only when
 // they changed: a rollout runs the same weights for every step, an update's backward pass those of its
-// forward pass, so the weights are packed (and, in bf16, rounded) once per optimiser step.
+// forward pass, so the weights are packed (and, in bf16, rounded) once per optimiser step. A nonzero
+// `params_version` says which values the buffer holds (a new version after every write), so nothing is
+// compared; with 0 the values are.
 template <class Packed, class Scalar>
-const Packed& packed_cache(const Mlp& mlp, const Scalar* params) {
+const Packed& packed_cache(const Mlp& mlp, const Scalar* params, std::uint64_t params_version) {
   constexpr int kEntries = 4;  // actor and critic, with room to spare
   thread_local Packed cache[kEntries];
   thread_local int next = 0;
   for (const Packed& entry : cache)
-    if (entry.holds(mlp, params)) return entry;
+    if (entry.holds(mlp, params, params_version)) return entry;
   Packed& entry = cache[next];
   next = (next + 1) % kEntries;
-  entry.remember(mlp, params);
+  entry.remember(mlp, params, params_version);
   entry.pack(mlp, params);
   return entry;
 }

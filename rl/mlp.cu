@@ -146,12 +146,13 @@ void bf16_backward(const Stream& stream, const Mlp& mlp, const float* input, std
 
 template <class Scalar>
 void mlp_forward(const Stream& stream, const Mlp& mlp, const Scalar* params, const Scalar* input, std::int64_t batch,
-                 Scalar* activations, Scalar* output, const Bf16Operands* bf16) {
+                 Scalar* activations, Scalar* output, const Bf16Operands* bf16, std::uint64_t params_version) {
   if (stream.device().is_cpu() && mlp.fused_on_cpu() && fused_mlp_fits(mlp)) {
     if constexpr (std::is_same_v<Scalar, float>)
       if (mlp.precision() == Precision::Bf16)
-        return fused_mlp_bf16_forward(mlp, params, input, batch, activations, output);
-    fused_mlp_forward(mlp, params, input, batch, activations, output);
+        return fused_mlp_bf16_forward(mlp, params, input, batch, activations, output, Bf16Kernel::Native,
+                                      params_version);
+    fused_mlp_forward(mlp, params, input, batch, activations, output, params_version);
     return;
   }
   if constexpr (std::is_same_v<Scalar, float>)
@@ -180,12 +181,13 @@ void mlp_forward(const Stream& stream, const Mlp& mlp, const Scalar* params, con
 template <class Scalar>
 void mlp_backward(const Stream& stream, const Mlp& mlp, const Scalar* params, const Scalar* input, std::int64_t batch,
                   const Scalar* activations, const Scalar* d_output, const Scalar* ones, Scalar* grads, Scalar* scratch,
-                  const Bf16Operands* bf16) {
+                  const Bf16Operands* bf16, std::uint64_t params_version) {
   if (stream.device().is_cpu() && mlp.fused_on_cpu() && fused_mlp_fits(mlp)) {
     if constexpr (std::is_same_v<Scalar, float>)
       if (mlp.precision() == Precision::Bf16)
-        return fused_mlp_bf16_backward(mlp, params, input, batch, activations, d_output, grads);
-    fused_mlp_backward(mlp, params, input, batch, activations, d_output, grads);
+        return fused_mlp_bf16_backward(mlp, params, input, batch, activations, d_output, grads, Bf16Kernel::Native,
+                                       params_version);
+    fused_mlp_backward(mlp, params, input, batch, activations, d_output, grads, params_version);
     return;
   }
   if constexpr (std::is_same_v<Scalar, float>)
@@ -220,10 +222,10 @@ void mlp_backward(const Stream& stream, const Mlp& mlp, const Scalar* params, co
 #define SURGE_MLP_INSTANTIATE(Scalar)                                                                               \
   template void fill<Scalar>(const Stream&, Scalar*, std::int64_t, Scalar);                                         \
   template void mlp_forward<Scalar>(const Stream&, const Mlp&, const Scalar*, const Scalar*, std::int64_t, Scalar*, \
-                                    Scalar*, const Bf16Operands*);                                                  \
+                                    Scalar*, const Bf16Operands*, std::uint64_t);                                   \
   template void mlp_backward<Scalar>(const Stream&, const Mlp&, const Scalar*, const Scalar*, std::int64_t,         \
                                      const Scalar*, const Scalar*, const Scalar*, Scalar*, Scalar*,                 \
-                                     const Bf16Operands*);
+                                     const Bf16Operands*, std::uint64_t);
 SURGE_MLP_INSTANTIATE(float)
 SURGE_MLP_INSTANTIATE(double)
 #undef SURGE_MLP_INSTANTIATE

@@ -81,7 +81,8 @@ int widest_layer(const Mlp& mlp);
 // network in bf16 on CUDA needs `bf16`.
 template <class Scalar>
 void mlp_forward(const Stream& stream, const Mlp& mlp, const Scalar* params, const Scalar* input, std::int64_t batch,
-                 Scalar* activations, Scalar* output, const Bf16Operands* bf16 = nullptr);
+                 Scalar* activations, Scalar* output, const Bf16Operands* bf16 = nullptr,
+                 std::uint64_t params_version = 0);
 
 // Given d_output[batch][out] = dLoss/d(output), writes dLoss/d(parameter) for every slice of this network
 // into `grads` (same table layout as params; other slices untouched). Needs the activations forward()
@@ -89,7 +90,7 @@ void mlp_forward(const Stream& stream, const Mlp& mlp, const Scalar* params, con
 template <class Scalar>
 void mlp_backward(const Stream& stream, const Mlp& mlp, const Scalar* params, const Scalar* input, std::int64_t batch,
                   const Scalar* activations, const Scalar* d_output, const Scalar* ones, Scalar* grads, Scalar* scratch,
-                  const Bf16Operands* bf16 = nullptr);
+                  const Bf16Operands* bf16 = nullptr, std::uint64_t params_version = 0);
 
 // Writes an orthogonal matrix times `gain` into out[rows][cols] (row-major), as torch.nn.init.orthogonal_
 // does: QR of a standard normal matrix (the tall way round), with R's diagonal made positive.

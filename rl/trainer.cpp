@@ -147,6 +147,7 @@ Trainer::Trainer(Engine& engine, const TrainConfig& config, const Collective& ra
   }
   const std::vector<double> initial = network_.initial_parameters(config.seed);
   from_host(arena_[b_.params], std::vector<float>(initial.begin(), initial.end()), stream_);
+  workspace_.parameters_changed();  // and after every other write to params
   // The first observation sits in obs[T]: every iteration starts by moving obs[T] to obs[0].
   const std::int64_t n = config.num_envs;
   engine_.observe({rollout_.obs(config.num_steps), n * d, device_}, stream_);
@@ -334,6 +335,7 @@ void Trainer::optimiser_step() {
   const PhaseMark mark(clock_, TrainPhase::Optimiser);
   adam_step(stream_, config_, arena_[b_.params], arena_[b_.grads], arena_[b_.adam_m], arena_[b_.adam_v],
             data(b_.optimizer), data(b_.reduce_scratch));
+  workspace_.parameters_changed();
 }
 
 void Trainer::end_epoch(std::int64_t epoch) {
@@ -416,6 +418,7 @@ void Trainer::restore_state(const std::vector<SavedBuffer>& saved) {
                        ") is out of range; the file is damaged");
   }
   restore_buffers(arena_, saved, "the checkpoint", stream_);
+  workspace_.parameters_changed();
   restore_buffers(normalization_.buffers(), saved, "the checkpoint", stream_);
   // The restored environments' observation starts the next iteration (obs[T] moves to obs[0]),
   // normalised by the statistics as restored: they counted that observation already.

@@ -72,6 +72,7 @@ class Trainer {
   const RolloutStorage& rollout() const { return rollout_; }
 
   // The learner's state, for checkpoints: each [network().table().total()], on the device.
+  // Read only: the fused passes repack the parameters only after an optimiser step or restore_state().
   Span<float> parameters() const { return arena_[b_.params]; }
   Span<float> gradients() const { return arena_[b_.grads]; }  // of the latest minibatch
   Span<float> adam_first_moment() const { return arena_[b_.adam_m]; }

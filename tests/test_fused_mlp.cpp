@@ -219,6 +219,17 @@ TEST_CASE("Fused MLP gradients are the same bits on one thread and on several", 
   CHECK(grads[0] == grads[2]);
 }
 
+namespace {
+
+// Parameters from 0.3 N(0, 1) and inputs from N(0, 1), for the tests of the packed-weight cache.
+void draw_weights_and_input(int seed, std::vector<float>& params, std::vector<float>& input) {
+  surge::Rng rng(seed, 7, 0);
+  for (float& v : params) v = static_cast<float>(0.3 * normal(rng));
+  for (float& v : input) v = static_cast<float>(normal(rng));
+}
+
+}  // namespace
+
 TEST_CASE("Fused MLP sees a weight changed in place between calls", "[mlp][fused]") {
   // The repacked weights are cached per network; a change to one parameter in the same buffer must reach
   // the next pass, as an optimiser step does.
@@ -226,10 +237,8 @@ TEST_CASE("Fused MLP sees a weight changed in place between calls", "[mlp][fused
   const Mlp first(table, "first", 4, {64, 64}, 2, Activation::Tanh, 1.0);
   const Mlp second(table, "second", 4, {64, 64}, 2, Activation::Tanh, 1.0);
   const std::int64_t batch = 6;
-  surge::Rng rng(12, 7, 0);
   std::vector<float> params(static_cast<std::size_t>(table.total())), input(batch * 4);
-  for (float& v : params) v = static_cast<float>(0.3 * normal(rng));
-  for (float& v : input) v = static_cast<float>(normal(rng));
+  draw_weights_and_input(12, params, input);
   std::vector<float> activations(first.activation_size(batch)), before(batch * 2), after(batch * 2), other(batch * 2);
   fused_mlp_forward(first, params.data(), input.data(), batch, activations.data(), before.data());
   fused_mlp_forward(second, params.data(), input.data(), batch, activations.data(), other.data());
@@ -246,4 +255,38 @@ TEST_CASE("Fused MLP sees a weight changed in place between calls", "[mlp][fused
     fused_mlp_forward(first, params.data(), input.data(), batch, activations.data(), after.data());
     CHECK(after == before);
   }
+}
+
+TEST_CASE("Fused MLP repacks a versioned buffer when its version changes", "[mlp][fused]") {
+  // Under a version the passes trust the version instead of comparing the weights: a write followed by a
+  // new version reaches the next pass, and a pass without a version still compares them.
+  ParamTable table;
+  const Mlp mlp(table, "net", 4, {64, 64}, 2, Activation::Tanh, 1.0);
+  const std::int64_t batch = 6;
+  std::vector<float> params(static_cast<std::size_t>(table.total())), input(batch * 4);
+  draw_weights_and_input(13, params, input);
+  std::vector<float> activations(mlp.activation_size(batch)), before(batch * 2), after(batch * 2);
+  const auto run = [&](std::uint64_t version, std::vector<float>& output) {
+    fused_mlp_forward(mlp, params.data(), input.data(), batch, activations.data(), output.data(), version);
+  };
+  const std::uint64_t first = fused_mlp_new_version();
+  CHECK(first != 0);
+  run(first, before);
+  const std::size_t offset = static_cast<std::size_t>(mlp.weight_offset(1) + 70);
+  const float original = params[offset];
+  params[offset] = original + 0.5f;
+  const std::uint64_t second = fused_mlp_new_version();
+  CHECK(second != first);
+  run(second, after);
+  CHECK(after != before);
+  params[offset] = original;
+  run(0, after);
+  CHECK(after == before);
+  params[offset] = original + 0.5f;
+  std::vector<float> changed(batch * 2);
+  run(fused_mlp_new_version(), changed);
+  params[offset] = original;
+  run(fused_mlp_new_version(), after);
+  CHECK(after == before);
+  CHECK(changed != before);
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ThreadSanitizer over the rollout log's writer thread and the OpenMP loops: a CPU-only Clang build with
+# ThreadSanitizer over the rollout log's writer thread, the OpenMP loops and learners side by side (agents): a CPU-only Clang build with
 # SURGE_SANITIZE=thread (cmake/SurgeSanitize.cmake says why Clang and Archer) of only the tests that run
 # them, run on four OpenMP threads, then again in the shuffled order mode, which puts every loop on all
 # threads (small ones included). Any report fails the test that caused it.
@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${BUILD_DIR:-build-tsan}
 jobs=${JOBS:-$(nproc)}
-tests=(parallel vec_env rollout_log train_logs)
+tests=(parallel vec_env rollout_log train_logs agent_set)
 
 mkdir -p "$build_dir"
 cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \

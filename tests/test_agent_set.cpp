@@ -1,0 +1,85 @@
+// rl/agent_set: trainers iterated side by side (one thread each on the CPU) end with the parameters,
+// Adam moments and metrics of each trainer run alone, bit for bit: the agents share nothing but the
+// threads. Also under ThreadSanitizer (tools/tsan-check.sh), where it checks that they share no data.
+#include <catch2/catch.hpp>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "rl/agent_set.hpp"
+#include "rl/trainer.hpp"
+#include "scenarios/registry.hpp"
+#include "sim/memory.hpp"
+#include "tests/support/small_train_config.hpp"
+
+namespace {
+
+using surge::Device;
+using surge::rl::IterationMetrics;
+using surge::rl::TrainConfig;
+using surge::rl::Trainer;
+
+struct Outcome {
+  std::vector<float> params, adam_m;
+  std::vector<IterationMetrics> metrics;
+};
+
+Outcome outcome(Trainer& trainer, std::vector<IterationMetrics> metrics) {
+  for (const auto& m : trainer.drain()) metrics.push_back(m);
+  const surge::Stream& stream = trainer.stream();
+  return {surge::to_host(trainer.parameters(), stream), surge::to_host(trainer.adam_first_moment(), stream),
+          std::move(metrics)};
+}
+
+Outcome alone(const std::string& scenario, const TrainConfig& config, int iterations) {
+  auto engine = surge::make_engine(scenario, Device::cpu(), config.num_envs, config.seed);
+  Trainer trainer(*engine, config);
+  std::vector<IterationMetrics> metrics;
+  for (int k = 0; k < iterations; ++k) {
+    trainer.iterate();
+    for (const auto& m : trainer.ready_metrics()) metrics.push_back(m);
+  }
+  return outcome(trainer, std::move(metrics));
+}
+
+}  // namespace
+
+TEST_CASE("trainers side by side equal each trainer alone, bit for bit", "[agent_set]") {
+  const std::string scenario = GENERATE(std::string("cartpole"), std::string("pendulum"));
+  constexpr int kAgents = 3, kIterations = 3;
+  std::vector<TrainConfig> configs;
+  for (int k = 0; k < kAgents; ++k) {
+    TrainConfig config = surge::testing::small_train_config(8, 16, kIterations, {16, 16}, 11 + k);
+    config.learning_rate = 1e-3 * (k + 1);  // as a grid would give them
+    configs.push_back(config);
+  }
+  std::vector<std::unique_ptr<surge::Engine>> engines;
+  std::vector<std::unique_ptr<Trainer>> trainers;
+  std::vector<Trainer*> pointers;
+  for (const TrainConfig& config : configs) {
+    engines.push_back(surge::make_engine(scenario, Device::cpu(), config.num_envs, config.seed));
+    trainers.push_back(std::make_unique<Trainer>(*engines.back(), config));
+    pointers.push_back(trainers.back().get());
+  }
+  std::vector<std::vector<IterationMetrics>> metrics(kAgents);
+  for (int i = 0; i < kIterations; ++i) {
+    surge::rl::iterate_agents(pointers, Device::cpu());
+    for (int k = 0; k < kAgents; ++k)
+      for (const auto& m : trainers[k]->ready_metrics()) metrics[k].push_back(m);
+  }
+  for (int k = 0; k < kAgents; ++k) {
+    INFO(scenario << " agent " << k);
+    const Outcome side_by_side = outcome(*trainers[k], metrics[k]);
+    const Outcome solo = alone(scenario, configs[k], kIterations);
+    CHECK(side_by_side.params == solo.params);
+    CHECK(side_by_side.adam_m == solo.adam_m);
+    REQUIRE(side_by_side.metrics.size() == solo.metrics.size());
+    for (std::size_t i = 0; i < solo.metrics.size(); ++i) {
+      CHECK(side_by_side.metrics[i].policy_loss == solo.metrics[i].policy_loss);
+      CHECK(side_by_side.metrics[i].value_loss == solo.metrics[i].value_loss);
+      CHECK(side_by_side.metrics[i].episodes == solo.metrics[i].episodes);
+    }
+  }
+  // The agents differ from one another: each learnt with its own seed and rate.
+  CHECK(outcome(*trainers[0], {}).params != outcome(*trainers[1], {}).params);
+}

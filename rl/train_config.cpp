@@ -17,6 +17,14 @@ namespace surge::rl {
 namespace {
 
 // The shortest text that reads back to the same double, kept a TOML float so it reads back as one.
+// A string as a TOML basic string that reads back the same: quotes, backslashes and control characters
+// escaped (toml++ writes them so).
+std::string toml_string(const std::string& value) {
+  std::ostringstream out;
+  out << toml::value<std::string>(value);
+  return out.str();
+}
+
 std::string toml_float(double value) {
   std::string text = format_shortest(value);
   if (text.find_first_of(".eEn") == std::string::npos) text += ".0";
@@ -103,7 +111,7 @@ Key choice_key(const char* name, std::string TrainConfig::*field, std::vector<st
               bad_type(where, name, allowed);
             c.*field = value->get();
           },
-          [field](const TrainConfig& c) { return "\"" + c.*field + "\""; }};
+          [field](const TrainConfig& c) { return toml_string(c.*field); }};
 }
 
 const std::vector<Key>& keys() {
@@ -114,7 +122,7 @@ const std::vector<Key>& keys() {
          if (!value) bad_type(where, "scenario", "a scenario name such as \"cartpole\"");
          c.scenario = value->get();
        },
-       [](const TrainConfig& c) { return "\"" + c.scenario + "\""; }},
+       [](const TrainConfig& c) { return toml_string(c.scenario); }},
       integer_key("num_envs", &TrainConfig::num_envs),
       integer_key("num_steps", &TrainConfig::num_steps),
       integer_key("total_steps", &TrainConfig::total_steps),
@@ -169,7 +177,7 @@ const std::vector<Key>& keys() {
            bad_type(where, "activation", "\"tanh\" or \"relu\"");
          c.activation = value->get();
        },
-       [](const TrainConfig& c) { return "\"" + c.activation + "\""; }},
+       [](const TrainConfig& c) { return toml_string(c.activation); }},
       bool_key("cpu_fused_mlp", &TrainConfig::cpu_fused_mlp),
       integer_key("eval_every", &TrainConfig::eval_every),
       integer_key("eval_episodes", &TrainConfig::eval_episodes),
@@ -182,7 +190,7 @@ const std::vector<Key>& keys() {
                             (value ? ", got '" + format_excerpt(value->get()) + "'" : std::string()));
          c.precision = value->get();
        },
-       [](const TrainConfig& c) { return "\"" + c.precision + "\""; }},
+       [](const TrainConfig& c) { return toml_string(c.precision); }},
       // The key before precision existed, read as its alias (tf32 = true is precision = "tf32"); never written.
       {"tf32", "true or false (an alias: precision = \"tf32\" or \"fp32\")",
        [](TrainConfig& c, const toml::node& n, const std::string& where) {

@@ -153,6 +153,18 @@ TEST_CASE("to_toml reads back to the same config", "[config]") {
   CHECK(back.hidden == config.hidden);
 }
 
+TEST_CASE("a string key with backslashes, quotes or control characters reads back the same", "[config]") {
+  // Found by fuzzing: --set scenario=a\\b (not TOML, so taken as text) was written without escapes.
+  TrainConfig config;
+  surge::rl::apply_config_setting(config, "scenario= 5.0-norm\\\\h");
+  for (const std::string odd : {std::string("a\\b\"c\td"), std::string(" 5.0-norm\\\\h"), std::string("x\x01y")}) {
+    config.scenario = odd;
+    const TrainConfig back = surge::rl::load_train_config(config.to_toml(), "round trip", false, "");
+    CHECK(back.scenario == odd);
+    CHECK(back.to_toml() == config.to_toml());
+  }
+}
+
 TEST_CASE("the built-in CartPole config is valid, and its cleanrl preset is CleanRL's ppo.py", "[config]") {
   const std::string text = surge::default_train_config("cartpole");
   REQUIRE_FALSE(text.empty());

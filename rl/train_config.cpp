@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <limits>
 #include <sstream>
@@ -16,15 +17,27 @@
 namespace surge::rl {
 namespace {
 
-// The shortest text that reads back to the same double, kept a TOML float so it reads back as one.
-// A string as a TOML basic string that reads back the same: quotes, backslashes and control characters
-// escaped (toml++ writes them so).
+// A string as a TOML basic string ("...") that reads back the same: quotes, backslashes and control
+// characters escaped.
 std::string toml_string(const std::string& value) {
-  std::ostringstream out;
-  out << toml::value<std::string>(value);
-  return out.str();
+  std::string out = "\"";
+  for (const char c : value) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (byte < 0x20 || byte == 0x7f) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\u%04x", byte);
+      out += escaped;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
 }
 
+// The shortest text that reads back to the same double, kept a TOML float so it reads back as one.
 std::string toml_float(double value) {
   std::string text = format_shortest(value);
   if (text.find_first_of(".eEn") == std::string::npos) text += ".0";

@@ -17,26 +17,6 @@
 namespace surge::rl {
 namespace {
 
-// A string as a TOML basic string ("...") that reads back the same: quotes, backslashes and control
-// characters escaped.
-std::string toml_string(const std::string& value) {
-  std::string out = "\"";
-  for (const char c : value) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (byte < 0x20 || byte == 0x7f) {
-      char escaped[8];
-      std::snprintf(escaped, sizeof escaped, "\\u%04x", byte);
-      out += escaped;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
 // The shortest text that reads back to the same double, kept a TOML float so it reads back as one.
 std::string toml_float(double value) {
   std::string text = format_shortest(value);
@@ -124,7 +104,7 @@ Key choice_key(const char* name, std::string TrainConfig::*field, std::vector<st
               bad_type(where, name, allowed);
             c.*field = value->get();
           },
-          [field](const TrainConfig& c) { return toml_string(c.*field); }};
+          [field](const TrainConfig& c) { return quoted_escaped(c.*field); }};
 }
 
 const std::vector<Key>& keys() {
@@ -135,7 +115,7 @@ const std::vector<Key>& keys() {
          if (!value) bad_type(where, "scenario", "a scenario name such as \"cartpole\"");
          c.scenario = value->get();
        },
-       [](const TrainConfig& c) { return toml_string(c.scenario); }},
+       [](const TrainConfig& c) { return quoted_escaped(c.scenario); }},
       integer_key("num_envs", &TrainConfig::num_envs),
       integer_key("num_steps", &TrainConfig::num_steps),
       integer_key("total_steps", &TrainConfig::total_steps),
@@ -190,7 +170,7 @@ const std::vector<Key>& keys() {
            bad_type(where, "activation", "\"tanh\" or \"relu\"");
          c.activation = value->get();
        },
-       [](const TrainConfig& c) { return toml_string(c.activation); }},
+       [](const TrainConfig& c) { return quoted_escaped(c.activation); }},
       bool_key("cpu_fused_mlp", &TrainConfig::cpu_fused_mlp),
       integer_key("eval_every", &TrainConfig::eval_every),
       integer_key("eval_episodes", &TrainConfig::eval_episodes),
@@ -203,7 +183,7 @@ const std::vector<Key>& keys() {
                             (value ? ", got '" + format_excerpt(value->get()) + "'" : std::string()));
          c.precision = value->get();
        },
-       [](const TrainConfig& c) { return toml_string(c.precision); }},
+       [](const TrainConfig& c) { return quoted_escaped(c.precision); }},
       // The key before precision existed, read as its alias (tf32 = true is precision = "tf32"); never written.
       {"tf32", "true or false (an alias: precision = \"tf32\" or \"fp32\")",
        [](TrainConfig& c, const toml::node& n, const std::string& where) {

@@ -41,4 +41,8 @@ std::string format_bytes(std::size_t bytes);
 // "…" where it was cut; control characters (a newline, a NUL) shown as \n, \0 or \xNN.
 std::string format_excerpt(const std::string& text, std::size_t max_chars = 60);
 
+// `text` in double quotes with quotes, backslashes and control characters (DEL included) escaped as
+// \", \\, \n, \t, \r and \u00XX: a JSON string, and a TOML basic string, that reads back as `text`.
+std::string quoted_escaped(const std::string& text);
+
 }  // namespace surge

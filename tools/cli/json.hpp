@@ -11,27 +11,7 @@
 
 namespace surge::cli {
 
-inline std::string json_quote(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buffer[8];
-          std::snprintf(buffer, sizeof buffer, "\\u%04x", c);
-          out += buffer;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
-}
+inline std::string json_quote(const std::string& text) { return quoted_escaped(text); }
 
 inline std::string json_number(double value) { return std::isfinite(value) ? format_number("%.10g", value) : "null"; }
 

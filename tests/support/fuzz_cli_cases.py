@@ -374,6 +374,22 @@ def run_cases(fx):
         cases.append(Case(f"run/train/--log-ranks={value!r}",
                           TRAIN + ["--log-rollouts", "out/log.h5", "--log-ranks", value], {}, ("out",)))
     cases.append(Case("run/train/--log-ranks-without-log", TRAIN + ["--log-ranks", "0"], {}, ("out",)))
+    # This stop's inputs: agents and grids, precision, pixel observations.
+    for value in ["precision=fp16", "precision=1", "observation=rgb", "frame_size=0", "frame_size=100000",
+                  "frame_stack=0", "frame_stack=x", "grayscale=2", "num_agents=0", "num_agents=-3"]:
+        cases.append(Case(f"run/train/--set={value}", TRAIN + ["--set", value], {}, ("out",)))
+    for label, args in [("agents-0", ["--agents", "0"]), ("agents-text", ["--agents", "x"]),
+                        ("grid-bogus-key", ["--grid", "bogus=1,2"]), ("grid-shape-key", ["--grid", "num_envs=4,8"]),
+                        ("grid-empty", ["--grid", "lr="]), ("grid-no-equals", ["--grid", "lr"]),
+                        ("target-mode", ["--agents", "2", "--target-mode", "most"])]:
+        cases.append(Case(f"run/train/{label}", TRAIN + args, {}, ("out",)))
+    for label, args in [("precision", ["--precision", "fp8"]), ("precision-empty", ["--precision", ","]),
+                        ("agents-0", ["--agents", "0"])]:
+        cases.append(Case(f"run/bench-train/{label}", ["bench", "train", "--device", "cpu"] + args, {}, ()))
+    for label, args in [("observation", ["--observation", "rgb"]), ("frame-size", ["--frame-size", "0"]),
+                        ("frame-stack", ["--observation", "pixels", "--frame-stack", "99"])]:
+        cases.append(Case(f"run/bench-env/{label}", ["bench", "env", "--device", "cpu", "--scenario", "cartpole"] + args,
+                          {}, ()))
     render = ["render", "--scenario", "cartpole", "--device", "cpu"]
     for label, args in [("size-0x0", ["--size", "0x0", "--out", "o.png"]),
                         ("size-huge", ["--size", "100000x100000", "--out", "o.png"]),

@@ -17,7 +17,11 @@
 namespace surge::rl::detail {
 namespace {
 
-constexpr std::size_t kWorkspaceBytes = std::size_t(32) << 20;
+// Each stream that runs GEMMs gets its own workspace: streams that run side by side (the agents'
+// branches of one CUDA graph, rl/agent_set) would otherwise race on one buffer when cuBLASLt splits the
+// inner dimension. 4 MiB holds 256 partial 64x64 fp32 results, ample for the learner's shapes, and keeps
+// 1024 agents' workspaces at 4 GiB.
+constexpr std::size_t kWorkspaceBytes = std::size_t(4) << 20;
 
 bool g_allow_tf32 = false;
 
@@ -37,11 +41,11 @@ std::uint32_t alignment_of(const void* pointer) {
 struct ShapeKey {
   int device, dtype, op_a, op_b;
   std::int64_t rows_d, cols_d, inner, ld_a, ld_b, ld_d;
-  bool bias, bias_aligned, tf32;
+  bool bias, bias_aligned, tf32, workspace;
   std::uint32_t align_a, align_b, align_d;
   auto tie() const {
     return std::tie(device, dtype, op_a, op_b, rows_d, cols_d, inner, ld_a, ld_b, ld_d, bias, bias_aligned, tf32,
-                    align_a, align_b, align_d);
+                    workspace, align_a, align_b, align_d);
   }
   bool operator<(const ShapeKey& other) const { return tie() < other.tie(); }
 };
@@ -70,7 +74,7 @@ void broadcast_bias(const Stream& stream, std::int64_t m, std::int64_t n, const 
 
 struct DeviceContext {
   cublasLtHandle_t handle = nullptr;
-  void* workspace = nullptr;
+  std::map<void*, void*> workspaces;  // by the stream's native handle
 };
 
 std::mutex g_mutex;
@@ -84,9 +88,27 @@ DeviceContext& create_context(int device) {
   if (!context.handle) {
     const DeviceGuard guard(Device::cuda(device));
     SURGE_CUBLAS_CHECK(cublasLtCreate(&context.handle));
-    SURGE_CUDA_CHECK(cudaMalloc(&context.workspace, kWorkspaceBytes));
   }
   return context;
+}
+
+bool is_capturing(const Stream& stream) {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  SURGE_CUDA_CHECK(cudaStreamIsCapturing(static_cast<cudaStream_t>(stream.native_handle()), &capture));
+  return capture != cudaStreamCaptureStatusNone;
+}
+
+// The stream's workspace, allocated at its first GEMM outside a capture. A stream whose first GEMM is
+// captured (no allocation may happen there) gets none: its plans are chosen for no workspace.
+// Called with g_mutex held.
+void* workspace_for(DeviceContext& context, const Stream& stream) {
+  const auto found = context.workspaces.find(stream.native_handle());
+  if (found != context.workspaces.end()) return found->second;
+  if (is_capturing(stream)) return nullptr;
+  void* workspace = nullptr;
+  SURGE_CUDA_CHECK(cudaMalloc(&workspace, kWorkspaceBytes));
+  context.workspaces.emplace(stream.native_handle(), workspace);
+  return workspace;
 }
 
 // The device's context; created now only when the stream is not being captured into a graph.
@@ -95,9 +117,7 @@ DeviceContext& context_for(const Stream& stream) {
   const int device = stream.device().index;
   const auto found = g_contexts.find(device);
   if (found != g_contexts.end() && found->second.handle) return found->second;
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  SURGE_CUDA_CHECK(cudaStreamIsCapturing(static_cast<cudaStream_t>(stream.native_handle()), &capture));
-  SURGE_CHECK(capture == cudaStreamCaptureStatusNone,
+  SURGE_CHECK(!is_capturing(stream),
               "a GEMM on " + stream.device().str() +
                   " is captured into a CUDA graph before cuBLASLt was set up there: call rl::prepare_gemm(device) "
                   "before the capture");
@@ -150,6 +170,7 @@ void matmul(const Stream& stream, Transpose trans_a, Transpose trans_b, std::int
   const DeviceGuard guard(stream.device());
   std::lock_guard<std::mutex> lock(g_mutex);
   DeviceContext& context = context_for(stream);
+  void* const workspace = workspace_for(context, stream);
   const ShapeKey key{device,
                      is_bf16    ? 2
                      : is_float ? 0
@@ -165,6 +186,7 @@ void matmul(const Stream& stream, Transpose trans_a, Transpose trans_b, std::int
                      bias != nullptr,
                      bias != nullptr && alignment_of(bias) >= kBiasEpilogueAlignment,
                      is_float && !is_bf16 && g_allow_tf32,
+                     workspace != nullptr,
                      alignment_of(b),
                      alignment_of(a),
                      alignment_of(c)};
@@ -188,7 +210,7 @@ void matmul(const Stream& stream, Transpose trans_a, Transpose trans_b, std::int
 
     cublasLtMatmulPreference_t preference = nullptr;
     SURGE_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference));
-    const std::uint64_t workspace_bytes = kWorkspaceBytes;
+    const std::uint64_t workspace_bytes = key.workspace ? kWorkspaceBytes : 0;
     SURGE_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                             &workspace_bytes, sizeof workspace_bytes));
     const std::uint32_t align_a = key.align_a, align_b = key.align_b, align_d = key.align_d;
@@ -234,9 +256,9 @@ void matmul(const Stream& stream, Transpose trans_a, Transpose trans_b, std::int
     broadcast_bias(stream, m, n, bias, beta, c, ldc);
     beta = Scalar(1);
   }
-  SURGE_CUBLAS_CHECK(cublasLtMatmul(context.handle, plan.desc, &alpha, b, plan.layout_a, a, plan.layout_b, &beta, c,
-                                    plan.layout_d, c, plan.layout_d, &plan.algo, context.workspace, kWorkspaceBytes,
-                                    static_cast<cudaStream_t>(stream.native_handle())));
+  SURGE_CUBLAS_CHECK(cublasLtMatmul(
+      context.handle, plan.desc, &alpha, b, plan.layout_a, a, plan.layout_b, &beta, c, plan.layout_d, c, plan.layout_d,
+      &plan.algo, workspace, workspace ? kWorkspaceBytes : 0, static_cast<cudaStream_t>(stream.native_handle())));
 }
 
 }  // namespace

@@ -288,6 +288,7 @@ int train_agents(const AgentsPlan& plan, const std::string& out_dir) {
   const bool tty = ::isatty(STDERR_FILENO);
   std::vector<Agent*> active;
   std::vector<rl::Trainer*> trainers;
+  rl::AgentIterations iterations_of_all(plan.device);  // after the agents: it waits for its work first
   for (std::int64_t round = 0; !stop && !signals.requested(); ++round) {
     if (plan.stop_after >= 0 && round >= plan.stop_after) break;
     active.clear();
@@ -295,12 +296,13 @@ int train_agents(const AgentsPlan& plan, const std::string& out_dir) {
     for (Agent& agent : agents)
       if (!agent.paused && agent.done < iterations) active.push_back(&agent), trainers.push_back(agent.trainer.get());
     if (active.empty()) break;
-    rl::iterate_agents(trainers, plan.device);
+    iterations_of_all.iterate(trainers);
     bool saved = false;
     for (Agent* agent : active) {
       done = std::max(done, ++agent->done);
       consume(*agent, agent->trainer->ready_metrics());
       if (agent->evaluator->due(agent->done)) {
+        iterations_of_all.settle();
         consume(*agent, agent->trainer->drain());
         const double best = agent->output->best_eval();
         const EvalResult eval = agent->evaluator->run(*agent->trainer, agent->done);
@@ -310,11 +312,13 @@ int train_agents(const AgentsPlan& plan, const std::string& out_dir) {
       }
       agent->output->append_rows();
       if (!std::isnan(plan.target) && !std::isnan(agent->target_time)) {
+        iterations_of_all.settle();
         agent->paused = true;
         consume(*agent, agent->trainer->drain());
         written = agent->output->append_rows(true) && written;
         if (rl::checkpoints_available()) written = save_checkpoint(*agent, "checkpoint.h5") && written;
       } else if (plan.checkpoint_every > 0 && agent->done % plan.checkpoint_every == 0 && agent->done < iterations) {
+        iterations_of_all.settle();
         save_checkpoint(*agent, "checkpoint.h5");
         saved = true;
       }
@@ -327,6 +331,7 @@ int train_agents(const AgentsPlan& plan, const std::string& out_dir) {
     }
     if (saved) write_atomically(folder.dir() + "/metrics.csv", combined_metrics(agents));
   }
+  iterations_of_all.settle();
   for (Agent& agent : agents)
     if (!agent.paused) consume(agent, agent.trainer->drain());
   signals.shield();  // what follows is written whole: a further Ctrl-C waits for it

@@ -2,7 +2,7 @@
 """K agents in one process against the same K runs one after another, measured side by side.
 
     python3 tools/agents_vs_sequential.py train --agents 64 --target-return 475 --rounds 3 --json a.json
-    python3 tools/agents_vs_sequential.py bench --agents 64 --config cleanrl --config own --json b.json
+    python3 tools/agents_vs_sequential.py bench --agents 64 --config 16x16 --config cleanrl --roofline --json b.json
 
 train: `surge train --agents K --seed S --target-return R` (each agent stops at its own target) against
 K processes `surge train --seed s --target-return R`, s = S .. S+K-1, started one after another as a
@@ -12,7 +12,8 @@ agents), the ratio together / one after another, the load average before and aft
 whether every agent's steps to the target equal its run alone's (they should: docs/agents.md).
 
 bench: `surge bench train --agents K` against `--agents 1` with the same per-agent settings, for each
---config (own: the scenario's built-in config; any other name: that --preset), alternating per round;
+--config (NxT: the scenario's built-in config at N envs x T steps; any other name: that --preset),
+alternating per round;
 the median env-steps/s of each side and the ratio. With --roofline, also how close the batch comes to
 the SGEMM rate: the FLOPs of one env-step of training (from `surge bench roofline --what train` at
 the config's num_envs and num_steps) times the batch's env-steps/s, over the SGEMM rate that the same
@@ -153,7 +154,11 @@ def measure_train(args, workdir):
 
 
 def config_args(config):
-    return [] if config == "own" else ["--preset", config]
+    """NxT: the built-in config at N envs x T steps (CartPole's own is 16x16); else a preset's name."""
+    envs, x, steps = config.partition("x")
+    if x and envs.isdigit() and steps.isdigit():
+        return ["--num-envs", envs, "--num-steps", steps]
+    return ["--preset", config]
 
 
 def bench_rate(args, workdir, config, agents):
@@ -231,8 +236,8 @@ def main():
     parser.add_argument("--seed", type=int, default=1, help="train: seeds SEED .. SEED+K-1 [default: 1]")
     parser.add_argument("--target-return", type=float, default=475.0, help="train: R [default: 475]")
     parser.add_argument("--set", action="append", default=[], help="train: KEY=VALUE for every run (repeatable)")
-    parser.add_argument("--config", action="append", help="bench: own (the built-in config) or a preset name "
-                        "(repeatable) [default: own and cleanrl]")
+    parser.add_argument("--config", action="append", help="bench: NxT (the built-in config at N envs x T steps) or "
+                        "a preset's name (repeatable) [default: 16x16 and cleanrl]")
     parser.add_argument("--repeats", type=int, default=5, help="bench: surge bench train --repeats [default: 5]")
     parser.add_argument("--roofline", action="store_true", help="bench: also the fraction of the SGEMM rate")
     parser.add_argument("--rounds", type=int, default=3, help="rounds, each running both sides [default: 3]")
@@ -246,7 +251,7 @@ def main():
     if not os.access(args.surge, os.X_OK) and not shutil.which(args.surge):
         fail(f"--surge {args.surge} is not a program; build it (cmake --build build-cpu) or give its path")
     args.surge = os.path.abspath(args.surge) if os.path.exists(args.surge) else args.surge
-    args.config = args.config or ["own", "cleanrl"]
+    args.config = args.config or ["16x16", "cleanrl"]
     workdir = args.keep or tempfile.mkdtemp(prefix="agents_vs_sequential.")
     os.makedirs(workdir, exist_ok=True)
     try:

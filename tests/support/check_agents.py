@@ -17,11 +17,14 @@ CASE is one of:
   pause    with --target-return, each agent stops at its target: agent k equals `surge train --seed s_k
            --target-return R` alone to its last row (metrics.csv, checkpoint.h5, best.h5), and a run cut
            while some agents are paused resumes to the same end (paused agents stay paused)
+  compare  tools/agents_vs_sequential.py: both sides run, alternating, the same steps to the target per
+           agent and in all, and its JSON for train and bench; bad input exits 2 with one line
 
 Every case runs in a fresh temporary folder. Without h5py the checkpoints are not compared (said on
 stdout); everything else is.
 """
 import csv
+import json
 import os
 import signal
 import subprocess
@@ -285,12 +288,39 @@ def case_pause(tmp):
                          os.path.join(tmp, "batch", "agents", str(k), "checkpoint.h5"), f"resumed paused agent {k}")
 
 
+def case_compare(tmp):
+    tool = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "tools",
+                        "agents_vs_sequential.py")
+    common = [sys.executable, tool, "--surge", SURGE, "--rounds", "2", "--agents", "3"]
+    subprocess.run(common + ["train", "--target-return", "40", "--json", "t.json"], cwd=tmp, check=True,
+                   capture_output=True)
+    with open(os.path.join(tmp, "t.json")) as f:
+        report = json.load(f)
+    assert report["same_steps_to_target"], report
+    assert [r["order"] for r in report["rounds_detail"]] == [["agents", "sequential"], ["sequential", "agents"]]
+    together, alone = report["together"], report["one_after_another"]
+    assert together["env_steps"] == alone["env_steps"] > 0, report
+    assert all(r["agents"]["steps_to_target"] and all(r["agents"]["steps_to_target"])
+               for r in report["rounds_detail"]), report
+    assert report["wall_ratio"] > 0 and report["load_average"]["max"] >= 0, report
+    subprocess.run(common + ["bench", "--config", "4x16", "--repeats", "1", "--json", "b.json"], cwd=tmp, check=True,
+                   capture_output=True)
+    with open(os.path.join(tmp, "b.json")) as f:
+        bench = json.load(f)
+    [entry] = bench["configs"]
+    assert (entry["num_envs"], entry["num_steps"], entry["agents"]) == (4, 16, 3), entry
+    assert len(entry["batch_runs"]) == len(entry["one_runs"]) == 2 and entry["ratio"] > 0, entry
+    bad = subprocess.run(common + ["train", "--agents", "0"], cwd=tmp, capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr.startswith("agents_vs_sequential: --agents 0"), bad.stderr
+    assert len(bad.stderr.splitlines()) == 1, bad.stderr
+
+
 def main():
     global SURGE
     SURGE = os.path.abspath(sys.argv[1])
     case = sys.argv[2]
     cases = {"solo": case_solo, "grid": case_grid, "refused": case_refused, "resume": case_resume,
-             "target": case_target, "pause": case_pause}
+             "target": case_target, "pause": case_pause, "compare": case_compare}
     with tempfile.TemporaryDirectory() as tmp:
         cases[case](tmp)
     print(f"check_agents {case}: ok")

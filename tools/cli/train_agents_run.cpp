@@ -244,7 +244,9 @@ int train_agents(const AgentsPlan& plan, const std::string& out_dir) {
             << (plan.device.is_cpu() ? ", " + plural(rl::agent_threads(agents.size()), "thread") + " across the agents"
                                      : std::string())
             << (resume ? ", resumed after iteration " + std::to_string(done) : std::string())
-            << (paused ? " (" + std::to_string(paused) + " already at the target, which stay paused)" : std::string())
+            << (paused ? " (" + plural(static_cast<long long>(paused), "agent") +
+                             " already at the target, left where they stopped)"
+                       : std::string())
             << "; into " << folder.dir() << "\n";
 
   const auto start = std::chrono::steady_clock::now();

@@ -25,4 +25,77 @@ void iterate_agents(const std::vector<Trainer*>& trainers, Device device) {
   for (std::int64_t k = 0; k < count; ++k) trainers[static_cast<std::size_t>(k)]->iterate();
 }
 
+AgentIterations::AgentIterations(Device device) : device_(device), origin_(device), settled_(device) {
+  for (int slot = 0; slot < 2; ++slot) copied_.emplace_back(device);
+}
+
+AgentIterations::~AgentIterations() { origin_.synchronize_noexcept(); }
+
+void AgentIterations::iterate_each(const std::vector<Trainer*>& trainers) {
+  settle();
+  iterate_agents(trainers, device_);
+}
+
+void AgentIterations::iterate(const std::vector<Trainer*>& trainers) {
+  if (device_.is_cpu() || failed_ || trainers.empty()) return iterate_each(trainers);
+  // The first iteration of each runs eagerly (its cuBLASLt plans, every buffer touched); a graph also
+  // needs every trainer at the same one of the two metrics slots.
+  const std::int64_t enqueued = trainers.front()->iterations_enqueued();
+  for (const Trainer* trainer : trainers)
+    if (!trainer->uses_graph() || trainer->iterations_enqueued() < 1 ||
+        trainer->iterations_enqueued() % 2 != enqueued % 2)
+      return iterate_each(trainers);
+  if (trainers != captured_) {
+    settle();
+    if (!capture(trainers)) return iterate_each(trainers);
+  }
+  if (trainers_busy_) {
+    for (std::size_t k = 0; k < trainers.size(); ++k) {
+      entry_[k].record(trainers[k]->stream());
+      entry_[k].wait(origin_);
+    }
+    trainers_busy_ = false;
+  }
+  int slot = 0;
+  for (Trainer* trainer : trainers) slot = trainer->claim_graph_slot();
+  graphs_[slot]->launch();
+  copied_[static_cast<std::size_t>(slot)].record(origin_);
+  launched_ = true;
+}
+
+bool AgentIterations::capture(const std::vector<Trainer*>& trainers) {
+  std::vector<const Stream*> branches;
+  for (const Trainer* trainer : trainers) branches.push_back(&trainer->stream());
+  captured_.clear();
+  origin_.synchronize();  // the graphs replaced below have finished their launches
+  try {
+    for (int slot = 0; slot < 2; ++slot) {
+      graphs_[slot] = std::make_unique<IterationGraph>(origin_);
+      graphs_[slot]->capture(
+          [&] {
+            for (Trainer* trainer : trainers)
+              trainer->enqueue_captured_iteration(slot, copied_[static_cast<std::size_t>(slot)]);
+          },
+          branches);
+    }
+  } catch (const std::exception&) {
+    graphs_[0].reset();
+    graphs_[1].reset();
+    failed_ = true;
+    return false;
+  }
+  while (entry_.size() < trainers.size()) entry_.emplace_back(device_);
+  captured_ = trainers;
+  trainers_busy_ = true;
+  return true;
+}
+
+void AgentIterations::settle() {
+  if (!launched_) return;
+  settled_.record(origin_);
+  for (const Trainer* trainer : captured_) settled_.wait(trainer->stream());
+  launched_ = false;
+  trainers_busy_ = true;
+}
+
 }  // namespace surge::rl

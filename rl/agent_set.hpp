@@ -1,8 +1,12 @@
 #pragma once
 // Several independent learners in one process (docs/agents.md): one iteration of each, side by side.
+#include <memory>
 #include <vector>
 
+#include "rl/device_graph.hpp"
 #include "rl/trainer.hpp"
+#include "sim/stream.hpp"
+#include "sim/transfer.hpp"
 
 namespace surge::rl {
 
@@ -15,5 +19,44 @@ int agent_threads(std::size_t agents);
 // enqueues its iteration (its graph) on its own stream, one after another, and none is waited for.
 // Every trainer must be on `device`; call it from one host thread.
 void iterate_agents(const std::vector<Trainer*>& trainers, Device device);
+
+// The agents' iterations, round after round. On the CPU, iterate_agents. On CUDA, once every trainer
+// has done its first iteration (eagerly, as a run alone does) and uses graphs: one CUDA graph holds
+// every trainer's iteration, each on its own stream, forked from this object's stream and joined back,
+// so a round is one graph launch and no host loop of launches. It is captured twice (the metrics go to
+// one of two host slots, alternating) and again whenever the set of trainers changes (an agent stopped
+// at its target). When a capture fails, the agents go on with a host loop of their own iterations, and
+// uses_graph() turns false. Declare it after the trainers: it waits for its work when destroyed.
+class AgentIterations {
+ public:
+  explicit AgentIterations(Device device);
+  ~AgentIterations();
+
+  // One iteration of each of `trainers` (on the device, none waited for).
+  void iterate(const std::vector<Trainer*>& trainers);
+  // Orders every trainer's stream after the graph's launches so far. Call it before reading a trainer's
+  // state through its stream (evaluation, checkpoints); its metrics (ready_metrics, drain) need no call.
+  void settle();
+  bool uses_graph() const { return !failed_ && !captured_.empty(); }
+
+  // Its graphs keep a reference to its stream: it stays where it was made.
+  AgentIterations(const AgentIterations&) = delete;
+  AgentIterations& operator=(const AgentIterations&) = delete;
+
+ private:
+  bool capture(const std::vector<Trainer*>& trainers);
+  void iterate_each(const std::vector<Trainer*>& trainers);
+
+  Device device_;
+  Stream origin_;
+  std::vector<Event> copied_;  // [2]: recorded after each launch of graph s, whose metrics copies fill slot s
+  Event settled_;
+  std::vector<Event> entry_;  // [trainers]: each trainer's stream before a launch that must follow it
+  std::unique_ptr<IterationGraph> graphs_[2];
+  std::vector<Trainer*> captured_;
+  bool failed_ = false;
+  bool launched_ = false;      // launches since the last settle()
+  bool trainers_busy_ = true;  // work on the trainers' own streams that the next launch must follow
+};
 
 }  // namespace surge::rl

@@ -24,17 +24,30 @@ void destroy_graph_exec(void* exec) {
 
 IterationGraph::IterationGraph(const Stream& stream) : stream_(stream) {}
 
-void IterationGraph::capture(const std::function<void()>& enqueue) {
+void IterationGraph::capture(const std::function<void()>& enqueue, const std::vector<const Stream*>& branches) {
 #if defined(__CUDACC__)
   SURGE_CHECK(stream_.device().is_cuda(), "CUDA graphs need a CUDA stream");
   SURGE_CHECK(!exec_, "the iteration graph was already captured");
+  for (const Stream* branch : branches)
+    SURGE_CHECK(branch && branch->device() == stream_.device() && branch != &stream_,
+                "a graph's branch is another stream of its device");
   const DeviceGuard guard(stream_.device());
   const auto stream = static_cast<cudaStream_t>(stream_.native_handle());
+  // Made before the capture starts: the fork, and one join per branch.
+  Event fork(stream_.device());
+  std::vector<Event> joins;
+  for (std::size_t b = 0; b < branches.size(); ++b) joins.emplace_back(stream_.device());
   SURGE_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
   // Debug builds (SURGE_DEBUG_SYNC) synchronise after each launch, which capture forbids.
   surge::detail::capturing_graph = true;
   try {
+    fork.record(stream_);
+    for (const Stream* branch : branches) fork.wait(*branch);
     enqueue();
+    for (std::size_t b = 0; b < branches.size(); ++b) {
+      joins[b].record(*branches[b]);
+      joins[b].wait(stream_);
+    }
   } catch (...) {
     surge::detail::capturing_graph = false;
     cudaGraph_t broken = nullptr;
@@ -48,10 +61,13 @@ void IterationGraph::capture(const std::function<void()>& enqueue) {
   SURGE_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
   graph_ = NativeHandle(graph, destroy_graph);
   cudaGraphExec_t exec = nullptr;
-  SURGE_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  const cudaError_t instantiated = cudaGraphInstantiate(&exec, graph, 0);
+  if (instantiated != cudaSuccess) graph_ = no_native_handle();
+  SURGE_CUDA_CHECK(instantiated);
   exec_ = NativeHandle(exec, destroy_graph_exec);
 #else
   (void)enqueue;
+  (void)branches;
   throw Error("CUDA graphs need the CUDA backend, which this build lacks");
 #endif
 }
@@ -72,13 +88,14 @@ HostMirror::HostMirror(Device device, std::size_t bytes, int slots) : device_(de
   host_ = StagingBuffer(device, bytes * static_cast<std::size_t>(slots));
   std::memset(host_.data(), 0, host_.bytes());  // a slot read before its first copy holds zeros
   for (int s = 0; s < slots; ++s) events_.emplace_back(device, /*blocking_sync=*/true);
+  copied_.assign(static_cast<std::size_t>(slots), nullptr);
 }
 
 HostMirror::~HostMirror() {
   for (const Event& event : events_) event.synchronize_noexcept();
 }
 
-void HostMirror::copy_async(int slot, const void* device_source, const Stream& stream) {
+void HostMirror::enqueue_copy(int slot, const void* device_source, const Stream& stream) {
   SURGE_CHECK(slot >= 0 && slot < static_cast<int>(events_.size()), "host mirror slot out of range");
   char* target = static_cast<char*>(host_.data()) + bytes_ * static_cast<std::size_t>(slot);
   if (device_.is_cpu()) {
@@ -89,13 +106,27 @@ void HostMirror::copy_async(int slot, const void* device_source, const Stream& s
   const DeviceGuard guard(stream.device());
   const auto cuda_stream = static_cast<cudaStream_t>(stream.native_handle());
   SURGE_CUDA_CHECK(cudaMemcpyAsync(target, device_source, bytes_, cudaMemcpyDeviceToHost, cuda_stream));
+#else
+  (void)stream;
 #endif
-  events_[static_cast<std::size_t>(slot)].record(stream);
+}
+
+void HostMirror::copy_async(int slot, const void* device_source, const Stream& stream) {
+  enqueue_copy(slot, device_source, stream);
+  copied_[static_cast<std::size_t>(slot)] = nullptr;
+  if (device_.is_cuda()) events_[static_cast<std::size_t>(slot)].record(stream);
+}
+
+void HostMirror::copy_async_captured(int slot, const void* device_source, const Stream& stream, const Event& copied) {
+  SURGE_CHECK(device_.is_cuda(), "a captured copy needs a CUDA device");
+  enqueue_copy(slot, device_source, stream);
+  copied_[static_cast<std::size_t>(slot)] = &copied;
 }
 
 const void* HostMirror::wait(int slot) const {
   SURGE_CHECK(slot >= 0 && slot < static_cast<int>(events_.size()), "host mirror slot out of range");
-  events_[static_cast<std::size_t>(slot)].synchronize();
+  const Event* copied = copied_[static_cast<std::size_t>(slot)];
+  (copied ? *copied : events_[static_cast<std::size_t>(slot)]).synchronize();
   return static_cast<const char*>(host_.data()) + bytes_ * static_cast<std::size_t>(slot);
 }
 

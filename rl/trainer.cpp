@@ -382,6 +382,17 @@ void Trainer::iterate(PhaseClock* clock) {
   ++enqueued_;
 }
 
+void Trainer::enqueue_captured_iteration(int slot, const Event& copied) {
+  SURGE_CHECK(uses_graph() && enqueued_ >= 1, "a trainer joins a graph of several after its first iteration");
+  enqueue_iteration();
+  metrics_mirror_.copy_async_captured(slot, data(b_.metrics), stream_, copied);
+}
+
+int Trainer::claim_graph_slot() {
+  if (collected_ <= enqueued_ - 2) collect(enqueued_ - 2);
+  return static_cast<int>(enqueued_++ % 2);
+}
+
 void Trainer::collect(std::int64_t iteration) {
   SURGE_CHECK(iteration == collected_, "metrics collected out of order");
   pending_.push_back(*static_cast<const IterationMetrics*>(metrics_mirror_.wait(static_cast<int>(iteration % 2))));

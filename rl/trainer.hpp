@@ -59,6 +59,13 @@ class Trainer {
   // Waits for every enqueued iteration and returns the metrics not returned before.
   std::vector<IterationMetrics> drain();
 
+  // For one CUDA graph of several trainers' iterations (rl/agent_set.hpp), after a first iterate():
+  // enqueue_captured_iteration puts an iteration on stream() while it is captured, its metrics copied to
+  // host slot `slot`, ready once `copied` fires; claim_graph_slot, before each launch of that graph,
+  // does what iterate() does around its own launch and returns the slot that the launch writes.
+  void enqueue_captured_iteration(int slot, const Event& copied);
+  int claim_graph_slot();
+
   std::int64_t iterations_enqueued() const { return enqueued_; }
   std::int64_t num_iterations() const { return num_iterations_; }
   const Collective& ranks() const { return ranks_; }

@@ -14,11 +14,17 @@ CASE is one of:
   resume   stopped after some iterations and resumed (--resume DIR), every agent equals the whole run;
            after SIGINT every agent's checkpoint is there and the run resumes to the same end
   target   --target-return with --target-mode any and all: when the run stops, and the final table
+  pause    with --target-return, each agent stops at its target: agent k equals `surge train --seed s_k
+           --target-return R` alone to its last row (metrics.csv, checkpoint.h5, best.h5), and a run cut
+           while some agents are paused resumes to the same end (paused agents stay paused)
+  compare  tools/agents_vs_sequential.py: both sides run, alternating, the same steps to the target per
+           agent and in all, and its JSON for train and bench; bad input exits 2 with one line
 
 Every case runs in a fresh temporary folder. Without h5py the checkpoints are not compared (said on
 stdout); everything else is.
 """
 import csv
+import json
 import os
 import signal
 import subprocess
@@ -235,9 +241,11 @@ def case_target(tmp):
         summary = rows(os.path.join(tmp, mode, "agents_summary.csv"))
         reached = [r for r in summary if r["threshold_step"]]
         assert len(reached) == (4 if mode == "all" else len(reached)) and reached, summary
-        finished[mode] = len(agent_rows(os.path.join(tmp, mode), 0))
+        finished[mode] = max(len(agent_rows(os.path.join(tmp, mode), k)) for k in range(4))
         last = [float(r["threshold_step"]) for r in reached]
         assert max(last) <= finished[mode] * 256, (last, finished[mode])
+        for r in reached:  # an agent stops at the iteration that reached the target
+            assert len(agent_rows(os.path.join(tmp, mode), r["agent"])) * 256 == float(r["threshold_step"]), r
         assert "mean ± std" in result.stdout, result.stdout
     # The agents are the same in both runs: "all" waits for the slowest, "any" stops at the fastest.
     assert finished["any"] < finished["all"], finished
@@ -245,12 +253,74 @@ def case_target(tmp):
     assert finished["all"] * 256 == slowest, (finished, slowest)
 
 
+def case_pause(tmp):
+    # Agents 3 seeds apart reach 60 at different iterations; each stops at its own (eval every 8 iterations,
+    # so best.h5 is written too).
+    common = SMALL[:5] + ["--total-steps", "256000", "--target-return", "60", "--set", "eval_every=8",
+                          "--set", "eval_episodes=2"]
+    run(common + ["--agents", "4", "--seed", "3", "--out", "batch"], tmp)
+    summary = rows(os.path.join(tmp, "batch", "agents_summary.csv"))
+    lengths = [len(agent_rows(os.path.join(tmp, "batch"), k)) for k in range(4)]
+    assert len(set(lengths)) > 1, lengths  # they did stop at different iterations
+    for k in range(4):
+        solo = f"solo{k}"
+        run(common + ["--seed", str(3 + k), "--out", solo], tmp)
+        agent = os.path.join(tmp, "batch", "agents", str(k))
+        assert lengths[k] * 256 == float(summary[k]["threshold_step"]), (k, lengths, summary[k])
+        same_metrics(agent_rows(os.path.join(tmp, "batch"), k), rows(os.path.join(tmp, solo, "metrics.csv")),
+                     f"paused agent {k}")
+        same_metrics(rows(os.path.join(agent, "metrics.csv")), rows(os.path.join(tmp, solo, "metrics.csv")),
+                     f"paused agent {k}'s own metrics.csv")
+        for name in ("checkpoint.h5", "best.h5"):
+            assert os.path.isfile(os.path.join(tmp, solo, name)) and os.path.isfile(os.path.join(agent, name)), name
+            same_checkpoints(os.path.join(agent, name), os.path.join(tmp, solo, name), f"paused agent {k} {name}")
+    # Cut after the first agent has stopped and before the last has: the resumed run keeps the stopped
+    # agents as they are and ends where the whole run ends.
+    cut = (min(lengths) + max(lengths)) // 2
+    stopped = run(common + ["--agents", "4", "--seed", "3", "--out", "part", "--stop-after", str(cut)], tmp)
+    assert "--resume part" in stopped.stderr, stopped.stderr
+    resumed = run(["train", "--resume", "part", "--target-return", "60"], tmp)
+    assert "already at the target" in resumed.stderr, resumed.stderr
+    for k in range(4):
+        same_metrics(agent_rows(os.path.join(tmp, "part"), k), agent_rows(os.path.join(tmp, "batch"), k),
+                     f"resumed paused agent {k}")
+        same_checkpoints(os.path.join(tmp, "part", "agents", str(k), "checkpoint.h5"),
+                         os.path.join(tmp, "batch", "agents", str(k), "checkpoint.h5"), f"resumed paused agent {k}")
+
+
+def case_compare(tmp):
+    tool = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "tools",
+                        "agents_vs_sequential.py")
+    common = [sys.executable, tool, "--surge", SURGE, "--rounds", "2", "--agents", "3"]
+    subprocess.run(common + ["train", "--target-return", "40", "--json", "t.json"], cwd=tmp, check=True,
+                   capture_output=True)
+    with open(os.path.join(tmp, "t.json")) as f:
+        report = json.load(f)
+    assert report["same_steps_to_target"], report
+    assert [r["order"] for r in report["rounds_detail"]] == [["agents", "sequential"], ["sequential", "agents"]]
+    together, alone = report["together"], report["one_after_another"]
+    assert together["env_steps"] == alone["env_steps"] > 0, report
+    assert all(r["agents"]["steps_to_target"] and all(r["agents"]["steps_to_target"])
+               for r in report["rounds_detail"]), report
+    assert report["wall_ratio"] > 0 and report["load_average"]["max"] >= 0, report
+    subprocess.run(common + ["bench", "--config", "4x16", "--repeats", "1", "--json", "b.json"], cwd=tmp, check=True,
+                   capture_output=True)
+    with open(os.path.join(tmp, "b.json")) as f:
+        bench = json.load(f)
+    [entry] = bench["configs"]
+    assert (entry["num_envs"], entry["num_steps"], entry["agents"]) == (4, 16, 3), entry
+    assert len(entry["batch_runs"]) == len(entry["one_runs"]) == 2 and entry["ratio"] > 0, entry
+    bad = subprocess.run(common + ["train", "--agents", "0"], cwd=tmp, capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr.startswith("agents_vs_sequential: --agents 0"), bad.stderr
+    assert len(bad.stderr.splitlines()) == 1, bad.stderr
+
+
 def main():
     global SURGE
     SURGE = os.path.abspath(sys.argv[1])
     case = sys.argv[2]
     cases = {"solo": case_solo, "grid": case_grid, "refused": case_refused, "resume": case_resume,
-             "target": case_target}
+             "target": case_target, "pause": case_pause, "compare": case_compare}
     with tempfile.TemporaryDirectory() as tmp:
         cases[case](tmp)
     print(f"check_agents {case}: ok")

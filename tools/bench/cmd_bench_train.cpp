@@ -57,11 +57,12 @@ Measurement measure(const std::string& scenario, Device device, const rl::TrainC
     owned.push_back(std::make_unique<rl::Trainer>(*engines.back(), agent, *ranks));
     trainers.push_back(owned.back().get());
   }
+  rl::AgentIterations iterations_of_all(device);  // after the trainers: it waits for its work first
   auto iterate = [&] {
     if (agents == 1)
       trainers.front()->iterate();
     else
-      rl::iterate_agents(trainers, device);
+      iterations_of_all.iterate(trainers);
     for (rl::Trainer* trainer : trainers) trainer->ready_metrics();  // as surge train reads them
   };
   for (int k = 0; k < kWarmupIterations; ++k) iterate();

@@ -36,7 +36,8 @@ Command& add_grid_option(Command& cmd) {
                     keys + "physics.NAME; not num_envs, num_steps, hidden or other keys that change shapes")
       .option("target-mode", "MODE",
               "with several agents and --target-return: stop once any agent, all of them, or the median one "
-              "(at least half) reached it; an agent that reached it trains on until then",
+              "(at least half) reached it; each agent stops at its own first iteration at the target, as a run "
+              "alone with --target-return does",
               "all");
 }
 

@@ -30,7 +30,7 @@ std::vector<rl::AgentSpec> plan_agents(const Command& cmd, const rl::TrainConfig
 std::string agents_table(const std::vector<rl::AgentSpec>& agents);
 
 // When the run stops with --target-return: once any agent, every agent, or at least half of them have
-// reached it. An agent that reached it trains on until then.
+// reached it. Each agent stops (pauses) at its first iteration at the target, as a run of it alone does.
 enum class TargetMode { Any, All, Median };
 TargetMode parse_target_mode(const Command& cmd);
 const char* target_mode_name(TargetMode mode);

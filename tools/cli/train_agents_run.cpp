@@ -38,7 +38,9 @@ struct Agent {
   std::unique_ptr<rl::Trainer> trainer;
   std::unique_ptr<TrainOutput> output;
   std::unique_ptr<TrainEvaluator> evaluator;
-  std::int64_t first_iteration = 0;
+  std::int64_t done = 0;  // iterations done, by this run and the runs it continues
+  bool paused = false;    // reached --target-return: no further iteration, its outputs final
+  bool best_checkpoints = true;
   double target_time = NAN, target_step = NAN;
   double return_last100 = NAN;
 };
@@ -212,16 +214,12 @@ int train_agents(const AgentsPlan& plan, const std::string& out_dir) {
       rl::ResumeState state = rl::read_resume_state(path);
       TrainOutput::check_rows(state.metrics_rows, state.metrics_columns, "checkpoint '" + path + "'");
       state.restore(checkpoint, *agent.trainer, *agent.engine);
-      agent.first_iteration = state.iteration();
-      if (agent.first_iteration != agents.front().first_iteration)
-        throw InputError("surge train: " + path + " was written after iteration " +
-                         std::to_string(agent.first_iteration) + ", agent 0's after " +
-                         std::to_string(agents.front().first_iteration) +
-                         "; the agents of a run stop together, so this folder mixes runs");
+      agent.done = state.iteration();
       agent.output = std::make_unique<TrainOutput>(agent.dir, state.metrics_rows, state.metrics_columns, tb);
       const SeedResult earlier = summarize_run(agent.output->rows(), plan.target, NAN, NAN, "", 0);
       agent.target_time = std::isnan(plan.target) ? NAN : earlier.threshold_time;
       agent.target_step = std::isnan(plan.target) ? NAN : earlier.threshold_step;
+      agent.paused = !std::isnan(agent.target_time);  // it stopped there, as a run alone would have
     } else {
       agent.output =
           std::make_unique<TrainOutput>(agent.dir, std::vector<std::vector<double>>{}, TrainOutput::columns(), tb);
@@ -235,24 +233,29 @@ int train_agents(const AgentsPlan& plan, const std::string& out_dir) {
   folder.keep();
 
   const rl::TrainConfig& first = agents.front().spec.config;
-  std::vector<rl::Trainer*> trainers;
-  for (Agent& agent : agents) trainers.push_back(agent.trainer.get());
   const std::int64_t iterations = agents.front().trainer->num_iterations();
-  const std::int64_t start_iteration = agents.front().first_iteration;
+  std::int64_t done = 0;  // the most iterations any agent has done
+  std::size_t paused = 0;
+  for (const Agent& agent : agents) done = std::max(done, agent.done), paused += agent.paused;
   say_device_notice();
   std::cerr << "surge train: " << plural(static_cast<long long>(agents.size()), "agent") << " of " << first.scenario
             << " on " << plan.device.str() << ", each " << first.num_envs << " envs x " << first.num_steps << " steps, "
             << plural(iterations, "iteration")
             << (plan.device.is_cpu() ? ", " + plural(rl::agent_threads(agents.size()), "thread") + " across the agents"
                                      : std::string())
-            << (resume ? ", resumed after iteration " + std::to_string(start_iteration) : std::string()) << "; into "
-            << folder.dir() << "\n";
+            << (resume ? ", resumed after iteration " + std::to_string(done) : std::string())
+            << (paused ? " (" + plural(static_cast<long long>(paused), "agent") +
+                             " already at the target, left where they stopped)"
+                       : std::string())
+            << "; into " << folder.dir() << "\n";
 
   const auto start = std::chrono::steady_clock::now();
   auto seconds_since_start = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
-  const double wall_offset = agents.front().output->rows().empty() ? 0.0 : agents.front().output->rows().back()[2];
+  double wall_offset = 0.0;  // the time the runs this one continues took
+  for (const Agent& agent : agents)
+    if (!agent.output->rows().empty()) wall_offset = std::max(wall_offset, agent.output->rows().back()[2]);
   auto consume = [&](Agent& agent, const std::vector<rl::IterationMetrics>& ready) {
     for (const rl::IterationMetrics& m : ready) {
       const double wall = seconds_since_start();
@@ -264,40 +267,63 @@ int train_agents(const AgentsPlan& plan, const std::string& out_dir) {
       }
     }
   };
-  auto save_checkpoints = [&] {
-    bool all = true;
-    for (Agent& agent : agents) {
-      consume(agent, agent.trainer->drain());
-      rl::ResumeState state = rl::ResumeState::capture(*agent.trainer, *agent.engine);
-      state.metrics_columns = TrainOutput::columns();
-      state.metrics_rows = agent.output->rows();
-      try {
-        rl::write_resumable_checkpoint(agent.dir + "/checkpoint.h5", *agent.trainer, state);
-      } catch (const std::exception& e) {
-        std::cerr << "surge train: could not write " << agent.dir << "/checkpoint.h5 (" << e.what() << ")\n";
-        all = false;
-      }
+  auto save_checkpoint = [&](Agent& agent, const std::string& name) {
+    consume(agent, agent.trainer->drain());
+    rl::ResumeState state = rl::ResumeState::capture(*agent.trainer, *agent.engine);
+    state.metrics_columns = TrainOutput::columns();
+    state.metrics_rows = agent.output->rows();
+    try {
+      rl::write_resumable_checkpoint(agent.dir + "/" + name, *agent.trainer, state);
+      return true;
+    } catch (const std::exception& e) {
+      std::cerr << "surge train: could not write " << agent.dir << "/" << name << " (" << e.what() << ")\n";
+      return false;
     }
-    return all;
   };
 
+  // Each agent does what `surge train --seed s_k` alone does after an iteration: its rows, its evaluation
+  // (best.h5 when it is the best so far), and with --target-return, once it has reached the target, it
+  // stops there: its last rows and checkpoint are written and it iterates no more.
   StopSignals signals;
-  std::int64_t done = start_iteration;
-  bool stop = false;
+  bool stop = false, written = true;
   double last_print = -1e300;
   const bool tty = ::isatty(STDERR_FILENO);
-  for (std::int64_t it = start_iteration; it < iterations && !stop && !signals.requested(); ++it) {
-    if (plan.stop_after >= 0 && it - start_iteration >= plan.stop_after) break;
-    rl::iterate_agents(trainers, plan.device);
-    done = it + 1;
-    for (Agent& agent : agents) {
-      consume(agent, agent.trainer->ready_metrics());
-      if (agent.evaluator->due(done)) {
-        consume(agent, agent.trainer->drain());
-        const EvalResult eval = agent.evaluator->run(*agent.trainer, done);
-        agent.output->set_eval(eval.mean, eval.std);
+  std::vector<Agent*> active;
+  std::vector<rl::Trainer*> trainers;
+  rl::AgentIterations iterations_of_all(plan.device);  // after the agents: it waits for its work first
+  for (std::int64_t round = 0; !stop && !signals.requested(); ++round) {
+    if (plan.stop_after >= 0 && round >= plan.stop_after) break;
+    active.clear();
+    trainers.clear();
+    for (Agent& agent : agents)
+      if (!agent.paused && agent.done < iterations) active.push_back(&agent), trainers.push_back(agent.trainer.get());
+    if (active.empty()) break;
+    iterations_of_all.iterate(trainers);
+    bool saved = false;
+    for (Agent* agent : active) {
+      done = std::max(done, ++agent->done);
+      consume(*agent, agent->trainer->ready_metrics());
+      if (agent->evaluator->due(agent->done)) {
+        iterations_of_all.settle();
+        consume(*agent, agent->trainer->drain());
+        const double best = agent->output->best_eval();
+        const EvalResult eval = agent->evaluator->run(*agent->trainer, agent->done);
+        agent->output->set_eval(eval.mean, eval.std);
+        if (agent->best_checkpoints && !(eval.mean <= best) && rl::checkpoints_available())
+          agent->best_checkpoints = save_checkpoint(*agent, "best.h5");
       }
-      agent.output->append_rows();
+      agent->output->append_rows();
+      if (!std::isnan(plan.target) && !std::isnan(agent->target_time)) {
+        iterations_of_all.settle();
+        agent->paused = true;
+        consume(*agent, agent->trainer->drain());
+        written = agent->output->append_rows(true) && written;
+        if (rl::checkpoints_available()) written = save_checkpoint(*agent, "checkpoint.h5") && written;
+      } else if (plan.checkpoint_every > 0 && agent->done % plan.checkpoint_every == 0 && agent->done < iterations) {
+        iterations_of_all.settle();
+        save_checkpoint(*agent, "checkpoint.h5");
+        saved = true;
+      }
     }
     stop = !std::isnan(plan.target) && mode_met(plan.mode, agents);
     const double wall = seconds_since_start();
@@ -305,20 +331,21 @@ int train_agents(const AgentsPlan& plan, const std::string& out_dir) {
       std::cerr << progress_line(agents, done, iterations, wall + wall_offset) << "\n";
       last_print = wall;
     }
-    if (plan.checkpoint_every > 0 && done % plan.checkpoint_every == 0 && done < iterations) {
-      save_checkpoints();
-      write_atomically(folder.dir() + "/metrics.csv", combined_metrics(agents));
-    }
+    if (saved) write_atomically(folder.dir() + "/metrics.csv", combined_metrics(agents));
   }
-  for (Agent& agent : agents) consume(agent, agent.trainer->drain());
+  iterations_of_all.settle();
+  for (Agent& agent : agents)
+    if (!agent.paused) consume(agent, agent.trainer->drain());
   signals.shield();  // what follows is written whole: a further Ctrl-C waits for it
-  bool written = true;
-  for (Agent& agent : agents) written = agent.output->append_rows(true) && written;
-  if (rl::checkpoints_available())
-    written = save_checkpoints() && written;
-  else
+  for (Agent& agent : agents)
+    if (!agent.paused) written = agent.output->append_rows(true) && written;
+  if (rl::checkpoints_available()) {
+    for (Agent& agent : agents)
+      if (!agent.paused) written = save_checkpoint(agent, "checkpoint.h5") && written;
+  } else {
     std::cerr << "surge train: this build has no HDF5, so no checkpoints were written (install libhdf5-dev and "
                  "rebuild)\n";
+  }
   try {
     write_atomically(folder.dir() + "/metrics.csv", combined_metrics(agents));
   } catch (const std::exception& e) {
@@ -336,7 +363,9 @@ int train_agents(const AgentsPlan& plan, const std::string& out_dir) {
     std::cerr << "surge train: some outputs could not be written (is the disk full?)\n";
     return 2;
   }
-  if (done < iterations && !stop) {
+  bool unfinished = false;
+  for (const Agent& agent : agents) unfinished = unfinished || (!agent.paused && agent.done < iterations);
+  if (unfinished && !stop) {
     const std::string why = signals.requested()
                                 ? std::string("stopped by ") + StopSignals::name(signals.signal_number())
                                 : "stopped as asked (--stop-after)";

@@ -63,6 +63,7 @@ class PixelFrameStore {
   // Row `row`'s frames, [N][H][W][C], row in [-(stack - 1), T].
   std::uint8_t* frames(std::int64_t row) const;
   std::uint8_t* final_frames() const { return arena_.data(b_.final_frames); }  // [N][H][W][C]
+  std::uint8_t* first_flags(std::int64_t row) const;                           // [N], 1 where a frame starts an episode
 
   // The stacks of row t for every environment, into out [N][H][W][stack * C].
   void gather_row(std::int64_t t, Span<std::uint8_t> out, const Stream& stream) const;

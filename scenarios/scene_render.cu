@@ -1,4 +1,4 @@
-// Drawing many environments' states: one parallel_for item per frame row, on either backend.
+// Drawing many environments' states: one parallel_for item per frame (CPU) or frame row (CUDA).
 // Compiled by nvcc when CUDA is on, else as plain C++.
 #include "scenarios/scene_render.hpp"
 
@@ -14,24 +14,27 @@
 namespace surge {
 namespace {
 
-// Row `index % height` of frame `index / height`. Each item builds its environment's scene afresh
-// (a few dozen operations against a row's hundreds) so that rows, not whole frames, spread over
-// the device.
+// Rows [band * rows_per_item, (band + 1) * rows_per_item) of one frame, item index = frame * bands + band.
+// The scene is built once per item: on the CPU an item is a whole frame (the scene's trigonometry and
+// the curve's samples once per frame, thousands of frames for the cores to share); on CUDA a single row,
+// so that rows, not whole frames, spread over the device's threads.
 template <class S>
 struct DrawRows {
   const typename S::State* states;   // [N]
   const typename S::Params* params;  // [N]
-  int width, height, channels;
+  int width, height, channels, rows_per_item;
   std::uint8_t* frames;  // [N][height][width][channels]
 
   SURGE_HD void operator()(std::int64_t index) const {
-    const std::int64_t env = index / height;
-    const int row = static_cast<int>(index - env * height);
+    const int bands = (height + rows_per_item - 1) / rows_per_item;
+    const std::int64_t env = index / bands;
+    const int first_row = static_cast<int>(index - env * bands) * rows_per_item;
+    const int end_row = first_row + rows_per_item < height ? first_row + rows_per_item : height;
     const std::int64_t row_bytes = static_cast<std::int64_t>(width) * channels;
     const render::FrameView frame{frames + env * height * row_bytes, width, height, channels, row_bytes};
     render::Scene scene;
     render::build_scene<S>(states[env], params[env], scene);
-    render::draw_row(scene, frame, row);
+    for (int row = first_row; row < end_row; ++row) render::draw_row(scene, frame, row);
   }
 };
 
@@ -41,13 +44,16 @@ void draw_frames(const Stream& stream, const void* states, const void* params, s
   static_assert(sizeof(typename S::State) == sizeof(float) * S::kStateNames.size(), "a state is its floats");
   static_assert(sizeof(typename S::Params) == sizeof(typename S::ParamType) * S::kParams.size(),
                 "parameters are their values, in order");
+  const int rows_per_item = stream.device().is_cpu() ? size.height : 1;
   const DrawRows<S> draw{static_cast<const typename S::State*>(states),
                          static_cast<const typename S::Params*>(params),
                          size.width,
                          size.height,
                          size.channels,
+                         rows_per_item,
                          frames};
-  parallel_for(stream, n * size.height, draw, 64 * static_cast<std::int64_t>(size.width));
+  const std::int64_t bands = (size.height + rows_per_item - 1) / rows_per_item;
+  parallel_for(stream, n * bands, draw, 64 * static_cast<std::int64_t>(size.width) * rows_per_item);
 }
 
 // Parameters as doubles ([n][count], or null for the defaults) -> the scenario's own Params rows.

@@ -14,12 +14,9 @@
 #include <cstdint>
 
 #include "sim/hd.hpp"
+#include "sim/render_geometry.hpp"
 
 namespace surge::render {
-
-struct Point {
-  float x, y;
-};
 
 struct Colour {
   float r, g, b;
@@ -32,8 +29,6 @@ struct FrameView {
   int width, height, channels;
   std::int64_t row_stride;
 };
-
-inline constexpr int kMaxPolygonVertices = 12;
 
 struct Shape {
   enum Kind : std::uint8_t { Polygon, Disc };
@@ -56,105 +51,15 @@ struct SineCurve {
 
 struct Scene {
   static constexpr int kMaxShapes = 8;
+  static constexpr int kMaxCurveSamples = 128;
   float width, height;  // scene space size, W0 x H0
   Colour background;
   int shape_count;
   bool has_curve;
-  SineCurve curve;  // drawn first, over the background
+  SineCurve curve;                   // drawn first, over the background
+  float curve_ys[kMaxCurveSamples];  // curve_y(curve, i) for every sample, filled by sample_curve
   Shape shapes[kMaxShapes];
 };
-
-// ---- geometry ------------------------------------------------------------------------------------
-
-// fminf and fmaxf are calls into libm when the host compiler must keep their NaN rules; these inline.
-SURGE_HD_INLINE float min_of(float a, float b) { return a < b ? a : b; }
-SURGE_HD_INLINE float max_of(float a, float b) { return a > b ? a : b; }
-
-SURGE_HD_INLINE float polygon_area(const Point* v, int n) {
-  float twice = 0.0f;
-  for (int i = 0; i < n; ++i) {
-    const Point a = v[i], b = v[i + 1 == n ? 0 : i + 1];
-    twice += a.x * b.y - a.y * b.x;
-  }
-  return 0.5f * twice;
-}
-
-// Keeps the part of polygon `in` (n vertices) on the side where sign * (coordinate - bound) <= 0 of an
-// axis-aligned line; returns the new vertex count (at most n + 1 for a convex polygon).
-SURGE_HD_INLINE int clip_polygon(const Point* in, int n, Point* out, bool along_x, float bound, float sign) {
-  int m = 0;
-  for (int i = 0; i < n; ++i) {
-    const Point a = in[i], b = in[i + 1 == n ? 0 : i + 1];
-    const float da = sign * ((along_x ? a.x : a.y) - bound);
-    const float db = sign * ((along_x ? b.x : b.y) - bound);
-    if (da <= 0.0f) out[m++] = a;
-    if ((da < 0.0f && db > 0.0f) || (da > 0.0f && db < 0.0f)) {
-      const float t = da / (da - db);
-      out[m++] = {a.x + t * (b.x - a.x), a.y + t * (b.y - a.y)};
-    }
-  }
-  return m;
-}
-
-// Area of a convex counter-clockwise polygon's intersection with the rectangle [x0, x1] x [y0, y1].
-SURGE_HD_INLINE float polygon_rect_area(const Point* v, int n, float x0, float y0, float x1, float y1) {
-  // Most pixels a shape's box reaches are wholly inside it or wholly outside one of its edges: decided by
-  // the rectangle's corners against each edge, without clipping.
-  bool inside = true;
-  for (int i = 0; i < n; ++i) {
-    const Point a = v[i], b = v[i + 1 == n ? 0 : i + 1];
-    const float ex = b.x - a.x, ey = b.y - a.y;
-    if (ex == 0.0f && ey == 0.0f) continue;
-    const float c00 = ex * (y0 - a.y) - ey * (x0 - a.x), c10 = ex * (y0 - a.y) - ey * (x1 - a.x);
-    const float c01 = ex * (y1 - a.y) - ey * (x0 - a.x), c11 = ex * (y1 - a.y) - ey * (x1 - a.x);
-    if (c00 <= 0.0f && c10 <= 0.0f && c01 <= 0.0f && c11 <= 0.0f) return 0.0f;
-    inside = inside && c00 >= 0.0f && c10 >= 0.0f && c01 >= 0.0f && c11 >= 0.0f;
-  }
-  if (inside) return (x1 - x0) * (y1 - y0);
-  Point a[kMaxPolygonVertices + 4], b[kMaxPolygonVertices + 4];
-  int m = clip_polygon(v, n, a, true, x0, -1.0f);
-  m = clip_polygon(a, m, b, true, x1, 1.0f);
-  m = clip_polygon(b, m, a, false, y0, -1.0f);
-  m = clip_polygon(a, m, b, false, y1, 1.0f);
-  return m < 3 ? 0.0f : fabsf(polygon_area(b, m));
-}
-
-// Integral of sqrt(r^2 - t^2) from 0 to x, for |x| <= r.
-SURGE_HD_INLINE float half_chord_integral(float x, float r) {
-  const float ratio = min_of(max_of(x / r, -1.0f), 1.0f);
-  return 0.5f * (x * sqrtf(max_of(r * r - x * x, 0.0f)) + r * r * asinf(ratio));
-}
-
-// Area of the disc of radius r about the origin with x <= qx and y <= qy.
-SURGE_HD_INLINE float disc_quadrant_area(float qx, float qy, float r) {
-  if (qy <= -r || qx <= -r) return 0.0f;
-  const float x_end = min_of(qx, r);
-  const float full_left = half_chord_integral(-r, r);
-  if (qy >= r) return 2.0f * (half_chord_integral(x_end, r) - full_left);
-  // Inside |x| < w the column is cut at qy (length qy + h); outside, it lies wholly below qy (qy > 0)
-  // or wholly above it (qy < 0).
-  const float w = sqrtf(max_of(r * r - qy * qy, 0.0f));
-  float area = 0.0f;
-  if (qy > 0.0f) {
-    area += 2.0f * (half_chord_integral(min_of(x_end, -w), r) - full_left);
-    if (x_end > w) area += 2.0f * (half_chord_integral(x_end, r) - half_chord_integral(w, r));
-  }
-  if (x_end > -w) {
-    const float cut = min_of(x_end, w);
-    area += qy * (cut + w) + half_chord_integral(cut, r) - half_chord_integral(-w, r);
-  }
-  return area;
-}
-
-SURGE_HD_INLINE float disc_rect_area(Point c, float r, float x0, float y0, float x1, float y1) {
-  x0 -= c.x, x1 -= c.x, y0 -= c.y, y1 -= c.y;
-  const float r2 = r * r;
-  const float far_x = max_of(x0 * x0, x1 * x1), far_y = max_of(y0 * y0, y1 * y1);
-  if (far_x + far_y <= r2) return (x1 - x0) * (y1 - y0);  // the whole rectangle is inside
-  const float area = disc_quadrant_area(x1, y1, r) - disc_quadrant_area(x0, y1, r) - disc_quadrant_area(x1, y0, r) +
-                     disc_quadrant_area(x0, y0, r);
-  return max_of(area, 0.0f);
-}
 
 // ---- building shapes -----------------------------------------------------------------------------
 
@@ -288,16 +193,18 @@ SURGE_HD_INLINE float curve_y(const SineCurve& c, int i) {
 }
 
 // The curve's strokes that can reach [x0, x1] x [y0, y1], each a parallelogram one pixel thick across
-// its minor axis; the strokes meet end to end, so their areas add.
-SURGE_HD_INLINE float curve_coverage(const SineCurve& c, float x0, float y0, float x1, float y1) {
+// its minor axis; the strokes meet end to end, so their areas add. `ys[i]` is curve_y(c, i) (the
+// scene's samples, or computed afresh: the same values).
+template <class Samples>
+SURGE_HD_INLINE float curve_coverage(const SineCurve& c, const Samples& ys, float x0, float y0, float x1, float y1) {
   const float step = (c.x_end - c.x_begin) / static_cast<float>(c.samples - 1);
   // A steep stroke is a pixel wide horizontally too, so look one pixel further each way.
   const int first = static_cast<int>(max_of(floorf((x0 - 1.0f - c.x_begin) / step), 0.0f));
   const int last = static_cast<int>(min_of(floorf((x1 + 1.0f - c.x_begin) / step), static_cast<float>(c.samples - 2)));
   float area = 0.0f;
   for (int i = first; i <= last; ++i) {
-    const Point a = {c.x_begin + step * static_cast<float>(i), curve_y(c, i)};
-    const Point b = {c.x_begin + step * static_cast<float>(i + 1), curve_y(c, i + 1)};
+    const Point a = {c.x_begin + step * static_cast<float>(i), ys[i]};
+    const Point b = {c.x_begin + step * static_cast<float>(i + 1), ys[i + 1]};
     if (min_of(a.y, b.y) - 1.0f >= y1 || max_of(a.y, b.y) + 1.0f <= y0) continue;
     Point quad[4];
     if (fabsf(b.y - a.y) <= fabsf(b.x - a.x)) {
@@ -323,7 +230,119 @@ SURGE_HD_INLINE std::uint8_t to_byte(float value) {
   return static_cast<std::uint8_t>(min_of(max_of(value + 0.5f, 0.0f), 255.0f));
 }
 
-// Output row `row` of `frame`: every pixel's colour from the shapes' coverage of its footprint.
+SURGE_HD_INLINE void put_pixel(std::uint8_t* out, int column, int channels, Colour pixel) {
+  if (channels == 1) {
+    out[column] = to_byte(0.299f * pixel.r + 0.587f * pixel.g + 0.114f * pixel.b);
+  } else {
+    out[3 * column] = to_byte(pixel.r), out[3 * column + 1] = to_byte(pixel.g), out[3 * column + 2] = to_byte(pixel.b);
+  }
+}
+
+SURGE_HD_INLINE void fill_row(std::uint8_t* out, int width, int channels, Colour colour) {
+  put_pixel(out, 0, channels, colour);
+  if (channels == 1) {
+    const std::uint8_t grey = out[0];
+    for (int column = 1; column < width; ++column) out[column] = grey;
+  } else {
+    const std::uint8_t r = out[0], g = out[1], b = out[2];
+    for (int column = 1; column < width; ++column)
+      out[3 * column] = r, out[3 * column + 1] = g, out[3 * column + 2] = b;
+  }
+}
+
+// Columns [begin, end) of one output row.
+struct ColumnSpan {
+  int begin, end;
+};
+
+// The columns a row computes: where each shape and the curve may cover something, and their hull.
+struct RowSpans {
+  ColumnSpan all, curve, shapes[Scene::kMaxShapes];
+};
+
+// The columns whose footprint [c sx - 1/2, (c+1) sx - 1/2] can reach [x_min, x_max], and one more each
+// side: a column left out is a whole column (sx) clear of the interval, so the coverage computed for it
+// is exactly 0 however its rounding goes.
+SURGE_HD_INLINE ColumnSpan columns_reaching(float x_min, float x_max, float sx, int width) {
+  if (!(x_min <= x_max)) return {0, 0};
+  const float last = static_cast<float>(width);
+  const float begin = min_of(max_of(floorf((x_min + 0.5f) / sx) - 1.0f, 0.0f), last);
+  const float end = min_of(max_of(floorf((x_max + 0.5f) / sx) + 2.0f, 0.0f), last);
+  return {static_cast<int>(begin), static_cast<int>(end)};
+}
+
+// The x extent of a convex polygon's part between the heights y0 and y1 (empty: x_min > x_max). Each
+// edge's part inside the strip is the edge cut at y0 and y1; together they bound the polygon's part.
+SURGE_HD_INLINE void polygon_strip_extent(const Point* v, int n, float y0, float y1, float& x_min, float& x_max) {
+  x_min = 3.40282347e38f, x_max = -3.40282347e38f;
+  for (int i = 0; i < n; ++i) {
+    const Point a = v[i], b = v[i + 1 == n ? 0 : i + 1];
+    if (max_of(a.y, b.y) < y0 || min_of(a.y, b.y) > y1) continue;
+    float ta = 0.0f, tb = 1.0f;
+    if (a.y != b.y) {
+      ta = min_of(max_of((y0 - a.y) / (b.y - a.y), 0.0f), 1.0f);
+      tb = min_of(max_of((y1 - a.y) / (b.y - a.y), 0.0f), 1.0f);
+    }
+    const float xa = a.x + ta * (b.x - a.x), xb = a.x + tb * (b.x - a.x);
+    x_min = min_of(x_min, min_of(xa, xb)), x_max = max_of(x_max, max_of(xa, xb));
+  }
+}
+
+// A row's spans for the footprint heights [y0, y1]. A shape's extent is taken over half a scene pixel
+// more above and below the row, so that a column left out is clear of the shape by that much, not only
+// by the column's width. The curve's span covers every stroke curve_coverage would take for some column
+// of the row.
+SURGE_HD_INLINE void row_spans(const Scene& scene, float sx, float y0, float y1, int width, RowSpans& spans) {
+  const float low = y0 - 0.5f, high = y1 + 0.5f;
+  for (int k = 0; k < scene.shape_count; ++k) {
+    const Shape& s = scene.shapes[k];
+    ColumnSpan& span = spans.shapes[k];
+    span = {0, 0};
+    if (y1 <= s.min_y || y0 >= s.max_y) continue;  // shape_coverage's own test: 0 for the whole row
+    if (s.kind == Shape::Disc) {
+      span = columns_reaching(s.min_x, s.max_x, sx, width);
+    } else {
+      float x_min, x_max;
+      polygon_strip_extent(s.vertices, s.vertex_count, low, high, x_min, x_max);
+      span = columns_reaching(x_min, x_max, sx, width);
+    }
+  }
+  spans.curve = {0, 0};
+  if (scene.has_curve) {
+    const SineCurve& c = scene.curve;
+    const float step = (c.x_end - c.x_begin) / static_cast<float>(c.samples - 1);
+    float x_min = 3.40282347e38f, x_max = -3.40282347e38f;
+    for (int i = 0; i + 1 < c.samples; ++i) {
+      const float ya = scene.curve_ys[i], yb = scene.curve_ys[i + 1];
+      if (min_of(ya, yb) - 1.0f >= y1 || max_of(ya, yb) + 1.0f <= y0) continue;
+      // A column takes stroke i when its footprint reaches [x_i - 1, x_(i+1) + 1].
+      x_min = min_of(x_min, c.x_begin + step * static_cast<float>(i) - 1.0f);
+      x_max = max_of(x_max, c.x_begin + step * static_cast<float>(i + 1) + 1.0f);
+    }
+    spans.curve = columns_reaching(x_min, x_max, sx, width);
+  }
+  spans.all = spans.curve.begin < spans.curve.end ? spans.curve : ColumnSpan{width, 0};
+  for (int k = 0; k < scene.shape_count; ++k) {
+    const ColumnSpan span = spans.shapes[k];
+    if (span.begin >= span.end) continue;
+    spans.all.begin = span.begin < spans.all.begin ? span.begin : spans.all.begin;
+    spans.all.end = span.end > spans.all.end ? span.end : spans.all.end;
+  }
+}
+
+// Evaluates the curve's samples once per scene rather than once per pixel that reaches them (at most
+// Scene::kMaxCurveSamples; a curve asking for more is drawn with that many). Call after building.
+SURGE_HD_INLINE void sample_curve(Scene& scene) {
+  if (!scene.has_curve) return;
+  scene.curve.samples = scene.curve.samples < Scene::kMaxCurveSamples ? scene.curve.samples : Scene::kMaxCurveSamples;
+  for (int i = 0; i < scene.curve.samples; ++i) scene.curve_ys[i] = curve_y(scene.curve, i);
+}
+
+// Output row `row` of `frame`: every pixel's colour from the shapes' coverage of its footprint. The row
+// is filled with the background, then only the columns some shape or the curve can reach are
+// computed (row_spans), pixel by pixel as everywhere: a column outside a
+// shape's span is one the shape's coverage is exactly 0 for, so the frame is the same to the bit as
+// computing every pixel.
 SURGE_HD_INLINE void draw_row(const Scene& scene, const FrameView& frame, int row) {
   const float sx = scene.width / static_cast<float>(frame.width);
   const float sy = scene.height / static_cast<float>(frame.height);
@@ -331,21 +350,20 @@ SURGE_HD_INLINE void draw_row(const Scene& scene, const FrameView& frame, int ro
   const float y1 = scene.height - 0.5f - sy * static_cast<float>(row);
   const float y0 = y1 - sy;
   std::uint8_t* out = frame.pixels + frame.row_stride * row;
-  for (int column = 0; column < frame.width; ++column) {
+  fill_row(out, frame.width, frame.channels, scene.background);
+  RowSpans spans;
+  row_spans(scene, sx, y0, y1, frame.width, spans);
+  for (int column = spans.all.begin; column < spans.all.end; ++column) {
     const float x0 = sx * static_cast<float>(column) - 0.5f, x1 = x0 + sx;
     Colour pixel = scene.background;
-    if (scene.has_curve)
-      lay_over(pixel, scene.curve.colour, curve_coverage(scene.curve, x0, y0, x1, y1) * inverse_area);
+    if (spans.curve.begin <= column && column < spans.curve.end)
+      lay_over(pixel, scene.curve.colour, curve_coverage(scene.curve, scene.curve_ys, x0, y0, x1, y1) * inverse_area);
     for (int k = 0; k < scene.shape_count; ++k) {
+      if (column < spans.shapes[k].begin || column >= spans.shapes[k].end) continue;
       const float area = shape_coverage(scene.shapes[k], x0, y0, x1, y1);
       if (area > 0.0f) lay_over(pixel, scene.shapes[k].colour, area * inverse_area);
     }
-    if (frame.channels == 1) {
-      out[column] = to_byte(0.299f * pixel.r + 0.587f * pixel.g + 0.114f * pixel.b);
-    } else {
-      out[3 * column] = to_byte(pixel.r), out[3 * column + 1] = to_byte(pixel.g),
-              out[3 * column + 2] = to_byte(pixel.b);
-    }
+    put_pixel(out, column, frame.channels, pixel);
   }
 }
 
@@ -364,6 +382,7 @@ SURGE_HD_INLINE void build_scene(const typename Scenario::State& state, const ty
                                  Scene& scene) {
   begin_scene(scene, SceneOf<Scenario>::kWidth, SceneOf<Scenario>::kHeight);
   SceneOf<Scenario>::build(state, params, scene);
+  sample_curve(scene);
 }
 
 // A scenario's state drawn into `frame`: the scene built, then every row.

@@ -3,8 +3,14 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstring>
+#include <random>
 #include <vector>
 
+#include "scenarios/acrobot_render.hpp"
+#include "scenarios/cartpole_render.hpp"
+#include "scenarios/mountain_car_render.hpp"
+#include "scenarios/pendulum_render.hpp"
 #include "scenarios/registry.hpp"
 #include "scenarios/scene_render.hpp"
 #include "sim/memory.hpp"
@@ -23,6 +29,68 @@ double grid_area(Inside inside, double x0, double y0, double x1, double y1) {
     for (int j = 0; j < steps; ++j)
       hits += inside(x0 + (x1 - x0) * (i + 0.5) / steps, y0 + (y1 - y0) * (j + 0.5) / steps) ? 1 : 0;
   return (x1 - x0) * (y1 - y0) * hits / (static_cast<double>(steps) * steps);
+}
+
+// Every pixel computed, every shape's coverage asked for, the curve's samples recomputed where they are
+// needed: what draw_row computed before it learnt to skip the columns nothing reaches.
+struct RecomputedSamples {
+  const render::SineCurve& curve;
+  float operator[](int i) const { return render::curve_y(curve, i); }
+};
+
+void draw_every_pixel(const render::Scene& scene, const render::FrameView& frame) {
+  const float sx = scene.width / static_cast<float>(frame.width);
+  const float sy = scene.height / static_cast<float>(frame.height);
+  const float inverse_area = 1.0f / (sx * sy);
+  for (int row = 0; row < frame.height; ++row) {
+    const float y1 = scene.height - 0.5f - sy * static_cast<float>(row);
+    const float y0 = y1 - sy;
+    for (int column = 0; column < frame.width; ++column) {
+      const float x0 = sx * static_cast<float>(column) - 0.5f, x1 = x0 + sx;
+      render::Colour pixel = scene.background;
+      if (scene.has_curve) {
+        const float area = render::curve_coverage(scene.curve, RecomputedSamples{scene.curve}, x0, y0, x1, y1);
+        render::lay_over(pixel, scene.curve.colour, area * inverse_area);
+      }
+      for (int k = 0; k < scene.shape_count; ++k) {
+        const float area = render::shape_coverage(scene.shapes[k], x0, y0, x1, y1);
+        if (area > 0.0f) render::lay_over(pixel, scene.shapes[k].colour, area * inverse_area);
+      }
+      render::put_pixel(frame.pixels + frame.row_stride * row, column, frame.channels, pixel);
+    }
+  }
+}
+
+// Random states (angles all round, positions past the frame's edges) under random parameters (half to
+// one and a half times the defaults: CartPole's pole length, Acrobot's links), drawn by render_states
+// and by draw_every_pixel; returns how many frames differ in any byte.
+template <class S>
+int frames_differing(std::mt19937& rng, int count, FrameSize size, float spread) {
+  constexpr std::size_t kStateDim = S::kStateNames.size(), kParamCount = S::kParams.size();
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::vector<float> states(count * kStateDim);
+  std::vector<double> params(count * kParamCount);
+  for (float& value : states) value = spread * uniform(rng);
+  for (int i = 0; i < count; ++i)
+    for (std::size_t k = 0; k < kParamCount; ++k)
+      params[i * kParamCount + k] = S::kParams[k].default_value * (1.0 + 0.5 * uniform(rng));
+  std::vector<std::uint8_t> drawn(count * size.bytes()), expected(count * size.bytes());
+  render_states(S::kName, states.data(), params.data(), count, size, drawn.data());
+  int differing = 0;
+  for (int i = 0; i < count; ++i) {
+    typename S::State state;
+    typename S::Params param;
+    std::memcpy(&state, &states[i * kStateDim], sizeof(state));
+    auto* values = reinterpret_cast<typename S::ParamType*>(&param);
+    for (std::size_t k = 0; k < kParamCount; ++k)
+      values[k] = static_cast<typename S::ParamType>(params[i * kParamCount + k]);
+    render::Scene scene;
+    render::build_scene<S>(state, param, scene);
+    std::uint8_t* out = expected.data() + i * size.bytes();
+    draw_every_pixel(scene, {out, size.width, size.height, size.channels, std::int64_t{size.width} * size.channels});
+    differing += std::memcmp(out, drawn.data() + i * size.bytes(), size.bytes()) != 0 ? 1 : 0;
+  }
+  return differing;
 }
 
 }  // namespace
@@ -118,5 +186,21 @@ TEST_CASE("render_engine draws every environment as drawing each state alone doe
       for (std::uint8_t value : batched) dark += value < 250 ? 1 : 0;
       CHECK(dark > n * 20);
     }
+  }
+}
+
+TEST_CASE("drawing only the columns shapes reach changes no pixel of any scenario at any size", "[render]") {
+  std::mt19937 rng(16);
+  const std::vector<FrameSize> sizes = {{84, 84, 1},   {64, 64, 1}, {84, 84, 3},  {37, 23, 1},
+                                        {150, 100, 3}, {9, 7, 3},   {700, 450, 1}};
+  for (const FrameSize size : sizes) {
+    // Many small frames, fewer large ones; spread 3 reaches past every scenario's frame or range.
+    const int count = size.width * size.height > 10000 ? 6 : 120;
+    INFO(size.width << "x" << size.height << "x" << size.channels);
+    CHECK(frames_differing<CartPole>(rng, count, size, 3.0f) == 0);
+    CHECK(frames_differing<Acrobot>(rng, count, size, 3.5f) == 0);
+    CHECK(frames_differing<Pendulum>(rng, count, size, 3.5f) == 0);
+    CHECK(frames_differing<MountainCar>(rng, count, size, 1.3f) == 0);
+    CHECK(frames_differing<MountainCarContinuous>(rng, count, size, 1.3f) == 0);
   }
 }

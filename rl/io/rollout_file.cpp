@@ -269,7 +269,12 @@ std::vector<DatasetInfo> RolloutFile::dataset_infos(const std::vector<std::strin
     info.name = name;
     Handle type(H5Dget_type(dataset.get()), "type of '" + name + "'");
     info.dtype = dtype_name(type.get());
-    for (hsize_t d : hdf5::dataset_dims(dataset.get())) info.shape.push_back(static_cast<std::int64_t>(d));
+    info.raw_bytes = static_cast<std::int64_t>(H5Tget_size(type.get()));
+    for (hsize_t d : hdf5::dataset_dims(dataset.get())) {
+      info.shape.push_back(static_cast<std::int64_t>(d));
+      info.raw_bytes *= static_cast<std::int64_t>(d);
+    }
+    info.stored_bytes = static_cast<std::int64_t>(H5Dget_storage_size(dataset.get()));
     Handle properties(H5Dget_create_plist(dataset.get()), "properties of '" + name + "'");
     if (H5Pget_layout(properties.get()) == H5D_CHUNKED) {
       std::vector<hsize_t> chunk(info.shape.size());

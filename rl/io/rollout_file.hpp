@@ -15,6 +15,8 @@ struct DatasetInfo {
   std::vector<std::int64_t> chunk;   // empty when not chunked
   std::vector<std::string> filters;  // "shuffle", "deflate(4)", ...
   std::string axes, description;     // the dataset's attributes, where present
+  std::int64_t raw_bytes = 0;        // its values' size uncompressed
+  std::int64_t stored_bytes = 0;     // the space its chunks take in the file (compressed)
 };
 
 // Values of a dataset read as double (exact for every type the log writes but int64 beyond 2^53).

@@ -367,4 +367,34 @@ RolloutLogStats RolloutLog::stats() const {
 
 const std::string& RolloutLog::path() const { return state_->options.path; }
 
+std::vector<LogField> pixel_log_fields(const std::uint8_t* frames, const std::uint8_t* first, std::int64_t steps,
+                                       int stack, int height, int width, int channels) {
+  SURGE_CHECK(steps >= 1 && stack >= 1 && height >= 1 && width >= 1 && (channels == 1 || channels == 3),
+              "pixel log fields: bad frame store shape");
+  LogField pixels;
+  pixels.name = "frames";
+  pixels.dtype = LogDtype::UInt8;
+  pixels.steps = steps + stack - 1;
+  pixels.item_shape = {height, width, channels};
+  pixels.data = frames;
+  pixels.description =
+      "frames in drawing order: slot s is observation row s - (frame_stack - 1), the first frame_stack - 1 "
+      "carried over from the iteration before; a stack is slots t .. t + frame_stack - 1, each frame older "
+      "than the latest frame_first among them replaced by that frame";
+  pixels.chunk_steps = kFramesPerChunk;
+  pixels.chunk_envs = 1;
+  LogField starts = pixels;
+  starts.name = "frame_first";
+  starts.item_shape = {};
+  starts.data = first;
+  starts.description = "1 where the frame in the same slot of 'frames' is the first of its episode";
+  return {pixels, starts};
+}
+
+std::vector<LogAttribute> pixel_log_attributes(int stack, int height, int width, int channels) {
+  return {{"observation", std::string("pixels")},
+          {"frame_stack", std::int64_t{stack}},
+          {"frame_shape", std::vector<std::int64_t>{height, width, channels}}};
+}
+
 }  // namespace surge::rl

@@ -47,6 +47,9 @@ struct LogField {
   // The buffer's env axis holds only the logged envs ([steps][M](item) or [M](item)) rather than all
   // num_envs of them: a copy kept for the log alone (the trainer's raw observations).
   bool only_logged_envs = false;
+  // The chunk's extent along the step and env axes (0: every step, and as many envs as fit in 1 MiB).
+  // Frames are chunked a few at a time, so that reading one stack decompresses little.
+  std::int64_t chunk_steps = 0, chunk_envs = 0;
 };
 
 // A file attribute: text, an integer, or an array of numbers or text.
@@ -97,6 +100,18 @@ struct RolloutLogStats {
 };
 
 inline constexpr std::int64_t kRolloutLogSchemaVersion = 1;
+
+// Pixel observations in a rollout log (docs/hdf5-schema.md, "Pixel observations"), from a frame store
+// laid out as scenarios/pixel_obs.hpp keeps it: `frames` [T + stack][N][height][width][channels] uint8,
+// whose slot s holds observation row s - (stack - 1), and `first` [T + stack][N], 1 where a frame is the
+// first of its episode. Logs slots 0 .. T + stack - 2 (the stack - 1 carried over from the previous
+// iteration, then rows 0 .. T - 1) as the per-step fields "frames" and "frame_first", chunked
+// kFramesPerChunk frames of one env at a time and compressed; an observation's stack is rebuilt from
+// them by the rule the schema gives. Add pixel_log_attributes(stack) to the options' attributes.
+inline constexpr std::int64_t kFramesPerChunk = 4;
+std::vector<LogField> pixel_log_fields(const std::uint8_t* frames, const std::uint8_t* first, std::int64_t steps,
+                                       int stack, int height, int width, int channels);
+std::vector<LogAttribute> pixel_log_attributes(int stack, int height, int width, int channels);
 
 class RolloutLog {
  public:

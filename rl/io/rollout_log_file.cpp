@@ -50,12 +50,12 @@ std::string axes_text(const LogField& field) {
   return axes;
 }
 
-// One logged iteration per chunk (split along the env axis above 1 MiB): every chunk is written once,
-// whole, and never rewritten, so a process killed at any moment cannot leave a chunk that earlier
-// iterations share half rewritten.
-std::vector<hsize_t> chunk_dims(const std::vector<hsize_t>& row, std::size_t element_bytes, std::size_t env_axis) {
+// One logged iteration per chunk (split along the env axis above 1 MiB, or as the field asks): every
+// chunk is written once, whole, and never rewritten, so a process killed at any moment cannot leave a
+// chunk that earlier iterations share half rewritten.
+std::vector<hsize_t> chunk_dims(const LogField& field, const std::vector<hsize_t>& row, std::size_t env_axis) {
   constexpr std::size_t large_chunk = 1 << 20;
-  std::size_t row_bytes = element_bytes;
+  std::size_t row_bytes = log_dtype_size(field.dtype);
   for (hsize_t d : row) row_bytes *= d;
   std::vector<hsize_t> chunk{1};
   chunk.insert(chunk.end(), row.begin(), row.end());
@@ -63,6 +63,8 @@ std::vector<hsize_t> chunk_dims(const std::vector<hsize_t>& row, std::size_t ele
     const std::size_t bytes_per_env = row_bytes / row[env_axis];
     chunk[1 + env_axis] = std::max<hsize_t>(1, large_chunk / std::max<std::size_t>(bytes_per_env, 1));
   }
+  if (field.chunk_envs > 0) chunk[1 + env_axis] = std::min<hsize_t>(row[env_axis], field.chunk_envs);
+  if (field.chunk_steps > 0 && field.steps > 0) chunk[1] = std::min<hsize_t>(row[0], field.chunk_steps);
   return chunk;
 }
 
@@ -73,10 +75,18 @@ Handle latest_format_access() {
   return access;
 }
 
-Handle create_extendable(hid_t file, const std::string& name, LogDtype dtype, const std::vector<hsize_t>& row,
-                         std::size_t env_axis, int deflate_level) {
-  return hdf5::create_extendable_dataset(file, name, element_type(dtype).file, row,
-                                         chunk_dims(row, log_dtype_size(dtype), env_axis), deflate_level);
+Handle create_extendable(hid_t file, const LogField& field, const std::vector<hsize_t>& row, std::size_t env_axis,
+                         int deflate_level) {
+  return hdf5::create_extendable_dataset(file, field.name, element_type(field.dtype).file, row,
+                                         chunk_dims(field, row, env_axis), deflate_level);
+}
+
+// The index datasets, [I] of int64.
+Handle create_index(hid_t file, const char* name, int deflate_level) {
+  LogField field;
+  field.name = name;
+  field.dtype = LogDtype::Int64;
+  return create_extendable(file, field, {}, 0, deflate_level);
 }
 
 void write_attribute(hid_t object, const LogAttribute& attribute) {
@@ -151,17 +161,17 @@ void RolloutLogFile::Datasets::create(const RolloutLogOptions& options, const st
     const Handle env_dataset = hdf5::write_dataset(root, kEnvIdDataset, env_ids);
     hdf5::write_string_attribute(env_dataset.get(), "description", "the environments logged, by index in the run");
 
-    iteration = create_extendable(root, kIterationDataset, LogDtype::Int64, {}, 0, options.deflate_level);
+    iteration = create_index(root, kIterationDataset, options.deflate_level);
     hdf5::write_string_attribute(
         iteration.get(), "description",
         "the training iteration of each logged row; its length is the number of complete rows");
-    global_step = create_extendable(root, kGlobalStepDataset, LogDtype::Int64, {}, 0, options.deflate_level);
+    global_step = create_index(root, kGlobalStepDataset, options.deflate_level);
     hdf5::write_string_attribute(global_step.get(), "description",
                                  "environment steps taken by the whole run at the end of that iteration");
     for (const LogField& field : log_fields) {
       const std::size_t env_axis = field.steps > 0 ? 1 : 0;
-      fields.push_back(create_extendable(root, field.name, field.dtype, row_dims(field, options.log_envs), env_axis,
-                                         options.deflate_level));
+      fields.push_back(
+          create_extendable(root, field, row_dims(field, options.log_envs), env_axis, options.deflate_level));
       hdf5::write_string_attribute(fields.back().get(), "axes", axes_text(field));
       if (!field.description.empty())
         hdf5::write_string_attribute(fields.back().get(), "description", field.description);

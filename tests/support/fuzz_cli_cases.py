@@ -408,6 +408,12 @@ def run_cases(fx):
         fls = {"ck.h5": ("copy", fx["checkpoint"])} if "ck.h5" in args else {}
         base = render if "--checkpoint" not in args or label == "checkpoint-with-scenario" else render[:1] + render[3:]
         cases.append(Case(f"run/render/{label}", base + args, fls, ("o.png", "o.gif")))
+    step_argv, step_files, _ = bases(fx)["step"]
+    for label, target in [("frames-h5-no-folder", "nowhere/f.h5"), ("frames-h5-is-folder", "d.h5"),
+                          ("frames-h5", "f.h5"), ("frames-hdf5-empty-name", ".h5")]:
+        fls = dict(step_files, **({"d.h5": ("dir",)} if target == "d.h5" else {}))
+        cases.append(Case(f"run/step/{label}", step_argv + ["--observation", "pixels", "--frames", target], fls,
+                          ("out.csv", "f.h5", ".h5")))
     for label, value in [("format", "v.bmp"), ("no-folder", "nowhere/v.gif"), ("empty", "")]:
         cases.append(Case(f"run/eval/--video-{label}",
                           ["eval", "--checkpoint", "ck.h5", "--episodes", "1", "--device", "cpu", "--video", value],

@@ -120,10 +120,18 @@ class Output {
 
 // ---- info ------------------------------------------------------------------------------------
 
+// "2.905% of 3.45 MiB": the space a dataset takes in the file against its values' raw size.
+std::string stored_text(const DatasetInfo& d) {
+  if (d.raw_bytes <= 0) return "-";
+  return format_significant(100.0 * static_cast<double>(d.stored_bytes) / static_cast<double>(d.raw_bytes)) + "% of " +
+         format_bytes(static_cast<std::size_t>(d.raw_bytes));
+}
+
 int h5_info(Args args) {
   Command cmd("h5 info",
               "Shows a rollout log: its attributes (scenario, seed, physics, configuration, ...), its\n"
-              "datasets with their types, shapes, chunks and filters, and the iterations it logged.");
+              "datasets with their types, shapes, chunks, filters and stored size against their raw\n"
+              "size, and the iterations it logged.");
   cmd.note("FILE is a rollout log written by 'surge train --log-rollouts'.").example("surge h5 info rollouts.h5");
   const std::string path = take_file(cmd, args, {});
   if (!cmd.parse(args) || path.empty()) {
@@ -153,14 +161,15 @@ int h5_info(Args args) {
       << "  " << std::setw(8) << "type"
       << "  " << std::setw(static_cast<int>(shape_width)) << "shape"
       << "  " << std::setw(static_cast<int>(chunk_width)) << "chunk"
-      << "  filters\n";
+      << "  " << std::setw(20) << "filters"
+      << "  stored\n";
   for (const DatasetInfo& d : datasets) {
     std::string filters;
     for (std::size_t k = 0; k < d.filters.size(); ++k) filters += (k ? ", " : "") + d.filters[k];
     out << "  " << std::setw(static_cast<int>(name_width)) << d.name << "  " << std::setw(8) << d.dtype << "  "
         << std::setw(static_cast<int>(shape_width)) << shape_text(d.shape) << "  "
         << std::setw(static_cast<int>(chunk_width)) << (d.chunk.empty() ? "contiguous" : shape_text(d.chunk)) << "  "
-        << (filters.empty() ? "none" : filters) << "\n";
+        << std::setw(20) << (filters.empty() ? "none" : filters) << "  " << stored_text(d) << "\n";
   }
   out << std::right;
   const std::vector<std::int64_t>& iterations = file.iterations();

@@ -5,7 +5,7 @@
 // the advantages) and the critic's (the value loss) are independent, so they run on two threads when two
 // are given, meet once for the gradient norm, then each thread takes Adam's step over its own network's
 // parameters. The same bits on one thread or two, and the same bits as PpoGradient::compute followed by
-// adam_step on the fused MLP path: every sum keeps its order (tests/test_fused_update.cpp). Host only.
+// adam_step on the fused MLP path: every sum keeps its order (tests/test_fused_mlp_update.cpp). Host only.
 #include <cstdint>
 
 #include "rl/actor_critic.hpp"

@@ -33,13 +33,19 @@ class Helper {
     state_.store(((state_.load(std::memory_order_relaxed) >> 8) + 1) << 8, std::memory_order_release);
     state_.notify_one();
     while (claim_one()) {}
-    while (done_.load(std::memory_order_acquire) < 2) spin_pause();
+    // The helper took a task and runs it: wait, giving the core up now and then in case it was preempted.
+    for (int spins = 1; done_.load(std::memory_order_acquire) < 2; ++spins) {
+      spin_pause();
+      if (spins % kSpinsBeforeYield == 0) std::this_thread::yield();
+    }
   }
 
  private:
-  // The helper spins this many pauses (about 0.1 ms) for the next pair before it sleeps: an update posts
-  // pairs every few tens of microseconds, a rollout none for much longer.
-  static constexpr int kSpins = 2000;
+  // The helper spins this many pauses (some tens of microseconds) for the next pair before it sleeps: an
+  // update posts its pairs microseconds apart, a rollout none for much longer. On a busy machine every
+  // spin is time the process's other thread could have had.
+  static constexpr int kSpins = 500;
+  static constexpr int kSpinsBeforeYield = 256;
 
   Helper() {
     std::thread([this] { serve(); }).detach();

@@ -26,15 +26,13 @@ struct Minibatch {
   std::vector<float> obs, old_logprob, old_value, advantage, returns;
   std::vector<std::int32_t> actions;
   MinibatchView<float> view() const {
-    MinibatchView<float> v;
-    v.size = static_cast<std::int64_t>(actions.size());
-    v.obs = obs.data();
-    v.actions = actions.data();
-    v.old_logprob = old_logprob.data();
-    v.old_value = old_value.data();
-    v.advantage = advantage.data();
-    v.returns = returns.data();
-    return v;
+    return {static_cast<std::int64_t>(actions.size()),
+            obs.data(),
+            actions.data(),
+            old_logprob.data(),
+            old_value.data(),
+            advantage.data(),
+            returns.data()};
   }
 };
 

@@ -91,6 +91,7 @@ class PpoGradient {
   // after it they repack only after the next call, so the owner calls it after every write to the buffer
   // (an optimiser step, a restore) and never writes otherwise.
   void parameters_changed();
+  std::uint64_t params_version() const { return params_version_; }
 
   std::int64_t max_batch() const { return max_batch_; }
   std::size_t device_bytes() const { return arena_.device_bytes(); }

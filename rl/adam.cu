@@ -51,44 +51,74 @@ SURGE_HD_INLINE void update_scalars(OptimizerScalars* s, double beta1, double be
   s->bias_correction2_sqrt = sqrt(1.0 - pow(beta2, s->step));
 }
 
-// The CPU's sum of squared gradients, the same bits as parallel_reduce<1>(SquaredGradient): the same 64
-// chunks (chunk c is [n c / 64, n (c + 1) / 64)), each summed in index order, then folded in chunk
-// order. parallel_reduce walks one chunk at a time, a chain of dependent additions; here kInterleave
-// chunks advance together, so their chains overlap in the pipeline.
-constexpr std::int64_t kNormChunks = 64;
+// The CPU's sum of squared gradients, the same bits as parallel_reduce<1>(SquaredGradient): the same
+// kCpuNormChunks chunks, each summed in index order, then folded in chunk order. parallel_reduce walks
+// one chunk at a time, a chain of dependent additions; here kInterleave chunks advance together, so their
+// chains overlap in the pipeline.
 constexpr std::int64_t kInterleave = 8;
 
-double cpu_squared_norm(const float* grads, std::int64_t n) {
-  double partial[kNormChunks] = {};
-  const std::int64_t shortest = n / kNormChunks;  // every chunk holds shortest or shortest + 1 elements
-#pragma omp parallel for schedule(static) if (n >= 4096)
-  for (std::int64_t group = 0; group < kNormChunks; group += kInterleave) {
-    std::int64_t begin[kInterleave], end[kInterleave];
-    double sum[kInterleave];
-    for (std::int64_t c = 0; c < kInterleave; ++c) {
-      begin[c] = n * (group + c) / kNormChunks;
-      end[c] = n * (group + c + 1) / kNormChunks;
-      sum[c] = 0.0;
-    }
-    for (std::int64_t k = 0; k < shortest; ++k)
-      for (std::int64_t c = 0; c < kInterleave; ++c) {
-        const double x = static_cast<double>(grads[begin[c] + k]);
-        sum[c] += x * x;
-      }
-    for (std::int64_t c = 0; c < kInterleave; ++c) {
-      for (std::int64_t i = begin[c] + shortest; i < end[c]; ++i) {
-        const double x = static_cast<double>(grads[i]);
-        sum[c] += x * x;
-      }
-      partial[group + c] = sum[c];
-    }
+void interleaved_chunks(const float* grads, std::int64_t n, std::int64_t group, double* partial) {
+  const std::int64_t shortest = n / kCpuNormChunks;  // every chunk holds shortest or shortest + 1 elements
+  std::int64_t begin[kInterleave], end[kInterleave];
+  double sum[kInterleave];
+  for (std::int64_t c = 0; c < kInterleave; ++c) {
+    begin[c] = n * (group + c) / kCpuNormChunks;
+    end[c] = n * (group + c + 1) / kCpuNormChunks;
+    sum[c] = 0.0;
   }
+  for (std::int64_t k = 0; k < shortest; ++k)
+    for (std::int64_t c = 0; c < kInterleave; ++c) {
+      const double x = static_cast<double>(grads[begin[c] + k]);
+      sum[c] += x * x;
+    }
+  for (std::int64_t c = 0; c < kInterleave; ++c) {
+    for (std::int64_t i = begin[c] + shortest; i < end[c]; ++i) {
+      const double x = static_cast<double>(grads[i]);
+      sum[c] += x * x;
+    }
+    partial[group + c] = sum[c];
+  }
+}
+
+double fold_chunks(const double* partial) {
   double total = 0.0;
-  for (std::int64_t c = 0; c < kNormChunks; ++c) total += partial[c];
+  for (std::int64_t c = 0; c < kCpuNormChunks; ++c) total += partial[c];
   return total;
 }
 
 }  // namespace detail
+
+void cpu_squared_norm_chunks(const float* grads, std::int64_t n, std::int64_t first, std::int64_t last,
+                             double* partial) {
+  std::int64_t c = first;
+  for (; c + detail::kInterleave <= last; c += detail::kInterleave) detail::interleaved_chunks(grads, n, c, partial);
+  for (; c < last; ++c) {
+    double sum = 0.0;
+    for (std::int64_t i = n * c / kCpuNormChunks; i < n * (c + 1) / kCpuNormChunks; ++i) {
+      const double x = static_cast<double>(grads[i]);
+      sum += x * x;
+    }
+    partial[c] = sum;
+  }
+}
+
+void cpu_adam_scalars(const AdamConfig& config, const double* partial, OptimizerScalars* scalars) {
+  scalars->grad_norm_sq = detail::fold_chunks(partial);
+  detail::update_scalars(scalars, config.beta1, config.beta2, config.max_grad_norm);
+}
+
+void cpu_adam_update(const AdamConfig& config, const OptimizerScalars& scalars, float* params, const float* grads,
+                     float* m, float* v, std::int64_t begin, std::int64_t end) {
+  const detail::AdamUpdate update{params,
+                                  m,
+                                  v,
+                                  grads,
+                                  &scalars,
+                                  static_cast<float>(config.beta1),
+                                  static_cast<float>(config.beta2),
+                                  static_cast<float>(config.adam_eps)};
+  for (std::int64_t i = begin; i < end; ++i) update(i);
+}
 
 void gradient_norm_sq_reference(const Stream& stream, Span<const float> grads, double* scratch, double* out) {
   parallel_reduce<1>(stream, grads.size, detail::SquaredGradient{grads.data}, scratch, out);
@@ -101,8 +131,11 @@ void adam_step(const Stream& stream, const AdamConfig& config, Span<float> param
   const double beta1 = config.beta1, beta2 = config.beta2, max_norm = config.max_grad_norm;
   if (stream.device().is_cpu()) {
     // The stream's work runs in order on the calling thread: the scalars are ready for the update.
-    scalars->grad_norm_sq = detail::cpu_squared_norm(grads.data, count);
-    detail::update_scalars(scalars, beta1, beta2, max_norm);
+    double partial[kCpuNormChunks];
+#pragma omp parallel for schedule(static) if (count >= 4096)
+    for (std::int64_t group = 0; group < kCpuNormChunks; group += detail::kInterleave)
+      detail::interleaved_chunks(grads.data, count, group, partial);
+    cpu_adam_scalars(config, partial, scalars);
   } else {
     gradient_norm_sq_reference(stream, grads, scratch, &scalars->grad_norm_sq);
     OptimizerScalars* s = scalars;

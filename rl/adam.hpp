@@ -35,4 +35,19 @@ void adam_step(const Stream& stream, const AdamConfig& config, Span<float> param
 // adam_step's CPU path gives the same bits faster, and tests compare the two.
 void gradient_norm_sq_reference(const Stream& stream, Span<const float> grads, double* scratch, double* out);
 
+// The CPU's adam_step in pieces, the same bits, for a learner that updates its networks' parameters on
+// separate threads (rl/ppo_loss_fused.cpp). The sum of squares runs over kCpuNormChunks chunks, chunk c
+// holding grads [n c / kCpuNormChunks, n (c + 1) / kCpuNormChunks) summed in index order, and adds the
+// chunks' sums in chunk order.
+inline constexpr std::int64_t kCpuNormChunks = 64;
+// Chunks [first, last) of the sum of squares of grads [n] into partial[c].
+void cpu_squared_norm_chunks(const float* grads, std::int64_t n, std::int64_t first, std::int64_t last,
+                             double* partial);
+// This update's scalars from every chunk's sum partial[kCpuNormChunks] and the step count, as adam_step
+// sets them.
+void cpu_adam_scalars(const AdamConfig& config, const double* partial, OptimizerScalars* scalars);
+// The element-wise update of parameters [begin, end) with this update's scalars.
+void cpu_adam_update(const AdamConfig& config, const OptimizerScalars& scalars, float* params, const float* grads,
+                     float* m, float* v, std::int64_t begin, std::int64_t end);
+
 }  // namespace surge::rl

@@ -151,6 +151,53 @@ const Packed<Scalar>& packed(const Mlp& mlp, const Scalar* params, std::uint64_t
   return packed_cache<Packed<Scalar>>(mlp, params, params_version);
 }
 
+// ============================== one tile ==============================
+
+// A tile of `rows` rows forward through the layer stack from x [rows][ldx]: layer l's output, its bias
+// added and (below the head) activated, goes to output_of(l) [rows][padded out]; then settle(l, y) may
+// move it elsewhere. Returns the head's output.
+template <class Scalar, class OutputOf, class Settle>
+const Scalar* forward_tile(const Mlp& mlp, const Packed<Scalar>& weights, const Scalar* x, std::int64_t ldx, int rows,
+                           OutputOf output_of, Settle settle) {
+  const int layers = mlp.num_layers();
+  for (int l = 0; l < layers; ++l) {
+    const int in = mlp.layer_in(l), out = mlp.layer_out(l);
+    const std::int64_t out_p = padded<Scalar>(out);
+    Scalar* y = output_of(l);
+    dense(x, ldx, rows, in, weights.base + weights.transposed[l], out_p, weights.base + weights.bias[l], y, out_p);
+    if (l + 1 < layers) activate(mlp.activation(), y, rows * out_p);
+    settle(l, y);
+    x = y;
+    ldx = out_p;
+  }
+  return x;
+}
+
+// A tile of `rows` rows back through the layer stack from the head's output gradient dy [rows][ldy]:
+// each layer's weight and bias gradients are added into the chunk's sums, and the input gradient, times
+// the activation's derivative, flows down through buffers. input_of(l) is layer l's input for the tile,
+// [rows][padded in] (its padding zero).
+template <class Scalar, class InputOf>
+void backward_tile(const Mlp& mlp, const Packed<Scalar>& weights, const Scalar* dy, std::int64_t ldy, int rows,
+                   InputOf input_of, Scalar* const buffers[2], const GradientSums<Scalar>& sums, Scalar* sum) {
+  int next = 0;
+  for (int l = mlp.num_layers() - 1; l >= 0; --l) {
+    const int in = mlp.layer_in(l), out = mlp.layer_out(l);
+    const std::int64_t in_p = padded<Scalar>(in);
+    const Scalar* x = input_of(l);
+    outer(dy, ldy, out, rows, x, in_p, sum + sums.weight[l]);
+    Scalar* bias = sum + sums.bias[l];
+    for (int r = 0; r < rows; ++r)
+      for (int o = 0; o < out; ++o) bias[o] += dy[r * ldy + o];
+    if (l == 0) break;
+    Scalar* dx = buffers[next ^= 1];
+    dense<Scalar>(dy, ldy, rows, out, weights.base + weights.rows[l], in_p, nullptr, dx, in_p);
+    activation_backward(mlp.activation(), dx, x, rows * in_p);
+    dy = dx;
+    ldy = in_p;
+  }
+}
+
 }  // namespace
 
 std::uint64_t fused_mlp_new_version() {
@@ -178,22 +225,17 @@ void fused_mlp_forward(const Mlp& mlp, const Scalar* params, const Scalar* input
     int next = 0;
     const std::int64_t row0 = tile * kTileRows;
     const int rows = static_cast<int>(std::min<std::int64_t>(kTileRows, batch - row0));
-    // The products read their left operand one scalar at a time: the rows are used where they lie.
-    const Scalar* x = input + row0 * mlp.input_dim();
-    std::int64_t ldx = mlp.input_dim();
-    for (int l = 0; l < layers; ++l) {
-      const int in = mlp.layer_in(l), out = mlp.layer_out(l);
-      const std::int64_t out_p = padded<Scalar>(out);
-      const bool head = l + 1 == layers;
-      Scalar* target = (head ? output : activations + mlp.activation_offset(l, batch)) + row0 * out;
-      // A layer of whole vectors is written in place; another goes through a padded tile.
-      Scalar* y = out == out_p ? target : buffers[next ^= 1];
-      dense(x, ldx, rows, in, weights.base + weights.transposed[l], out_p, weights.base + weights.bias[l], y, out_p);
-      if (!head) activate(mlp.activation(), y, rows * out_p);
-      if (y != target) store_unpadded(y, rows, out, target);
-      x = y;
-      ldx = out_p;
-    }
+    const auto target = [&](int l) {
+      return (l + 1 == layers ? output : activations + mlp.activation_offset(l, batch)) + row0 * mlp.layer_out(l);
+    };
+    // A layer of whole vectors is written in place; another goes through a padded tile. The products read
+    // their left operand one scalar at a time: the rows are used where they lie.
+    forward_tile(
+        mlp, weights, input + row0 * mlp.input_dim(), mlp.input_dim(), rows,
+        [&](int l) { return mlp.layer_out(l) == padded<Scalar>(mlp.layer_out(l)) ? target(l) : buffers[next ^= 1]; },
+        [&](int l, const Scalar* y) {
+          if (y != target(l)) store_unpadded(y, rows, mlp.layer_out(l), target(l));
+        });
   }
 }
 
@@ -203,7 +245,7 @@ void fused_mlp_backward(const Mlp& mlp, const Scalar* params, const Scalar* inpu
                         std::uint64_t params_version) {
   const Packed<Scalar>& weights = packed(mlp, params, params_version);
   thread_local std::vector<Scalar> sum_storage;
-  const int widest = widest_padded<Scalar>(mlp), layers = mlp.num_layers();
+  const int widest = widest_padded<Scalar>(mlp);
   const GradientSums<Scalar> sums(mlp, batch, sum_storage);
   const std::int64_t chunks = sums.chunks;
 
@@ -211,37 +253,56 @@ void fused_mlp_backward(const Mlp& mlp, const Scalar* params, const Scalar* inpu
   for (std::int64_t chunk = 0; chunk < chunks; ++chunk) {
     thread_local std::vector<Scalar> storage;
     Scalar* x_tile = aligned(storage, 3 * kTileRows * widest);
-    Scalar* buffers[2] = {x_tile + kTileRows * widest, x_tile + 2 * kTileRows * widest};
-    int next = 0;
-    Scalar* sum = sums.chunk(chunk);
+    Scalar* const buffers[2] = {x_tile + kTileRows * widest, x_tile + 2 * kTileRows * widest};
     const std::int64_t end = std::min(batch, (chunk + 1) * kFusedMlpChunkRows);
     for (std::int64_t row0 = chunk * kFusedMlpChunkRows; row0 < end; row0 += kTileRows) {
       const int rows = static_cast<int>(std::min<std::int64_t>(kTileRows, end - row0));
       // dy is read one scalar at a time; the layer inputs x as whole vectors, padded when they are not.
-      const Scalar* dy = d_output + row0 * mlp.output_dim();
-      std::int64_t ldy = mlp.output_dim();
-      for (int l = layers - 1; l >= 0; --l) {
-        const int in = mlp.layer_in(l), out = mlp.layer_out(l);
-        const std::int64_t in_p = padded<Scalar>(in);
+      const auto input_of = [&](int l) {
+        const int in = mlp.layer_in(l);
         const Scalar* x = (l == 0 ? input : activations + mlp.activation_offset(l - 1, batch)) + row0 * in;
-        if (in != in_p) {
-          load_padded(x, rows, in, x_tile);
-          x = x_tile;
-        }
-        outer(dy, ldy, out, rows, x, in_p, sum + sums.weight[l]);
-        Scalar* bias = sum + sums.bias[l];
-        for (int r = 0; r < rows; ++r)
-          for (int o = 0; o < out; ++o) bias[o] += dy[r * ldy + o];
-        if (l == 0) break;
-        Scalar* dx = buffers[next ^= 1];
-        dense<Scalar>(dy, ldy, rows, out, weights.base + weights.rows[l], in_p, nullptr, dx, in_p);
-        activation_backward(mlp.activation(), dx, x, rows * in_p);
-        dy = dx;
-        ldy = in_p;
-      }
+        if (in == padded<Scalar>(in)) return x;
+        load_padded(x, rows, in, x_tile);
+        return static_cast<const Scalar*>(x_tile);
+      };
+      backward_tile(mlp, weights, d_output + row0 * mlp.output_dim(), mlp.output_dim(), rows, input_of, buffers, sums,
+                    sums.chunk(chunk));
     }
   }
 
+  sums.add_into(mlp, grads);
+}
+
+template <class Scalar>
+void fused_mlp_train_pass(const Mlp& mlp, const Scalar* params, const Scalar* input, std::int64_t batch,
+                          HeadGradient<Scalar> head, Scalar* grads, std::uint64_t params_version) {
+  const Packed<Scalar>& weights = packed(mlp, params, params_version);
+  thread_local std::vector<Scalar> sum_storage, storage;
+  const int widest = widest_padded<Scalar>(mlp), layers = mlp.num_layers();
+  const GradientSums<Scalar> sums(mlp, batch, sum_storage);
+  // Per tile: every layer's output [layers][kTileRows][widest], the padded input, two gradient buffers and
+  // the head's gradient.
+  const std::int64_t tile = kTileRows * widest;
+  Scalar* outputs = aligned(storage, (layers + 4) * tile);
+  Scalar* x_tile = outputs + layers * tile;
+  Scalar* const buffers[2] = {x_tile + tile, x_tile + 2 * tile};
+  Scalar* d_head = x_tile + 3 * tile;
+  const std::int64_t ld_head = padded<Scalar>(mlp.output_dim());
+  for (std::int64_t row0 = 0; row0 < batch; row0 += kTileRows) {
+    // Tiles start at the same rows as fused_mlp_backward's, whose chunks are whole tiles.
+    const int rows = static_cast<int>(std::min<std::int64_t>(kTileRows, batch - row0));
+    const Scalar* x = input + row0 * mlp.input_dim();
+    const Scalar* head_output = forward_tile(
+        mlp, weights, x, mlp.input_dim(), rows, [&](int l) { return outputs + l * tile; }, [](int, const Scalar*) {});
+    head.function(head.context, row0, rows, head_output, ld_head, d_head);
+    const auto input_of = [&](int l) {
+      if (l > 0) return static_cast<const Scalar*>(outputs + (l - 1) * tile);
+      if (mlp.input_dim() == padded<Scalar>(mlp.input_dim())) return x;
+      load_padded(x, rows, mlp.input_dim(), x_tile);
+      return static_cast<const Scalar*>(x_tile);
+    };
+    backward_tile(mlp, weights, d_head, ld_head, rows, input_of, buffers, sums, sums.chunk(row0 / kFusedMlpChunkRows));
+  }
   sums.add_into(mlp, grads);
 }
 
@@ -253,5 +314,9 @@ template void fused_mlp_backward<float>(const Mlp&, const float*, const float*, 
                                         const float*, float*, std::uint64_t);
 template void fused_mlp_backward<double>(const Mlp&, const double*, const double*, std::int64_t, const double*,
                                          const double*, double*, std::uint64_t);
+template void fused_mlp_train_pass<float>(const Mlp&, const float*, const float*, std::int64_t, HeadGradient<float>,
+                                          float*, std::uint64_t);
+template void fused_mlp_train_pass<double>(const Mlp&, const double*, const double*, std::int64_t, HeadGradient<double>,
+                                           double*, std::uint64_t);
 
 }  // namespace surge::rl

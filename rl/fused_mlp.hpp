@@ -36,4 +36,23 @@ void fused_mlp_backward(const Mlp& mlp, const Scalar* params, const Scalar* inpu
 
 inline constexpr std::int64_t kFusedMlpChunkRows = 512;
 
+// The gradient of a loss at the head's outputs for rows [row0, row0 + rows): outputs [rows][ld] (the
+// head's outputs, as fused_mlp_forward writes them), d_outputs [rows][ld] to fill (columns past the head's
+// width are not read).
+template <class Scalar>
+struct HeadGradient {
+  void (*function)(void* context, std::int64_t row0, int rows, const Scalar* outputs, std::int64_t ld,
+                   Scalar* d_outputs);
+  void* context;
+};
+
+// Forward, head gradient and backward in one pass over the rows, on the calling thread: each tile of rows
+// goes forward through the layer stack, gets its head gradient and goes back while its activations are
+// still in L1, so no activation, output or output gradient is written to memory. Writes every weight and
+// bias gradient of `mlp` into grads: the same bits as fused_mlp_forward, then `head` over every row, then
+// fused_mlp_backward (the same tiles, the same sums in the same order).
+template <class Scalar>
+void fused_mlp_train_pass(const Mlp& mlp, const Scalar* params, const Scalar* input, std::int64_t batch,
+                          HeadGradient<Scalar> head, Scalar* grads, std::uint64_t params_version = 0);
+
 }  // namespace surge::rl

@@ -9,6 +9,7 @@
 #include "rl/gae.hpp"
 #include "rl/gaussian.hpp"
 #include "rl/gemm.hpp"
+#include "rl/ppo_loss_fused.hpp"
 #include "rl/precision.hpp"
 #include "rl/trainer_kernels.hpp"
 #include "sim/error.hpp"
@@ -178,6 +179,7 @@ void Trainer::enqueue_iteration() {
   for (std::int64_t epoch = 0; epoch < config_.update_epochs; ++epoch) {
     for (std::int64_t m = 0; m < config_.num_minibatches; ++m) {
       gather_minibatch(epoch, m);
+      if (fused_update(epoch, m)) continue;
       update_forward();
       update_backward(epoch, m);
       average_gradients(epoch, m);
@@ -307,6 +309,16 @@ void Trainer::gather_minibatch(std::int64_t epoch, std::int64_t m) {
   const PhaseMark mark(clock_, TrainPhase::Other);
   rl::gather_minibatch(stream_, permutation_, data(b_.state), config_.update_epochs, epoch, m, minibatch_size_, batch_,
                        minibatch_buffers_);
+}
+
+bool Trainer::fused_update(std::int64_t epoch, std::int64_t m) {
+  if (clock_ || ranks_.size() > 1 || !fused_ppo_update_applies(network_, device_)) return false;
+  double* terms = data(b_.loss_terms) + (epoch * config_.num_minibatches + m) * kLossTermCount;
+  const LearnerBuffers learner{data(b_.params), data(b_.grads), data(b_.adam_m), data(b_.adam_v), data(b_.optimizer)};
+  fused_ppo_update(network_, config_, config_, minibatch_, learner, terms, workspace_.params_version(),
+                   fused_ppo_update_threads(config_.cpu_threads));
+  workspace_.parameters_changed();
+  return true;
 }
 
 void Trainer::update_forward() {

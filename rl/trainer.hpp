@@ -141,6 +141,9 @@ class Trainer {
   void advantages();
   void episode_statistics();
   void gather_minibatch(std::int64_t epoch, std::int64_t m);
+  // The whole minibatch update in one fused pass per network on the CPU (rl/ppo_loss_fused.hpp), where it
+  // applies and no clock times the phases apart; false otherwise.
+  bool fused_update(std::int64_t epoch, std::int64_t m);
   void update_forward();
   void update_backward(std::int64_t epoch, std::int64_t m);
   void average_gradients(std::int64_t epoch, std::int64_t m);

@@ -309,8 +309,9 @@ struct DeviceLimits {
   int shared_optin = 0;  // bytes of shared memory one block may have
 };
 
+constexpr int kDevices = 64;
+
 const DeviceLimits& limits_of(Device device) {
-  constexpr int kDevices = 64;
   SURGE_CHECK(device.is_cuda() && device.index >= 0 && device.index < kDevices, "the fused MLP needs a CUDA device");
   static std::array<DeviceLimits, kDevices> known{};
   DeviceLimits& limits = known[static_cast<std::size_t>(device.index)];
@@ -326,21 +327,28 @@ Math math_of(Precision precision) {
   return precision == Precision::Bf16 ? Math::Bf16 : precision == Precision::Tf32 ? Math::Tf32 : Math::Fma;
 }
 
-// Blocks of `kernel` with `bytes` of shared memory resident on the whole device at once.
-template <class Kernel>
-std::int64_t resident_blocks(Kernel kernel, std::int64_t bytes, Device device) {
-  SURGE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+// Blocks of `Kernel` with `bytes` of shared memory resident on the whole device at once. The first call per
+// kernel and device lets the kernel have the device's largest block of shared memory; a pass runs eagerly
+// before a CUDA graph captures it, so that call never happens inside a capture.
+template <auto Kernel>
+std::int64_t resident_blocks(std::int64_t bytes, Device device) {
+  const DeviceLimits& limits = limits_of(device);
+  static std::array<bool, kDevices> opened{};
+  if (!opened[static_cast<std::size_t>(device.index)]) {
+    SURGE_CUDA_CHECK(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, limits.shared_optin));
+    opened[static_cast<std::size_t>(device.index)] = true;
+  }
   int per_multiprocessor = 0;
-  SURGE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_multiprocessor, kernel, kThreads,
+  SURGE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_multiprocessor, Kernel, kThreads,
                                                                  static_cast<std::size_t>(bytes)));
-  return std::int64_t{std::max(1, per_multiprocessor)} * limits_of(device).multiprocessors;
+  return std::int64_t{std::max(1, per_multiprocessor)} * limits.multiprocessors;
 }
 
 template <Math M>
 void launch_forward(const Stream& stream, const FusedMlpCudaPlan& plan, const float* params, const float* input,
                     std::int64_t batch, float* activations, float* output) {
   const std::int64_t blocks =
-      fused_mlp_cuda_forward_blocks(batch, resident_blocks(forward_kernel<M>, plan.forward_bytes, stream.device()));
+      fused_mlp_cuda_forward_blocks(batch, resident_blocks<forward_kernel<M>>(plan.forward_bytes, stream.device()));
   forward_kernel<M>
       <<<static_cast<unsigned>(blocks), kThreads, static_cast<std::size_t>(plan.forward_bytes),
          static_cast<cudaStream_t>(stream.native_handle())>>>(plan, params, input, batch, activations, output);
@@ -351,7 +359,7 @@ template <Math M>
 void launch_backward(const Stream& stream, const FusedMlpCudaPlan& plan, const float* params, const float* input,
                      std::int64_t batch, const float* activations, const float* d_output, float* grads, float* scratch,
                      std::int64_t scratch_floats) {
-  const std::int64_t resident = resident_blocks(backward_kernel<M>, plan.backward_bytes, stream.device());
+  const std::int64_t resident = resident_blocks<backward_kernel<M>>(plan.backward_bytes, stream.device());
   const std::int64_t blocks = fused_mlp_cuda_backward_blocks(plan, batch, resident, scratch_floats);
   SURGE_CHECK(blocks >= 1, "the fused MLP's backward pass without room for its sums");
   const auto cuda_stream = static_cast<cudaStream_t>(stream.native_handle());

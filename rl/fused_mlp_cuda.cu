@@ -282,24 +282,11 @@ __global__ void __launch_bounds__(kThreads)
 // grads at the table's offsets = the blocks' sums, added in block order.
 __global__ void add_block_sums(FusedMlpCudaPlan plan, const float* partials, int blocks, float* grads) {
   const std::int64_t j = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x;
-  if (j >= plan.partial_floats) return;
-  for (int l = 0; l < plan.layers; ++l) {
-    if (j >= plan.partial_bias[l] + plan.out_p[l]) continue;
-    std::int64_t target = -1;
-    if (j >= plan.partial_bias[l]) {
-      const int o = static_cast<int>(j - plan.partial_bias[l]);
-      if (o < plan.out[l]) target = plan.bias_offset[l] + o;
-    } else {
-      const int o = static_cast<int>((j - plan.partial_weight[l]) / plan.in_p[l]);
-      const int i = static_cast<int>((j - plan.partial_weight[l]) % plan.in_p[l]);
-      if (o < plan.out[l] && i < plan.in[l]) target = plan.weight_offset[l] + o * plan.in[l] + i;
-    }
-    if (target < 0) return;
-    float sum = partials[j];
-    for (int b = 1; b < blocks; ++b) sum += partials[b * plan.partial_floats + j];
-    grads[target] = sum;
-    return;
-  }
+  const std::int64_t target = j < plan.partial_floats ? fused_mlp_cuda_sum_target(plan, j) : -1;
+  if (target < 0) return;
+  float sum = partials[j];
+  for (int b = 1; b < blocks; ++b) sum += partials[b * plan.partial_floats + j];
+  grads[target] = sum;
 }
 
 // ============================== launchers ==============================

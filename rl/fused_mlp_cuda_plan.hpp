@@ -14,6 +14,7 @@
 
 #include "rl/mlp.hpp"
 #include "rl/precision.hpp"
+#include "sim/hd.hpp"
 
 namespace surge::rl {
 
@@ -99,6 +100,20 @@ inline bool fused_mlp_cuda_shape_fits(const Mlp& mlp) {
 // Whether a pass fits a block's shared memory (`shared_limit` bytes, the device's opt-in maximum).
 inline bool fused_mlp_cuda_fits(const FusedMlpCudaPlan& plan, std::int64_t shared_limit) {
   return std::max(plan.forward_bytes, plan.backward_bytes) <= shared_limit;
+}
+
+// Where entry j of a block's gradient sums goes in the parameter table; -1 for the padding.
+SURGE_HD_INLINE std::int64_t fused_mlp_cuda_sum_target(const FusedMlpCudaPlan& plan, std::int64_t j) {
+  for (int l = 0; l < plan.layers; ++l) {
+    if (j >= plan.partial_bias[l] + plan.out_p[l]) continue;
+    if (j >= plan.partial_bias[l]) {
+      const std::int64_t o = j - plan.partial_bias[l];
+      return o < plan.out[l] ? plan.bias_offset[l] + o : -1;
+    }
+    const std::int64_t o = (j - plan.partial_weight[l]) / plan.in_p[l], i = (j - plan.partial_weight[l]) % plan.in_p[l];
+    return o < plan.out[l] && i < plan.in[l] ? plan.weight_offset[l] + o * plan.in[l] + i : -1;
+  }
+  return -1;
 }
 
 inline std::int64_t fused_mlp_cuda_tiles(std::int64_t batch) {

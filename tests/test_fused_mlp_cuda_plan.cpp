@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <numeric>
 #include <utility>
 #include <vector>
 
@@ -90,6 +91,33 @@ TEST_CASE("Fused CUDA MLP plans are aligned, disjoint and complete", "[mlp][fuse
       REQUIRE(fused_mlp_cuda_shape_fits(mlp));
       check_plan(mlp, 1000);
     }
+}
+
+TEST_CASE("Fused CUDA MLP gradient sums land on every weight and bias once", "[mlp][fused][cuda_plan]") {
+  ParamTable table;
+  const Mlp mlp(table, "net", 11, {100, 33}, 3, Activation::Relu, 1.0);
+  const FusedMlpCudaPlan plan = fused_mlp_cuda_plan(mlp, 77);
+  std::vector<int> hits(static_cast<std::size_t>(table.total()), 0);
+  for (std::int64_t j = 0; j < plan.partial_floats; ++j) {
+    const std::int64_t target = fused_mlp_cuda_sum_target(plan, j);
+    if (target < 0) continue;
+    REQUIRE(target < table.total());
+    ++hits[static_cast<std::size_t>(target)];
+  }
+  CHECK(fused_mlp_cuda_sum_target(plan, plan.partial_floats) == -1);
+  int parameters = 0;
+  for (int l = 0; l < mlp.num_layers(); ++l) {
+    for (int j = 0; j < mlp.layer_in(l) * mlp.layer_out(l); ++j) CHECK(hits[mlp.weight_offset(l) + j] == 1);
+    for (int o = 0; o < mlp.layer_out(l); ++o) CHECK(hits[mlp.bias_offset(l) + o] == 1);
+    parameters += (mlp.layer_in(l) + 1) * mlp.layer_out(l);
+  }
+  CHECK(std::accumulate(hits.begin(), hits.end(), 0) == parameters);  // nothing lands on the table's padding
+  // Layer 1's weight (o = 5, i = 7) sits at row 5 of its padded block, column 7.
+  CHECK(fused_mlp_cuda_sum_target(plan, plan.partial_weight[1] + 5 * plan.in_p[1] + 7) ==
+        mlp.weight_offset(1) + 5 * 100 + 7);
+  CHECK(fused_mlp_cuda_sum_target(plan, plan.partial_weight[1] + 5 * plan.in_p[1] + 100) == -1);
+  CHECK(fused_mlp_cuda_sum_target(plan, plan.partial_bias[2] + 2) == mlp.bias_offset(2) + 2);
+  CHECK(fused_mlp_cuda_sum_target(plan, plan.partial_bias[2] + 3) == -1);
 }
 
 TEST_CASE("Fused CUDA MLP shared memory for CleanRL's network", "[mlp][fused][cuda_plan]") {

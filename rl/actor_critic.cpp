@@ -24,6 +24,8 @@ ActorCritic::ActorCritic(int obs_dim, ActionKind kind, int action_size, const Ne
       critic_(table_, "critic", obs_dim, config.hidden, 1, parse_activation(config.activation), kCriticHeadGain) {
   actor_.set_fused_on_cpu(config.cpu_fused_mlp);
   critic_.set_fused_on_cpu(config.cpu_fused_mlp);
+  actor_.set_fused_on_cuda(config.cuda_fused_mlp);
+  critic_.set_fused_on_cuda(config.cuda_fused_mlp);
   actor_.set_precision(parse_precision(config.precision));
   critic_.set_precision(parse_precision(config.precision));
   if (kind == ActionKind::Discrete) {

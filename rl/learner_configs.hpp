@@ -11,6 +11,7 @@ struct NetworkConfig {
   std::vector<int> hidden = {64, 64};  // widths of the hidden layers, the same for actor and critic
   std::string activation = "tanh";     // "tanh" or "relu"
   bool cpu_fused_mlp = true;           // CPU: the fused small-MLP path (rl/fused_mlp.hpp) where it fits, else BLAS
+  bool cuda_fused_mlp = false;         // CUDA: the fused kernels (rl/fused_mlp_cuda.hpp) where they fit, else cuBLASLt
   // The GEMM inputs' format: "fp32", "tf32" (CUDA only) or "bf16" (rl/precision.hpp). Accumulation, master
   // weights, loss and optimiser state stay fp32 in every case.
   std::string precision = "fp32";

@@ -7,6 +7,7 @@
 #include "rl/device_util.hpp"
 #include "rl/fused_mlp.hpp"
 #include "rl/fused_mlp_bf16.hpp"
+#include "rl/fused_mlp_cuda.hpp"
 #include "rl/gemm.hpp"
 #include "rl/mlp.hpp"
 #include "rl/scalar_math.hpp"
@@ -156,6 +157,9 @@ void mlp_forward(const Stream& stream, const Mlp& mlp, const Scalar* params, con
     return;
   }
   if constexpr (std::is_same_v<Scalar, float>)
+    if (stream.device().is_cuda() && mlp.fused_on_cuda() && fused_mlp_cuda_forward_fits(mlp, stream.device()))
+      return fused_mlp_cuda_forward(stream, mlp, params, input, batch, activations, output);
+  if constexpr (std::is_same_v<Scalar, float>)
     if (stream.device().is_cuda() && mlp.precision() == Precision::Bf16) {
       SURGE_CHECK(bf16 && bf16->weights, "a bf16 network on CUDA without its bf16 workspace");
       return bf16_forward(stream, mlp, params, input, batch, activations, output, *bf16);
@@ -190,6 +194,11 @@ void mlp_backward(const Stream& stream, const Mlp& mlp, const Scalar* params, co
     fused_mlp_backward(mlp, params, input, batch, activations, d_output, grads, params_version);
     return;
   }
+  if constexpr (std::is_same_v<Scalar, float>)
+    if (stream.device().is_cuda() && mlp.fused_on_cuda() &&
+        fused_mlp_cuda_backward_fits(mlp, stream.device(), batch, mlp.scratch_size(batch)))
+      return fused_mlp_cuda_backward(stream, mlp, params, input, batch, activations, d_output, grads, scratch,
+                                     mlp.scratch_size(batch));
   if constexpr (std::is_same_v<Scalar, float>)
     if (stream.device().is_cuda() && mlp.precision() == Precision::Bf16) {
       SURGE_CHECK(bf16 && bf16->weights, "a bf16 network on CUDA without its bf16 workspace");

@@ -39,6 +39,10 @@ class Mlp {
   // it, rather than a BLAS call per layer. On by default.
   bool fused_on_cpu() const { return fused_on_cpu_; }
   void set_fused_on_cpu(bool fused) { fused_on_cpu_ = fused; }
+  // On CUDA, whether a float network takes the fully fused kernels (rl/fused_mlp_cuda.hpp) where they fit it,
+  // rather than cuBLASLt and an element-wise pass per layer. On by default.
+  bool fused_on_cuda() const { return fused_on_cuda_; }
+  void set_fused_on_cuda(bool fused) { fused_on_cuda_ = fused; }
   // The format of the products' inputs in float (rl/precision.hpp); double ignores it. fp32 by default.
   Precision precision() const { return precision_; }
   void set_precision(Precision precision) { precision_ = precision; }
@@ -61,6 +65,7 @@ class Mlp {
   Activation activation_;
   double head_gain_;
   bool fused_on_cpu_ = true;
+  bool fused_on_cuda_ = true;
   Precision precision_ = Precision::Fp32;
 };
 

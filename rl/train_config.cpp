@@ -172,6 +172,7 @@ const std::vector<Key>& keys() {
        },
        [](const TrainConfig& c) { return quoted_escaped(c.activation); }},
       bool_key("cpu_fused_mlp", &TrainConfig::cpu_fused_mlp),
+      bool_key("cuda_fused_mlp", &TrainConfig::cuda_fused_mlp),
       integer_key("eval_every", &TrainConfig::eval_every),
       integer_key("eval_episodes", &TrainConfig::eval_episodes),
       bool_key("cuda_graph", &TrainConfig::cuda_graph),

@@ -301,6 +301,16 @@ if [[ -n $surge ]] && t=$(allow 60); then
 else
   skipped "bench train" "precisions"
 fi
+# The fused CUDA MLP kernels (rl/fused_mlp_cuda.hpp) against cuBLASLt at 2^20 environments and 64 x 64
+# hidden layers, fused first: their lines go to gpu-check.log.
+for fused in true false; do
+  [[ -n $surge ]] || break
+  t=$(allow 45) || { skipped "bench train" "cuda_fused_mlp=$fused"; continue; }
+  stage_begins "bench train"
+  say "bench train: cartpole, N=1048576, hidden 64x64, cuda_fused_mlp=$fused"
+  timeout "$t" "$surge" bench train --scenario cartpole --device cuda --num-envs 1048576 --set 'hidden=[64,64]' \
+    --set cuda_fused_mlp=$fused --repeats 3 2>&1 | tail -4 | sed "s/^/cuda_fused_mlp=$fused: /" | tee -a "$log"
+done
 if [[ -n $surge ]] && t=$(allow 60); then
   stage_begins "bench train"
   say "bench train: 1024 CartPole agents of 64 environments"
@@ -321,7 +331,9 @@ done
 sanitizer_runs=("memcheck philox_gpu" "memcheck vec_env_gpu [rng]" "memcheck trainer_gpu [kernels]"
                 "memcheck normalization_gpu ~[trainer]" "racecheck trainer_gpu [kernels]"
                 "racecheck normalization_gpu ~[trainer]" "synccheck trainer_gpu [kernels]"
-                "initcheck vec_env_gpu [rng]" "initcheck trainer_gpu [kernels]")
+                "initcheck vec_env_gpu [rng]" "initcheck trainer_gpu [kernels]"
+                "racecheck fused_mlp_gpu Fused CUDA MLP gradients are the same bits from run to run"
+                "memcheck fused_mlp_gpu Fused CUDA MLP in tf32 and bf16 on tensor cores")
 for test in $(ctest --test-dir "$build" -N -L gpu 2>/dev/null | sed -n 's/^ *Test *#[0-9]*: *\(.*\)$/\1/p' |
               grep -E 'staging|event|stream|copy_rows'); do
   sanitizer_runs+=("memcheck $test" "synccheck $test")

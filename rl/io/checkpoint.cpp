@@ -126,6 +126,8 @@ Checkpoint read_checkpoint_file(const checkpoint_file::Reader& file) {
     c.config = load_train_config(config, "config", false, "");
     // Runs saved before the CPU's fused MLP path existed resume on the BLAS path they ran on.
     if (!train_config_sets(config, "config", "cpu_fused_mlp")) c.config.cpu_fused_mlp = false;
+    // Likewise on CUDA: runs saved before the fused CUDA kernels resume on cuBLASLt.
+    if (!train_config_sets(config, "config", "cuda_fused_mlp")) c.config.cuda_fused_mlp = false;
     c.config.validate();
   } catch (const InputError& error) {
     file.damaged("attribute 'config' of / is not a config this build accepts (" + std::string(error.what()) + ")");

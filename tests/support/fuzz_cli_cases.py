@@ -368,7 +368,7 @@ def run_cases(fx):
         cases.append(Case(f"run/train/--set={value}", TRAIN + ["--set", value], {}, ("out",)))
     # This stop's inputs: the rank and MLP keys, --log-ranks, surge render and eval --video.
     for value in ["rank_timeout_s=0", "rank_timeout_s=-1", "rank_timeout_s=x", "rank_timeout_s=1e300",
-                  "cpu_fused_mlp=maybe", "cpu_fused_mlp=2"]:
+                  "cpu_fused_mlp=maybe", "cpu_fused_mlp=2", "cuda_fused_mlp=maybe", "cuda_fused_mlp=1"]:
         cases.append(Case(f"run/train/--set={value}", TRAIN + ["--set", value], {}, ("out",)))
     for value in ["5", "", "x", "0,,1", "-1", "all"]:
         cases.append(Case(f"run/train/--log-ranks={value!r}",

@@ -144,6 +144,10 @@ inline void rollout_lanes(const RolloutTile<S>& tile, std::int64_t first) {
   alignas(64) float step_reward[kLanes];
   alignas(64) std::uint8_t step_terminated[kLanes];
   alignas(64) std::uint8_t step_truncated[kLanes];
+  // The flags as the step pass writes them, one 32-bit word per lane: with byte-sized stores in it, GCC
+  // would vectorise that pass 64 lanes at a time, more than the registers hold (mask spills).
+  alignas(64) std::int32_t terminated_word[kLanes];
+  alignas(64) std::int32_t truncated_word[kLanes];
   const bool streaming = tile.streaming;
   const auto copy_out = [streaming](void* dst, const void* src, std::size_t bytes) {
     if (streaming)
@@ -209,10 +213,14 @@ inline void rollout_lanes(const RolloutTile<S>& tile, std::int64_t first) {
             Logic::advance(s, p, episode_step[l], episode_return[l], action, terminated_flag, truncated_flag);
         state_fields = std::bit_cast<std::array<float, kStateDim>>(s);
         for (int j = 0; j < kStateDim; ++j) state[j][l] = state_fields[j];
-        step_terminated[l] = terminated_flag;
-        step_truncated[l] = truncated_flag;
-        ended[l] = terminated_flag | truncated_flag;
+        terminated_word[l] = terminated_flag;
+        truncated_word[l] = truncated_flag;
         S::observe(s, step_obs + l * S::kObsDim);
+      }
+      for (int l = 0; l < lanes; ++l) {
+        step_terminated[l] = static_cast<std::uint8_t>(terminated_word[l]);
+        step_truncated[l] = static_cast<std::uint8_t>(truncated_word[l]);
+        ended[l] = static_cast<std::uint8_t>(terminated_word[l] | truncated_word[l]);
       }
       // Eight lanes' flags at a time, as one word: most words are zero, and the set bytes are found
       // without a branch per lane.

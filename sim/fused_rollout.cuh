@@ -92,9 +92,11 @@ SURGE_HD_INLINE void rollout_tile(const RolloutTile<S>& tile, std::int64_t first
 // parameter type) so that the compiler vectorises across lanes. Each step runs step_env's parts in two
 // passes: advance() and the observation over all lanes, branch-free; then, one lane at a time,
 // begin_next_episode() and the new first observation for the few lanes whose episode ended. Before every chunk of steps
-// a third pass draws the chunk's action words, each lane's Philox blocks side by side. Bit for bit what step_env with
-// random_action(Rng&) gives. A step's outputs gather in a staging tile and leave it together, in
-// streaming stores when tile.streaming asks (and the rows are aligned), else copied.
+// a third pass draws the chunk's action words and the first blocks of the lanes' reset streams, each lane's Philox
+// blocks side by side (philox_block_lanes); a reset finds its block there, or computes it when its lane has ended
+// more episodes in the chunk than those blocks cover. Bit for bit what step_env with random_action(Rng&) gives. A
+// step's outputs gather in a staging tile and leave it together, in streaming stores when tile.streaming asks (and the
+// rows are aligned), else copied.
 template <int kLanes, class S>
 inline void rollout_lanes(const RolloutTile<S>& tile, std::int64_t first) {
   using Logic = EnvLogic<S>;

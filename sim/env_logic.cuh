@@ -84,13 +84,20 @@ struct EnvLogic {
   // from env i's reset stream; advances the env's stream offset past what was used.
   SURGE_HD_INLINE static void reset_env(std::uint64_t seed, std::int64_t i, const Physics& physics, State& state,
                                         Params& params, std::uint64_t& rng_offset) {
-    Rng rng(seed, rng_subsequence(RngPurpose::EnvReset, static_cast<std::uint64_t>(i)), rng_offset);
+    Rng rng = reset_rng(seed, i, rng_offset);
+    reset_env(physics, state, params, rng);
+    rng_offset = rng.offset();
+  }
+  // The same, drawing from a cursor on env i's reset stream that the caller keeps.
+  SURGE_HD_INLINE static void reset_env(const Physics& physics, State& state, Params& params, Rng& rng) {
     ParamType* fields = reinterpret_cast<ParamType*>(&params);
     for (int j = 0; j < kParamCount; ++j)
       fields[j] =
           (physics.randomized_mask >> j & 1u) ? draw_param(rng, physics.low[j], physics.high[j]) : physics.value[j];
     S::reset(state, params, rng);
-    rng_offset = rng.offset();
+  }
+  SURGE_HD_INLINE static Rng reset_rng(std::uint64_t seed, std::int64_t i, std::uint64_t rng_offset) {
+    return Rng(seed, rng_subsequence(RngPurpose::EnvReset, static_cast<std::uint64_t>(i)), rng_offset);
   }
 
   SURGE_HD_INLINE static Action load_action(const std::int32_t* discrete, const float* continuous, std::int64_t i) {
@@ -146,10 +153,18 @@ struct EnvLogic {
                                                  State& state, Params& params, std::int32_t& episode_step,
                                                  float& episode_return, std::uint64_t& rng_offset,
                                                  EpisodeTally& tally) {
+    Rng rng = reset_rng(seed, i, rng_offset);
+    begin_next_episode(physics, state, params, episode_step, episode_return, rng, tally);
+    rng_offset = rng.offset();
+  }
+  // The same, drawing from a cursor on env i's reset stream that the caller keeps.
+  SURGE_HD_INLINE static void begin_next_episode(const Physics& physics, State& state, Params& params,
+                                                 std::int32_t& episode_step, float& episode_return, Rng& rng,
+                                                 EpisodeTally& tally) {
     tally.episodes += 1.0;
     tally.return_sum += episode_return;
     tally.length_sum += episode_step;
-    reset_env(seed, i, physics, state, params, rng_offset);
+    reset_env(physics, state, params, rng);
     episode_step = 0;
     episode_return = 0.0f;
   }

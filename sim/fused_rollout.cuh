@@ -9,6 +9,7 @@
 
 #include "sim/env_logic.cuh"
 #include "sim/hd.hpp"
+#include "sim/philox_lanes.hpp"
 #include "sim/streaming_store.hpp"
 
 namespace surge {
@@ -91,9 +92,11 @@ SURGE_HD_INLINE void rollout_tile(const RolloutTile<S>& tile, std::int64_t first
 // parameter type) so that the compiler vectorises across lanes. Each step runs step_env's parts in two
 // passes: advance() and the observation over all lanes, branch-free; then, one lane at a time,
 // begin_next_episode() and the new first observation for the few lanes whose episode ended. Before every chunk of steps
-// a third pass draws the chunk's action words, each lane's Philox blocks side by side. Bit for bit what step_env with
-// random_action(Rng&) gives. A step's outputs gather in a staging tile and leave it together, in
-// streaming stores when tile.streaming asks (and the rows are aligned), else copied.
+// a third pass draws the chunk's action words and the first blocks of the lanes' reset streams, each lane's Philox
+// blocks side by side (philox_block_lanes); a reset finds its block there, or computes it when its lane has ended
+// more episodes in the chunk than those blocks cover. Bit for bit what step_env with random_action(Rng&) gives. A
+// step's outputs gather in a staging tile and leave it together, in streaming stores when tile.streaming asks (and the
+// rows are aligned), else copied.
 template <int kLanes, class S>
 inline void rollout_lanes(const RolloutTile<S>& tile, std::int64_t first) {
   using Logic = EnvLogic<S>;
@@ -106,6 +109,7 @@ inline void rollout_lanes(const RolloutTile<S>& tile, std::int64_t first) {
   constexpr int kChunkSteps = 32;
   constexpr int kChunkWords = kChunkSteps * kWords;
   constexpr int kChunkBlocks = kChunkWords / 4 + 1;  // a lane's words may start anywhere in a block
+  constexpr int kResetBlocks = 2;                    // blocks of each lane's reset stream drawn ahead per chunk
   // Plain copies, not references into `tile`: the flag stores below are bytes, which may alias anything,
   // and would otherwise make the compiler reload every pointer after each one. The buffers are distinct
   // allocations; __restrict__ spares the vectorised loop a run-time overlap check.
@@ -129,7 +133,12 @@ inline void rollout_lanes(const RolloutTile<S>& tile, std::int64_t first) {
   alignas(64) ParamType param[kParamCount][kLanes];
   alignas(64) std::int32_t episode_step[kLanes];
   alignas(64) float episode_return[kLanes];
-  alignas(64) std::uint64_t action_offset[kLanes];
+  alignas(64) std::uint64_t action_offset[kLanes] = {};
+  alignas(64) std::uint64_t reset_offset[kLanes] = {};
+  alignas(64) std::uint64_t block_index[kLanes];
+  alignas(64) std::uint64_t action_first_block[kLanes];
+  alignas(64) std::uint64_t reset_first_block[kLanes];              // the block reset_words starts at
+  alignas(64) std::uint32_t reset_words[kResetBlocks * 4][kLanes];  // [block word][lane]
   alignas(64) std::uint32_t block_words[kChunkBlocks * 4][kLanes];  // [block word][lane] from each lane's first block
   alignas(64) std::uint32_t action_word[kChunkWords][kLanes];       // [word of the chunk][lane]
   alignas(64) std::uint8_t ended[kLanes + 8] = {};  // 1 where the episode ended; + 8: whole groups of eight
@@ -137,6 +146,10 @@ inline void rollout_lanes(const RolloutTile<S>& tile, std::int64_t first) {
   alignas(64) float step_reward[kLanes];
   alignas(64) std::uint8_t step_terminated[kLanes];
   alignas(64) std::uint8_t step_truncated[kLanes];
+  // The flags as the step pass writes them, one 32-bit word per lane: with byte-sized stores in it, GCC
+  // would vectorise that pass 64 lanes at a time, more than the registers hold (mask spills).
+  alignas(64) std::int32_t terminated_word[kLanes];
+  alignas(64) std::int32_t truncated_word[kLanes];
   const bool streaming = tile.streaming;
   const auto copy_out = [streaming](void* dst, const void* src, std::size_t bytes) {
     if (streaming)
@@ -152,18 +165,29 @@ inline void rollout_lanes(const RolloutTile<S>& tile, std::int64_t first) {
     episode_step[l] = episode_steps[first + l];
     episode_return[l] = episode_returns[first + l];
     action_offset[l] = action_offsets[first + l];
+    reset_offset[l] = rng_offsets[first + l];
   }
+  const std::uint64_t first_action_stream = rng_subsequence(RngPurpose::Action, static_cast<std::uint64_t>(first));
+  const std::uint64_t first_reset_stream = rng_subsequence(RngPurpose::EnvReset, static_cast<std::uint64_t>(first));
+  // Blocks of the lanes' streams, computed side by side: word m of lane l's block at `first_block[l] + b`
+  // goes to words[4 b + m][l].
+  const auto draw_blocks = [&](std::uint64_t first_stream, const std::uint64_t* first_block, int blocks,
+                               std::uint32_t(*words)[kLanes]) {
+    for (int b = 0; b < blocks; ++b) {
+      for (int l = 0; l < kLanes; ++l) block_index[l] = first_block[l] + static_cast<std::uint64_t>(b);
+      philox_block_lanes<kLanes>(seed, first_stream, block_index, words + 4 * b);
+    }
+  };
 
   for (std::int64_t chunk_start = 0; chunk_start < num_steps; chunk_start += kChunkSteps) {
     const int chunk_steps =
         static_cast<int>(num_steps - chunk_start < kChunkSteps ? num_steps - chunk_start : kChunkSteps);
-    for (int b = 0; b < kChunkBlocks; ++b)
-      for (int l = 0; l < lanes; ++l) {
-        const PhiloxBlock block =
-            philox_block(seed, rng_subsequence(RngPurpose::Action, static_cast<std::uint64_t>(first + l)),
-                         (action_offset[l] >> 2) + static_cast<std::uint64_t>(b));
-        for (int m = 0; m < 4; ++m) block_words[b * 4 + m][l] = block.v[m];
-      }
+    for (int l = 0; l < kLanes; ++l) action_first_block[l] = action_offset[l] >> 2;
+    draw_blocks(first_action_stream, action_first_block, kChunkBlocks, block_words);
+    // The next resets' words, most of them: the few lanes that end more episodes in this chunk than
+    // kResetBlocks covers draw the rest one at a time.
+    for (int l = 0; l < kLanes; ++l) reset_first_block[l] = reset_offset[l] >> 2;
+    draw_blocks(first_reset_stream, reset_first_block, kResetBlocks, reset_words);
     // Shift each lane's words so that word 0 is the one at its offset.
     for (int w = 0; w < kChunkWords; ++w)
       for (int l = 0; l < lanes; ++l) {
@@ -191,10 +215,14 @@ inline void rollout_lanes(const RolloutTile<S>& tile, std::int64_t first) {
             Logic::advance(s, p, episode_step[l], episode_return[l], action, terminated_flag, truncated_flag);
         state_fields = std::bit_cast<std::array<float, kStateDim>>(s);
         for (int j = 0; j < kStateDim; ++j) state[j][l] = state_fields[j];
-        step_terminated[l] = terminated_flag;
-        step_truncated[l] = truncated_flag;
-        ended[l] = terminated_flag | truncated_flag;
+        terminated_word[l] = terminated_flag;
+        truncated_word[l] = truncated_flag;
         S::observe(s, step_obs + l * S::kObsDim);
+      }
+      for (int l = 0; l < lanes; ++l) {
+        step_terminated[l] = static_cast<std::uint8_t>(terminated_word[l]);
+        step_truncated[l] = static_cast<std::uint8_t>(truncated_word[l]);
+        ended[l] = static_cast<std::uint8_t>(terminated_word[l] | truncated_word[l]);
       }
       // Eight lanes' flags at a time, as one word: most words are zero, and the set bytes are found
       // without a branch per lane.
@@ -211,8 +239,14 @@ inline void rollout_lanes(const RolloutTile<S>& tile, std::int64_t first) {
           ParamType* param_fields = reinterpret_cast<ParamType*>(&p);
           for (int j = 0; j < kStateDim; ++j) state_fields[j] = state[j][l];
           for (int j = 0; j < kParamCount; ++j) param_fields[j] = param[j][l];
-          Logic::begin_next_episode(seed, i, physics, s, p, episode_step[l], episode_return[l], rng_offsets[i],
-                                    tallies[i]);
+          const std::uint64_t block = (reset_offset[l] >> 2) - reset_first_block[l];
+          Rng rng = block < kResetBlocks
+                        ? Rng(seed, first_reset_stream + static_cast<std::uint64_t>(l), reset_offset[l],
+                              PhiloxBlock{{reset_words[4 * block][l], reset_words[4 * block + 1][l],
+                                           reset_words[4 * block + 2][l], reset_words[4 * block + 3][l]}})
+                        : Logic::reset_rng(seed, i, reset_offset[l]);
+          Logic::begin_next_episode(physics, s, p, episode_step[l], episode_return[l], rng, tallies[i]);
+          reset_offset[l] = rng.offset();
           for (int j = 0; j < kStateDim; ++j) state[j][l] = state_fields[j];
           for (int j = 0; j < kParamCount; ++j) param[j][l] = param_fields[j];
           S::observe(s, step_obs + l * S::kObsDim);
@@ -234,6 +268,7 @@ inline void rollout_lanes(const RolloutTile<S>& tile, std::int64_t first) {
     episode_steps[first + l] = episode_step[l];
     episode_returns[first + l] = episode_return[l];
     action_offsets[first + l] = action_offset[l];
+    rng_offsets[first + l] = reset_offset[l];
   }
 }
 

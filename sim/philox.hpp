@@ -88,20 +88,28 @@ SURGE_HD_INLINE float uniform_in(std::uint32_t bits, float low, float high) {
   return value < high || !(low < high) ? value : nextafterf(high, low);
 }
 
-// A cursor into one Philox stream. Cheap to build on every use from (seed, subsequence, offset).
+// A cursor into one Philox stream. Cheap to build on every use from (seed, subsequence, offset): a block
+// is computed only when a word of it is first drawn, so a cursor that draws nothing costs nothing, and
+// one that ends on a block boundary does not compute the next block.
 class Rng {
  public:
-  SURGE_HD_INLINE Rng() : seed_(0), subsequence_(0), offset_(0), block_{} {}  // assign a real one before use
+  SURGE_HD_INLINE Rng() : seed_(0), subsequence_(0), offset_(0), block_{}, have_block_(false) {}  // assign a real one
   SURGE_HD_INLINE Rng(std::uint64_t seed, std::uint64_t subsequence, std::uint64_t offset)
-      : seed_(seed), subsequence_(subsequence), offset_(offset) {
-    refill();
-  }
+      : seed_(seed), subsequence_(subsequence), offset_(offset), block_{}, have_block_(false) {}
+  // The same cursor, given the block at `offset`, philox_block(seed, subsequence, offset / 4), already
+  // computed (the CPU rollout draws those for many streams side by side).
+  SURGE_HD_INLINE Rng(std::uint64_t seed, std::uint64_t subsequence, std::uint64_t offset, const PhiloxBlock& block)
+      : seed_(seed), subsequence_(subsequence), offset_(offset), block_(block), have_block_(true) {}
 
   // The next 32 random bits (cuRAND's curand()).
   SURGE_HD_INLINE std::uint32_t next_u32() {
+    if (!have_block_) {
+      block_ = philox_block(seed_, subsequence_, offset_ >> 2);
+      have_block_ = true;
+    }
     const std::uint32_t word = block_.v[offset_ & 3u];
     ++offset_;
-    if ((offset_ & 3u) == 0) refill();
+    if ((offset_ & 3u) == 0) have_block_ = false;
     return word;
   }
   // Uniform in (0, 1] (cuRAND's curand_uniform()).
@@ -113,12 +121,11 @@ class Rng {
   SURGE_HD_INLINE std::uint64_t offset() const { return offset_; }
 
  private:
-  SURGE_HD_INLINE void refill() { block_ = philox_block(seed_, subsequence_, offset_ >> 2); }
-
   std::uint64_t seed_;
   std::uint64_t subsequence_;
   std::uint64_t offset_;
   PhiloxBlock block_;
+  bool have_block_;
 };
 
 }  // namespace surge

@@ -201,6 +201,11 @@ std::uint8_t* PixelFrameStore::frames(std::int64_t row) const {
   return arena_.data(b_.frames) + slot(row) * num_envs_ * frame_.bytes();
 }
 
+std::uint8_t* PixelFrameStore::first_flags(std::int64_t row) const {
+  SURGE_CHECK(row > -stack_ && row <= num_steps_, "frame row out of range");
+  return arena_.data(b_.first) + slot(row) * num_envs_;
+}
+
 void PixelFrameStore::begin(const Stream& stream) {
   const Device device = engine_.device();
   render_engine(engine_, frame_, {frames(0), num_envs_ * frame_.bytes(), device}, stream);

@@ -16,12 +16,32 @@ ActorCritic::ActorCritic(int obs_dim, int num_actions, const NetworkConfig& conf
     : ActorCritic(obs_dim, ActionKind::Discrete, num_actions, config) {}
 
 ActorCritic::ActorCritic(int obs_dim, ActionKind kind, int action_size, const NetworkConfig& config)
+    : ActorCritic(obs_dim, kind, action_size, config, nullptr, nullptr) {}
+
+ActorCritic::ActorCritic(int obs_dim, ActionKind kind, int action_size, const NetworkConfig& config, FrameShape frame,
+                         const EncoderConfig& encoder)
+    : ActorCritic(obs_dim, kind, action_size, config, &frame, &encoder) {}
+
+namespace {
+std::unique_ptr<CnnEncoder> make_encoder(ParamTable& table, const FrameShape* frame, const EncoderConfig* encoder) {
+  if (!frame || !encoder) return nullptr;
+  return std::make_unique<CnnEncoder>(table, "encoder", *frame, *encoder);
+}
+}  // namespace
+
+ActorCritic::ActorCritic(int obs_dim, ActionKind kind, int action_size, const NetworkConfig& config,
+                         const FrameShape* frame, const EncoderConfig* encoder)
     : config_(config),
       obs_dim_(obs_dim),
       kind_(kind),
       head_width_(action_size),
-      actor_(table_, "actor", obs_dim, config.hidden, action_size, parse_activation(config.activation), kActorHeadGain),
-      critic_(table_, "critic", obs_dim, config.hidden, 1, parse_activation(config.activation), kCriticHeadGain) {
+      encoder_(make_encoder(table_, frame, encoder)),
+      // On pixels the heads are linear layers on the encoder's features, as in CleanRL's Atari agent.
+      actor_(table_, "actor", encoder_ ? encoder_->feature_dim() : obs_dim,
+             encoder_ ? std::vector<int>{} : config.hidden, action_size, parse_activation(config.activation),
+             kActorHeadGain),
+      critic_(table_, "critic", encoder_ ? encoder_->feature_dim() : obs_dim,
+              encoder_ ? std::vector<int>{} : config.hidden, 1, parse_activation(config.activation), kCriticHeadGain) {
   actor_.set_fused_on_cpu(config.cpu_fused_mlp);
   critic_.set_fused_on_cpu(config.cpu_fused_mlp);
   actor_.set_fused_on_cuda(config.cuda_fused_mlp);
@@ -44,10 +64,26 @@ ActorCritic ActorCritic::for_scenario(const ScenarioSpec& spec, const NetworkCon
   return ActorCritic(spec.obs_dim, spec.num_actions, config);
 }
 
+ActorCritic ActorCritic::for_scenario(const ScenarioSpec& spec, const TrainConfig& config) {
+  const bool continuous = spec.action_kind == ActionKind::Continuous;
+  return for_config(spec.obs_dim, spec.action_kind, continuous ? spec.action_dim : spec.num_actions, config);
+}
+
+ActorCritic ActorCritic::for_config(int obs_dim, ActionKind kind, int action_size, const TrainConfig& config) {
+  if (!config.pixel_observations()) return ActorCritic(obs_dim, kind, action_size, config);
+  return ActorCritic(obs_dim, kind, action_size, config, pixel_frame_shape(config), encoder_config(config.encoder));
+}
+
+FrameShape pixel_frame_shape(const TrainConfig& config) {
+  const int side = static_cast<int>(config.frame_size);
+  return {side, side, static_cast<int>(config.frame_stack) * (config.grayscale ? 1 : 3)};
+}
+
 std::vector<double> ActorCritic::initial_parameters(std::uint64_t seed) const {
   // Zero everywhere first: biases, padding and the Gaussian's log_std (a standard deviation of 1).
   std::vector<double> params(static_cast<std::size_t>(table_.total()), 0.0);
   Rng rng(seed, rng_subsequence(RngPurpose::Init, 0), 0);
+  if (encoder_) encoder_->initialize(params, rng);
   actor_.initialize(params, rng);
   critic_.initialize(params, rng);
   return params;
@@ -88,6 +124,16 @@ BufferTable PpoGradient<Scalar>::table(Device device, const ActorCritic& net, st
       t.add<double>("workspace.advantage_stats", {2}, "[2]", "sum and sum of squares of the minibatch's advantages");
   b.d_log_std_rows = t.add<Scalar>("workspace.d_log_std_rows", {rows, net.action_dim()}, "[B][action_dim]",
                                    "Gaussian: each sample's gradient with respect to log_std");
+  if (const CnnEncoder* encoder = net.encoder()) {
+    const std::int64_t features = encoder->feature_dim();
+    b.encoder_activations = t.add<Scalar>("workspace.encoder_activations", {encoder->activation_size(rows)},
+                                          "[B][conv outputs...]", "the encoder's conv activations, kept for backward");
+    b.encoder_scratch = t.add<Scalar>("workspace.encoder_scratch", {encoder->scratch_size(rows)},
+                                      "[columns + 2][B][widest]", "the encoder's columns and backward gradients");
+    b.features = t.add<Scalar>("workspace.features", {rows, features}, "[B][features]", "the encoder's outputs");
+    b.d_features = t.add<Scalar>("workspace.d_features", {rows, features}, "[B][features]",
+                                 "the loss's gradient with respect to them, from both heads");
+  }
   if (uses_cuda_bf16<Scalar>(device, net)) {
     const std::int64_t widest = std::max(widest_layer(net.actor()), widest_layer(net.critic()));
     b.bf16_weights = t.add<std::int32_t>("workspace.bf16_weights", {(net.table().total() + 1) / 2}, "[P] bf16",
@@ -110,6 +156,10 @@ template <class Scalar>
 PpoGradient<Scalar>::PpoGradient(Device device, const ActorCritic& net, std::int64_t max_batch)
     : net_(&net), max_batch_(max_batch) {
   SURGE_CHECK(max_batch >= 1, "empty workspace");
+  if (net.pixels() && !device.is_cpu())
+    throw InputError(
+        "observation = \"pixels\" runs on the CPU backend only so far (the encoder has no CUDA passes wired); "
+        "use --device cpu");
   prepare_gemm(device);  // before any capture: cuBLASLt cannot be set up inside one
   Stream stream(device);
   arena_ = BufferArena(device, table(device, net, max_batch, b_), stream);
@@ -138,6 +188,30 @@ void PpoGradient<Scalar>::forward_critic(const Stream& stream, const Scalar* par
 }
 
 template <class Scalar>
+const CnnCpuConvs* PpoGradient<Scalar>::encoder_convs([[maybe_unused]] std::int64_t rows) {
+#if defined(SURGE_WITH_ONEDNN)
+  if constexpr (std::is_same_v<Scalar, float>) {
+    for (const auto& convs : encoder_convs_)
+      if (convs->rows() == rows) return convs.get();
+    encoder_convs_.push_back(std::make_shared<const CnnCpuConvs>(*net_->encoder(), rows));
+    return encoder_convs_.back().get();
+  }
+#endif
+  return nullptr;
+}
+
+template <class Scalar>
+const Scalar* PpoGradient<Scalar>::encode(const Stream& stream, const Scalar* params, const std::uint8_t* frames,
+                                          std::int64_t batch) {
+  SURGE_CHECK(net_->pixels() && frames, "encode() needs a pixel policy and its frames");
+  SURGE_CHECK(batch <= max_batch_, "batch larger than the workspace");
+  Scalar* features = arena_.data(b_.features);
+  cnn_forward<Scalar>(stream, *net_->encoder(), params, frames, batch, arena_.data(b_.encoder_activations),
+                      arena_.data(b_.encoder_scratch), features, encoder_convs(batch));
+  return features;
+}
+
+template <class Scalar>
 void PpoGradient<Scalar>::parameters_changed() {
   params_version_ = fused_mlp_new_version();
 }
@@ -160,7 +234,8 @@ void PpoGradient<Scalar>::compute(const Stream& stream, const PpoLossConfig& con
 template <class Scalar>
 void PpoGradient<Scalar>::compute_forward(const Stream& stream, const MinibatchView<Scalar>& minibatch,
                                           const Scalar* params) {
-  forward(stream, params, minibatch.obs, minibatch.size, arena_.data(b_.logits), arena_.data(b_.values));
+  const Scalar* obs = net_->pixels() ? encode(stream, params, minibatch.frames, minibatch.size) : minibatch.obs;
+  forward(stream, params, obs, minibatch.size, arena_.data(b_.logits), arena_.data(b_.values));
 }
 
 template <class Scalar>
@@ -183,12 +258,30 @@ void PpoGradient<Scalar>::compute_backward(const Stream& stream, const PpoLossCo
                      arena_.data(b_.advantage_stats), arena_.data(b_.reduce_scratch), arena_.data(b_.d_logits),
                      arena_.data(b_.d_values), terms, ranks);
   }
-  mlp_backward<Scalar>(stream, net_->actor(), params, minibatch.obs, batch, arena_.data(b_.actor_activations),
+  const Scalar* obs = net_->pixels() ? arena_.data(b_.features) : minibatch.obs;
+  mlp_backward<Scalar>(stream, net_->actor(), params, obs, batch, arena_.data(b_.actor_activations),
                        arena_.data(b_.d_logits), arena_.data(b_.ones), grads, arena_.data(b_.scratch), bf16(),
                        params_version_);
-  mlp_backward<Scalar>(stream, net_->critic(), params, minibatch.obs, batch, arena_.data(b_.critic_activations),
+  mlp_backward<Scalar>(stream, net_->critic(), params, obs, batch, arena_.data(b_.critic_activations),
                        arena_.data(b_.d_values), arena_.data(b_.ones), grads, arena_.data(b_.scratch), bf16(),
                        params_version_);
+  if (net_->pixels()) backward_encoder(stream, minibatch, params, grads);
+}
+
+template <class Scalar>
+void PpoGradient<Scalar>::backward_encoder(const Stream& stream, const MinibatchView<Scalar>& minibatch,
+                                           const Scalar* params, Scalar* grads) {
+  // The heads are linear: d_features = d_logits W_actor + d_values w_critic, both heads' share summed.
+  const std::int64_t batch = minibatch.size, features = net_->encoder()->feature_dim();
+  const int outputs = net_->head_width();
+  Scalar* d_features = arena_.data(b_.d_features);
+  gemm<Scalar>(stream, Transpose::No, Transpose::No, batch, features, outputs, Scalar(1), arena_.data(b_.d_logits),
+               outputs, params + net_->actor().weight_offset(0), features, Scalar(0), d_features, features);
+  gemm<Scalar>(stream, Transpose::No, Transpose::No, batch, features, 1, Scalar(1), arena_.data(b_.d_values), 1,
+               params + net_->critic().weight_offset(0), features, Scalar(1), d_features, features);
+  cnn_backward<Scalar>(stream, *net_->encoder(), params, minibatch.frames, batch, arena_.data(b_.encoder_activations),
+                       arena_.data(b_.features), d_features, grads, arena_.data(b_.encoder_scratch),
+                       encoder_convs(batch));
 }
 
 template class PpoGradient<float>;

@@ -20,7 +20,8 @@ void accumulate_first_episode(const Stream& stream, std::int64_t num_envs, const
 }
 
 std::vector<double> evaluate_policy(Engine& engine, const ActorCritic& network, Span<const float> params, bool sample,
-                                    const FrozenObsNormalization& normalization, const EvaluationWatcher& watch) {
+                                    const FrozenObsNormalization& normalization, const EvaluationWatcher& watch,
+                                    FrameSource* frames) {
   const Device device = engine.device();
   const ScenarioSpec& spec = engine.spec();
   const std::int64_t n = engine.num_envs();
@@ -32,6 +33,9 @@ std::vector<double> evaluate_policy(Engine& engine, const ActorCritic& network, 
   SURGE_CHECK(!normalized ||
                   (normalization.moments.size == moments_size(spec.obs_dim) && normalization.moments.device == device),
               "observation statistics do not fit the scenario");
+  SURGE_CHECK(!network.pixels() ||
+                  (frames && frames->num_envs() == n && frames->stack_bytes() == network.encoder()->frame_size()),
+              "a pixel policy needs a frame store of the evaluation's environments");
   Stream stream(device);
   // In place, with the frozen statistics.
   auto normalize = [&](float* rows) {
@@ -44,6 +48,7 @@ std::vector<double> evaluate_policy(Engine& engine, const ActorCritic& network, 
   DeviceBuffer<float> continuous_actions(device, n * action_dim), bounds(device, 2 * action_dim);  // [N][A], [2][A]
   DeviceBuffer<std::uint8_t> terminated(device, n), truncated(device, n), finished(device, n);
   DeviceBuffer<double> returns(device, n);
+  DeviceBuffer<std::uint8_t> stacks(device, network.pixels() ? n * frames->stack_bytes() : 0);  // [K][H][W][stack*C]
   const StreamDrain drain(stream);  // the buffers above outlive the work enqueued on them
   zero_bytes(finished.data(), device, finished.bytes(), stream);
   zero_bytes(returns.data(), device, returns.bytes(), stream);
@@ -54,6 +59,18 @@ std::vector<double> evaluate_policy(Engine& engine, const ActorCritic& network, 
   }
   engine.observe(obs.span(), stream);
   normalize(obs.data());
+  if (network.pixels()) frames->begin(stream);
+  std::int64_t row = 0;  // the frame store's row of the current observation
+  // The policy's input at the current step: the observations, or the features of the current stacks.
+  auto policy_input = [&]() -> const float* {
+    if (!network.pixels()) return obs.data();
+    if (row == frames->num_steps()) {
+      frames->next_iteration(stream);
+      row = 0;
+    }
+    frames->gather_row(row, stacks.span(), stream);
+    return workspace.encode(stream, params.data, stacks.data(), n);
+  };
   auto watch_step = [&] {
     if (!watch) return;
     stream.synchronize();  // the watcher reads on streams of its own
@@ -63,7 +80,7 @@ std::vector<double> evaluate_policy(Engine& engine, const ActorCritic& network, 
   // Every episode ends by the time limit; check now and then whether all have, to stop early.
   const std::int64_t check_every = 32;
   for (std::int64_t t = 0; t < spec.max_episode_steps; ++t) {
-    workspace.forward_actor(stream, params.data, obs.data(), n, logits.data());
+    workspace.forward_actor(stream, params.data, policy_input(), n, logits.data());
     ActionDraw draw{engine.seed(), nullptr, 0, t};
     if (network.continuous()) {
       // Without sampling the action is the Gaussian's mean; either way the environment gets it clipped.
@@ -73,8 +90,12 @@ std::vector<double> evaluate_policy(Engine& engine, const ActorCritic& network, 
     } else {
       sample_actions(stream, logits.data(), n, spec.num_actions, draw, !sample, actions.data(), nullptr);
     }
-    engine.step(ActionView{actions.cspan(), continuous_actions.cspan()},
-                StepViews{obs.span(), reward.span(), terminated.span(), truncated.span(), {}}, stream);
+    const ActionView chosen{actions.cspan(), continuous_actions.cspan()};
+    const StepViews out{obs.span(), reward.span(), terminated.span(), truncated.span(), {}};
+    if (network.pixels())
+      frames->step(row++, chosen, out, stream);
+    else
+      engine.step(chosen, out, stream);
     normalize(obs.data());
     accumulate_first_episode(stream, n, reward.data(), terminated.data(), truncated.data(), finished.data(),
                              returns.data());

@@ -8,6 +8,7 @@
 #include "rl/actor_critic.hpp"
 #include "rl/normalization.hpp"
 #include "sim/engine.hpp"
+#include "sim/frame_source.hpp"
 
 namespace surge::rl {
 
@@ -23,9 +24,11 @@ struct FrozenObsNormalization {
 // `watch`, when given, is called before the first step and after every step with the returns so far and
 // the flags of the environments whose first episode has ended (both [K], on the engine's device).
 using EvaluationWatcher = std::function<void(Span<const double> returns, Span<const std::uint8_t> finished)>;
+// A pixel policy reads its stacks from `frames`: a frame store of the engine's K environments, any number
+// of rows from the stack up (rows are reused: the store is carried over whenever it is full).
 std::vector<double> evaluate_policy(Engine& engine, const ActorCritic& network, Span<const float> params, bool sample,
                                     const FrozenObsNormalization& normalization = {},
-                                    const EvaluationWatcher& watch = {});
+                                    const EvaluationWatcher& watch = {}, FrameSource* frames = nullptr);
 
 // Per environment: adds this step's reward to the return of its first episode until that episode ends.
 void accumulate_first_episode(const Stream& stream, std::int64_t num_envs, const float* reward,

@@ -22,6 +22,7 @@ struct MinibatchView {
   const Scalar* advantage = nullptr;           // [B]
   const Scalar* returns = nullptr;             // [B]
   const Scalar* continuous_actions = nullptr;  // [B][action_dim] for a Gaussian policy (actions is then unused)
+  const std::uint8_t* frames = nullptr;        // pixel policies: [B][H][W][stack * C] (obs is then unused)
 };
 
 // Sums over the minibatch that ppo_loss() leaves in terms[kLossTermCount] (divide by B for means).

@@ -202,6 +202,7 @@ const std::vector<Key>& keys() {
       integer_key("frame_size", &TrainConfig::frame_size),
       bool_key("grayscale", &TrainConfig::grayscale),
       integer_key("frame_stack", &TrainConfig::frame_stack),
+      choice_key("encoder", &TrainConfig::encoder, {"nature", "small"}, "\"nature\" or \"small\""),
   };
   return table;
 }
@@ -302,10 +303,10 @@ void require_range(bool ok, const std::string& key, const std::string& value, co
 }  // namespace
 
 void require_trainable(const TrainConfig& config) {
-  if (config.pixel_observations())
+  if (config.pixel_observations() && config.normalize_obs)
     throw InputError(
-        "config observation = \"pixels\" is not wired into training yet (surge step and surge bench env "
-        "draw pixel observations); use observation = \"vector\"");
+        "config normalize_obs = true does not apply to observation = \"pixels\" (frames are scaled by 1/255); "
+        "set normalize_obs = false");
 }
 
 std::vector<std::string> train_config_keys() {

@@ -38,11 +38,13 @@ struct TrainConfig : NetworkConfig, PpoLossConfig, AdamConfig, NormalizationConf
   double rank_timeout_s = 60.0;  // under mpirun: how long a rank waits in a sum for the others before the job stops
   // Observations: "vector" (the scenario's own) or "pixels": frames drawn by the scenario's renderer,
   // frame_size x frame_size (square: the scene is scaled to fit, as Atari preprocessing does), grey or
-  // RGB, the last frame_stack of them stacked (scenarios/pixel_obs.hpp). Training does not read pixels yet.
+  // RGB, the last frame_stack of them stacked (scenarios/pixel_obs.hpp). Pixels train on the CPU backend.
   std::string observation = "vector";
   std::int64_t frame_size = 84;
   bool grayscale = true;
   std::int64_t frame_stack = 4;
+  // The pixel policy's CNN trunk (rl/cnn_encoder.hpp): "nature" (CleanRL's Atari encoder) or "small".
+  std::string encoder = "nature";
   // Physics: the [physics] table, by parameter name; checked against the scenario by resolve_physics().
   PhysicsSettings physics;
 
@@ -62,7 +64,8 @@ struct TrainConfig : NetworkConfig, PpoLossConfig, AdamConfig, NormalizationConf
   std::string to_toml() const;
 };
 
-// Throws InputError when the config asks for what training cannot do yet (pixel observations).
+// Throws InputError when the config asks for what training cannot do yet (pixel observations with
+// normalize_obs).
 void require_trainable(const TrainConfig& config);
 
 // Keys in the order to_toml() writes them.

@@ -99,10 +99,11 @@ BufferTable Trainer::table(const TrainConfig& config, const ActorCritic& net, in
                                        "partial sums of the reductions");
   b.metrics =
       table.add<IterationMetrics>(DType::Float64, "metrics.iteration", {1}, "[1]", "the iteration's metrics row");
+  if (net.pixels()) add_pixel_buffers(table, config, net, b);
   return table;
 }
 
-Trainer::Trainer(Engine& engine, const TrainConfig& config, const Collective& ranks)
+Trainer::Trainer(Engine& engine, const TrainConfig& config, const Collective& ranks, FrameSource* frames)
     : engine_(engine),
       config_(config),
       ranks_(ranks),
@@ -140,6 +141,8 @@ Trainer::Trainer(Engine& engine, const TrainConfig& config, const Collective& ra
   const MinibatchBuffers& m = minibatch_buffers_;
   minibatch_ = {b,       m.obs,       m.actions, m.logprob,
                 m.value, m.advantage, m.returns, network_.continuous() ? m.continuous_actions : nullptr};
+  frames_ = frames;
+  start_pixels();
 
   if (network_.continuous()) {
     std::vector<float> bounds = engine.spec().action_low;
@@ -212,6 +215,7 @@ void Trainer::start_iteration() {
   const PhaseMark mark(clock_, TrainPhase::Other);
   begin_iteration(stream_, data(b_.state), data(b_.optimizer), config_.learning_rate, config_.anneal_lr,
                   num_iterations());
+  if (frames_) frames_->next_iteration(stream_);  // as obs[T] -> obs[0] below
   const std::size_t obs_bytes = static_cast<std::size_t>(config_.num_envs * rollout_.obs_dim()) * sizeof(float);
   copy_bytes(rollout_.obs(0), device_, rollout_.obs(config_.num_steps), device_, obs_bytes, stream_);
   if (raw_envs_ > 0) {
@@ -223,8 +227,9 @@ void Trainer::start_iteration() {
 
 void Trainer::forward_policy(std::int64_t t) {
   const PhaseMark mark(clock_, TrainPhase::PolicyForward);
-  workspace_.forward_actor(stream_, data(b_.params), rollout_.obs(t), config_.num_envs, data(b_.rollout_head));
-  workspace_.forward_critic(stream_, data(b_.params), rollout_.obs(t), config_.num_envs, rollout_.value(t));
+  const float* obs = frames_ ? encode_stacks(t, false) : rollout_.obs(t);
+  workspace_.forward_actor(stream_, data(b_.params), obs, config_.num_envs, data(b_.rollout_head));
+  workspace_.forward_critic(stream_, data(b_.params), obs, config_.num_envs, rollout_.value(t));
 }
 
 void Trainer::sample_actions(std::int64_t t) {
@@ -247,7 +252,10 @@ void Trainer::sample_actions(std::int64_t t) {
 void Trainer::step_environments(std::int64_t t) {
   const PhaseMark mark(clock_, TrainPhase::EnvStep);
   const ActionView actions = network_.continuous() ? ActionView{{}, arena_[b_.env_actions]} : rollout_.action_view(t);
-  engine_.step(actions, rollout_.step_views(t), stream_);
+  if (frames_)
+    frames_->step(t, actions, rollout_.step_views(t), stream_);
+  else
+    engine_.step(actions, rollout_.step_views(t), stream_);
   if (raw_envs_ > 0) keep_raw_row(t + 1);
   normalization_.observe(stream_, rollout_.obs(t + 1), rollout_.final_obs(), rollout_.terminated(t),
                          rollout_.truncated(t));
@@ -256,13 +264,16 @@ void Trainer::step_environments(std::int64_t t) {
 void Trainer::value_final_observations(std::int64_t t) {
   // V(final observation) of episodes that ended at this step; GAE reads it only where they were truncated.
   const PhaseMark mark(clock_, TrainPhase::PolicyForward);
-  workspace_.forward_critic(stream_, data(b_.params), rollout_.final_obs(), config_.num_envs, rollout_.final_value(t));
+  if (frames_ && !any_truncated(t)) return;  // GAE reads no final value of this step: spare the encoder
+  const float* obs = frames_ ? encode_stacks(t, true) : rollout_.final_obs();
+  workspace_.forward_critic(stream_, data(b_.params), obs, config_.num_envs, rollout_.final_value(t));
 }
 
 void Trainer::value_last_observations() {
   const PhaseMark mark(clock_, TrainPhase::PolicyForward);
   const std::int64_t steps = config_.num_steps;
-  workspace_.forward_critic(stream_, data(b_.params), rollout_.obs(steps), config_.num_envs, rollout_.value(steps));
+  const float* obs = frames_ ? encode_stacks(steps, false) : rollout_.obs(steps);
+  workspace_.forward_critic(stream_, data(b_.params), obs, config_.num_envs, rollout_.value(steps));
 }
 
 void Trainer::track_episodes() {
@@ -309,6 +320,7 @@ void Trainer::gather_minibatch(std::int64_t epoch, std::int64_t m) {
   const PhaseMark mark(clock_, TrainPhase::Other);
   rl::gather_minibatch(stream_, permutation_, data(b_.state), config_.update_epochs, epoch, m, minibatch_size_, batch_,
                        minibatch_buffers_);
+  if (frames_) gather_minibatch_stacks(epoch, m);
 }
 
 bool Trainer::fused_update(std::int64_t epoch, std::int64_t m) {
@@ -425,6 +437,7 @@ std::vector<IterationMetrics> Trainer::drain() {
 // ---- state for checkpoints
 
 std::vector<SavedBuffer> Trainer::save_state() const {
+  if (frames_) carry_frames(false);
   std::vector<SavedBuffer> saved = save_buffers(arena_, stream_);
   for (SavedBuffer& buffer : save_buffers(normalization_.buffers(), stream_)) saved.push_back(std::move(buffer));
   return saved;
@@ -441,6 +454,7 @@ void Trainer::restore_state(const std::vector<SavedBuffer>& saved) {
                        ") is out of range; the file is damaged");
   }
   restore_buffers(arena_, saved, "the checkpoint", stream_);
+  if (frames_) carry_frames(true);
   workspace_.parameters_changed();
   restore_buffers(normalization_.buffers(), saved, "the checkpoint", stream_);
   // The restored environments' observation starts the next iteration (obs[T] moves to obs[0]),

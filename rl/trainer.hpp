@@ -20,6 +20,7 @@
 #include "rl/trainer_kernels.hpp"
 #include "sim/buffer_table.hpp"
 #include "sim/engine.hpp"
+#include "sim/frame_source.hpp"
 #include "sim/memory.hpp"
 #include "sim/memory_plan.hpp"
 #include "sim/phase_clock.hpp"
@@ -43,7 +44,11 @@ class Trainer {
   // backward pass the gradients are averaged over the ranks, and the advantage normalisation, the
   // observation and reward statistics and the metrics cover every rank's samples, so that every rank
   // holds the same parameters. config.total_steps counts the steps of all ranks together.
-  Trainer(Engine& engine, const TrainConfig& config, const Collective& ranks = single_process());
+  // Pixel observations (config.observation = "pixels", CPU backend, one rank): `frames` is the engine's
+  // frame store of num_steps rows (scenarios/pixel_obs.hpp), freshly made; the policy reads its stacks and
+  // the trainer steps the engine through it. It must outlive the trainer. Null for vector observations.
+  Trainer(Engine& engine, const TrainConfig& config, const Collective& ranks = single_process(),
+          FrameSource* frames = nullptr);
   // Waits for the stream first, so that no copy or graph replay still running outlives its buffers.
   ~Trainer();
   Trainer(const Trainer&) = delete;
@@ -125,6 +130,8 @@ class Trainer {
     Slot<std::int32_t> chunk_counts, group_counts;
     Slot<double> recent_returns, recent_candidates, small_sums, reduce_scratch;
     Slot<IterationMetrics> metrics;
+    Slot<std::uint8_t> rollout_stacks, mb_stacks, carried_frames, carried_first;  // pixels only
+    Slot<std::int64_t> mb_indices;
   };
   static BufferTable table(const TrainConfig& config, const ActorCritic& network, int obs_dim, Device device, int ranks,
                            Buffers& b);
@@ -152,6 +159,13 @@ class Trainer {
   void finish_iteration();
   void collect(std::int64_t iteration);
   void keep_raw_row(std::int64_t t);  // rollout obs[t] (just observed, not yet normalised) -> raw obs[t]
+  // The pixel path (rl/trainer_pixels.cpp).
+  static void add_pixel_buffers(BufferTable& table, const TrainConfig& config, const ActorCritic& network, Buffers& b);
+  void start_pixels();
+  const float* encode_stacks(std::int64_t t, bool final_stacks);  // the features of row t's (final) stacks
+  bool any_truncated(std::int64_t t) const;
+  void gather_minibatch_stacks(std::int64_t epoch, std::int64_t m);
+  void carry_frames(bool into_store) const;  // the store's last stack rows <-> the saved copy
   template <class T>
   T* data(Slot<T> slot) const {
     return arena_.data(slot);
@@ -176,6 +190,7 @@ class Trainer {
   Permutation permutation_;             // the shuffles' family; each epoch's is picked on the device
   PhaseClock* clock_ = nullptr;         // set during iterate(clock)
   DeviceBuffer<float> raw_obs_;         // [T+1][raw_envs_][obs_dim], where keep_raw_observations asked for it
+  FrameSource* frames_ = nullptr;       // pixel observations, or null
   std::int64_t raw_envs_ = 0;
 
   IterationGraph graph_;

@@ -21,10 +21,12 @@
 // frame: the NHWC layout the CNN encoder reads, with the stack as input channels (the Atari encoder's
 // first convolution mixes all frames at once).
 #include <cstdint>
+#include <memory>
 
 #include "scenarios/scene_render.hpp"
 #include "sim/buffer_table.hpp"
 #include "sim/engine.hpp"
+#include "sim/frame_source.hpp"
 #include "sim/memory.hpp"
 
 namespace surge {
@@ -41,37 +43,38 @@ struct PixelMemoryPlan {
 // Throws InputError for a stack below 1 or above the rollout's length (num_steps), or a bad frame.
 void check_pixel_shape(std::int64_t num_steps, FrameSize frame, int stack);
 
-class PixelFrameStore {
+class PixelFrameStore final : public FrameSource {
  public:
   // A store for `engine`'s environments (the engine must outlive it), num_steps >= stack.
   PixelFrameStore(Engine& engine, std::int64_t num_steps, FrameSize frame, int stack);
 
-  std::int64_t num_steps() const { return num_steps_; }
-  std::int64_t num_envs() const { return num_envs_; }
+  std::int64_t num_steps() const override { return num_steps_; }
+  std::int64_t num_envs() const override { return num_envs_; }
   FrameSize frame_size() const { return frame_; }
-  int stack() const { return stack_; }
-  std::int64_t stack_bytes() const { return frame_.bytes() * stack_; }
+  int stack() const override { return stack_; }
+  std::int64_t frame_bytes() const override { return frame_.bytes(); }
 
   // After engine.reset(): row 0 is every environment's first frame.
-  void begin(const Stream& stream);
+  void begin(const Stream& stream) override;
   // Step t of every environment: engine.step(actions, out) (out.terminated and out.truncated are
   // required), then row t + 1's frames, its first flags, and the final frames where an episode ended.
-  void step(std::int64_t t, const ActionView& actions, const StepViews& out, const Stream& stream);
+  void step(std::int64_t t, const ActionView& actions, const StepViews& out, const Stream& stream) override;
   // Rows T - stack + 1 .. T become rows -(stack - 1) .. 0: the next iteration starts where this one ended.
-  void next_iteration(const Stream& stream);
+  void next_iteration(const Stream& stream) override;
 
   // Row `row`'s frames, [N][H][W][C], row in [-(stack - 1), T].
-  std::uint8_t* frames(std::int64_t row) const;
+  std::uint8_t* frames(std::int64_t row) const override;
+  std::uint8_t* first_flags(std::int64_t row) const override;                  // [N], 1 where a frame starts an episode
   std::uint8_t* final_frames() const { return arena_.data(b_.final_frames); }  // [N][H][W][C]
   std::uint8_t* first_flags(std::int64_t row) const;                           // [N], 1 where a frame starts an episode
 
   // The stacks of row t for every environment, into out [N][H][W][stack * C].
-  void gather_row(std::int64_t t, Span<std::uint8_t> out, const Stream& stream) const;
+  void gather_row(std::int64_t t, Span<std::uint8_t> out, const Stream& stream) const override;
   // The stacks of rows given as flat indices t * N + env (t in [0, T)), into out [rows][H][W][stack * C].
-  void gather(Span<const std::int64_t> indices, Span<std::uint8_t> out, const Stream& stream) const;
+  void gather(Span<const std::int64_t> indices, Span<std::uint8_t> out, const Stream& stream) const override;
   // The final stacks of the episodes that ended at step t, into out [N][H][W][stack * C] (other
   // environments' stacks are meaningless, as final_obs is there).
-  void gather_final(std::int64_t t, Span<std::uint8_t> out, const Stream& stream) const;
+  void gather_final(std::int64_t t, Span<std::uint8_t> out, const Stream& stream) const override;
 
   std::size_t device_bytes() const { return arena_.device_bytes(); }
   static BufferTable table(const ScenarioSpec& spec, std::int64_t num_steps, std::int64_t num_envs, FrameSize frame,
@@ -95,5 +98,15 @@ class PixelFrameStore {
   Buffers b_;
   BufferArena arena_;
 };
+
+// A store of `rows` rows for a run's pixel observations (square frames of frame_size, grey or RGB,
+// `stack` to a stack), or null where `pixels` is false (vector observations).
+inline std::unique_ptr<PixelFrameStore> make_frame_store(Engine& engine, bool pixels, std::int64_t rows,
+                                                         std::int64_t frame_size, bool grayscale, std::int64_t stack) {
+  if (!pixels) return nullptr;
+  const int side = static_cast<int>(frame_size);
+  return std::make_unique<PixelFrameStore>(engine, rows, FrameSize{side, side, grayscale ? 1 : 3},
+                                           static_cast<int>(stack));
+}
 
 }  // namespace surge

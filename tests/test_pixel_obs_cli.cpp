@@ -1,5 +1,5 @@
 // Pixel observations at the edges a user touches: the config keys (observation, frame_size, grayscale,
-// frame_stack) and their refusals, `surge train` refusing pixels until training reads them, `surge step
+// frame_stack) and their refusals, `surge train` refusing pixels with normalize_obs, `surge step
 // --observation pixels` writing each row's frame as a PNG, and `surge bench env --observation pixels`.
 #include <catch2/catch.hpp>
 
@@ -61,15 +61,18 @@ TEST_CASE("the pixel keys read, write back and refuse nonsense", "[pixels][confi
   CHECK_THROWS_WITH(config_of("frame_stack = 0\n").validate(), Catch::Contains("frame_stack = 0"));
   CHECK_THROWS_WITH(config_of("num_steps = 2\nnum_minibatches = 1\nframe_stack = 3\n").validate(),
                     Catch::Contains("frame_stack = 3"));
-  CHECK_THROWS_WITH(rl::require_trainable(pixels), Catch::Contains("not wired into training yet"));
+  CHECK_NOTHROW(rl::require_trainable(pixels));
+  CHECK_THROWS_WITH(rl::require_trainable(config_of("observation = \"pixels\"\nnormalize_obs = true\n")),
+                    Catch::Contains("normalize_obs"));
   CHECK_NOTHROW(rl::require_trainable(defaults));
 }
 
-TEST_CASE("surge train refuses pixel observations with one line and writes nothing", "[pixels][cli]") {
+TEST_CASE("surge train refuses pixel observations with normalize_obs in one line and writes nothing", "[pixels][cli]") {
   ScratchFolder dir("pixel_train");
   const std::string out = dir / "run";
-  const Result r = run_surge("train --scenario cartpole --device cpu --set observation=pixels --out " + out);
-  check_refused(r, "train", "observation = \"pixels\"");
+  const Result r = run_surge(
+      "train --scenario cartpole --device cpu --set observation=pixels --set normalize_obs=true --out " + out);
+  check_refused(r, "train", "normalize_obs");
   CHECK_FALSE(std::filesystem::exists(out));
 }
 

@@ -155,8 +155,9 @@ Checkpoint read_checkpoint_file(const checkpoint_file::Reader& file) {
 bool checkpoints_available() { return true; }
 
 ActorCritic checkpoint_network(const Checkpoint& c) {
-  if (c.action_dim > 0) return ActorCritic(c.obs_dim, ActionKind::Continuous, c.action_dim, c.config);
-  return ActorCritic(c.obs_dim, c.num_actions, c.config);
+  // The config says the observations: a pixel policy's encoder slices come first in its table.
+  if (c.action_dim > 0) return ActorCritic::for_config(c.obs_dim, ActionKind::Continuous, c.action_dim, c.config);
+  return ActorCritic::for_config(c.obs_dim, ActionKind::Discrete, c.num_actions, c.config);
 }
 
 void write_checkpoint(const std::string& path, const Checkpoint& c) {

@@ -376,7 +376,8 @@ def run_cases(fx):
     cases.append(Case("run/train/--log-ranks-without-log", TRAIN + ["--log-ranks", "0"], {}, ("out",)))
     # This stop's inputs: agents and grids, precision, pixel observations.
     for value in ["precision=fp16", "precision=1", "observation=rgb", "frame_size=0", "frame_size=100000",
-                  "frame_stack=0", "frame_stack=x", "grayscale=2", "num_agents=0", "num_agents=-3"]:
+                  "frame_stack=0", "frame_stack=x", "grayscale=2", "num_agents=0", "num_agents=-3", "encoder=huge",
+                  "encoder=1"]:
         cases.append(Case(f"run/train/--set={value}", TRAIN + ["--set", value], {}, ("out",)))
     for label, args in [("agents-0", ["--agents", "0"]), ("agents-text", ["--agents", "x"]),
                         ("grid-bogus-key", ["--grid", "bogus=1,2"]), ("grid-shape-key", ["--grid", "num_envs=4,8"]),

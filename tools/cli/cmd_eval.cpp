@@ -8,6 +8,7 @@
 #include "rl/actor_critic.hpp"
 #include "rl/evaluate.hpp"
 #include "rl/io/checkpoint.hpp"
+#include "scenarios/pixel_obs.hpp"
 #include "scenarios/registry.hpp"
 #include "sim/error.hpp"
 #include "sim/format.hpp"
@@ -74,6 +75,10 @@ int run_eval(const Args& args) {
   if (!checkpoint.obs_moments.empty()) from_host(obs_moments.span(), checkpoint.obs_moments, stream);
   const rl::FrozenObsNormalization normalization{obs_moments.cspan(), checkpoint.config.obs_clip};
   auto engine = make_engine(checkpoint.scenario, device, episodes, seed, physics);
+  // A pixel policy sees the scene drawn as it was in training.
+  const rl::TrainConfig& trained = checkpoint.config;
+  const auto frames = make_frame_store(*engine, trained.pixel_observations(), trained.frame_stack, trained.frame_size,
+                                       trained.grayscale, trained.frame_stack);
   std::unique_ptr<VideoRecording> recording;
   rl::EvaluationWatcher watch;
   if (!video_path.empty()) {
@@ -87,7 +92,7 @@ int run_eval(const Args& args) {
   }
   std::vector<double> returns;
   try {
-    returns = rl::evaluate_policy(*engine, network, params.cspan(), sample, normalization, watch);
+    returns = rl::evaluate_policy(*engine, network, params.cspan(), sample, normalization, watch, frames.get());
   } catch (const RecordingStopped& stopped) {
     return recording->finish_stopped(stopped, "surge eval", video_path);
   }

@@ -12,6 +12,7 @@
 #include "rl/io/checkpoint.hpp"
 #include "rl/io/resume_state.hpp"
 #include "rl/trainer.hpp"
+#include "scenarios/pixel_obs.hpp"
 #include "scenarios/registry.hpp"
 #include "sim/error.hpp"
 #include "sim/format.hpp"
@@ -176,7 +177,9 @@ RunOutcome train_run(const RunPlan& plan, const std::string& out_dir) {
   const std::string checkpoint_path = folder.dir() + "/checkpoint.h5";
 
   auto engine = make_engine(config.scenario, plan.device, config.num_envs, config.seed, plan.physics);
-  rl::Trainer trainer(*engine, config, ranks);
+  const auto frames = make_frame_store(*engine, config.pixel_observations(), config.num_steps, config.frame_size,
+                                       config.grayscale, config.frame_stack);
+  rl::Trainer trainer(*engine, config, ranks, frames.get());
   std::int64_t first_iteration = 0;  // iterations already done by the run this one continues
   if (plan.resumed) {
     plan.resume_state.restore(*plan.resumed, trainer, *engine);
@@ -322,6 +325,18 @@ RunOutcome train_run(const RunPlan& plan, const std::string& out_dir) {
   return outcome;
 }
 
+// Pixel observations train on the CPU backend, in one process, without rollout logs (which hold vector
+// observations) so far: each of the rest is refused in one line.
+void require_pixel_run(const Command& cmd, const RunPlan& plan, int ranks, bool agents) {
+  if (!plan.config.pixel_observations()) return;
+  auto refuse = [&](const std::string& what) { throw InputError(cmd.complaint("observation = \"pixels\" " + what)); };
+  if (!plan.device.is_cpu()) refuse("trains on the CPU backend only so far; use --device cpu");
+  if (ranks > 1) refuse("trains in one process only so far; run it without mpirun");
+  if (agents) refuse("trains one agent at a time so far; drop --agents/--grid (or run one per seed with --seeds)");
+  if (cmd.has("log-rollouts"))
+    refuse("has no frames in rollout logs yet (they hold vector observations); drop --log-rollouts");
+}
+
 int train_command(const Args& args) {
   Command cmd("train",
               "Trains a PPO agent (separate actor and critic MLPs; a categorical policy for discrete actions,\n"
@@ -369,6 +384,7 @@ int train_command(const Args& args) {
   }
   rl::require_trainable(plan.config);
   const std::vector<rl::AgentSpec> agents = plan_agents(cmd, plan.config, file_grid);
+  require_pixel_run(cmd, plan, place.size, !agents.empty());
   const std::string& scenario = plan.config.scenario;
   const ScenarioSpec& spec = scenario_spec(scenario);
   plan.physics = resolve_physics(spec, plan.config.physics);
@@ -380,6 +396,13 @@ int train_command(const Args& args) {
   // Every buffer is sized from the config: a run that would not fit stops here, before it allocates.
   MemoryPlan memory = engine_memory_plan(scenario, plan.device, plan.config.num_envs);
   memory.append(rl::Trainer::memory_plan(plan.config, spec, plan.device, place.size));
+  if (plan.config.pixel_observations()) {  // the frame store: every frame once (scenarios/pixel_obs.hpp)
+    const int side = static_cast<int>(plan.config.frame_size);
+    PixelFrameStore::table(spec, plan.config.num_steps, plan.config.num_envs,
+                           FrameSize{side, side, plan.config.grayscale ? 1 : 3},
+                           static_cast<int>(plan.config.frame_stack))
+        .add_to(memory);
+  }
   // The default takes at most all the environments there are; a number asked for must fit.
   const std::int64_t log_envs = cmd.get_all("log-envs").empty() ? std::min<std::int64_t>(64, plan.config.num_envs)
                                                                 : cmd.get_int("log-envs", 1, plan.config.num_envs);

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "rl/evaluate.hpp"
+#include "scenarios/pixel_obs.hpp"
 #include "scenarios/registry.hpp"
 
 namespace surge::cli {
@@ -27,8 +28,12 @@ EvalResult TrainEvaluator::run(const rl::Trainer& trainer, std::int64_t iteratio
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
   auto engine = make_engine(scenario_, trainer.device(), episodes_, z ^ (z >> 31), physics_);
   const Span<const double> moments = normalized_ ? Span<const double>(trainer.obs_moments()) : Span<const double>();
-  const std::vector<double> returns = rl::evaluate_policy(*engine, trainer.network(), trainer.parameters(), false,
-                                                          rl::FrozenObsNormalization{moments, obs_clip_});
+  const rl::TrainConfig& config = trainer.config();
+  const auto frames = make_frame_store(*engine, config.pixel_observations(), config.frame_stack, config.frame_size,
+                                       config.grayscale, config.frame_stack);
+  const std::vector<double> returns =
+      rl::evaluate_policy(*engine, trainer.network(), trainer.parameters(), false,
+                          rl::FrozenObsNormalization{moments, obs_clip_}, {}, frames.get());
   EvalResult result;
   for (double r : returns) result.mean += r;
   result.mean /= static_cast<double>(returns.size());

@@ -66,7 +66,6 @@ class PixelFrameStore final : public FrameSource {
   std::uint8_t* frames(std::int64_t row) const override;
   std::uint8_t* first_flags(std::int64_t row) const override;                  // [N], 1 where a frame starts an episode
   std::uint8_t* final_frames() const { return arena_.data(b_.final_frames); }  // [N][H][W][C]
-  std::uint8_t* first_flags(std::int64_t row) const;                           // [N], 1 where a frame starts an episode
 
   // The stacks of row t for every environment, into out [N][H][W][stack * C].
   void gather_row(std::int64_t t, Span<std::uint8_t> out, const Stream& stream) const override;

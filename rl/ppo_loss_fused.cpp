@@ -145,7 +145,7 @@ bool fused_ppo_update_applies(const ActorCritic& net, Device device) {
   const auto fused_fp32 = [](const Mlp& mlp) {
     return mlp.fused_on_cpu() && fused_mlp_fits(mlp) && mlp.precision() == Precision::Fp32;
   };
-  return device.is_cpu() && !net.continuous() && fused_fp32(net.actor()) && fused_fp32(net.critic());
+  return device.is_cpu() && !net.continuous() && !net.pixels() && fused_fp32(net.actor()) && fused_fp32(net.critic());
 }
 
 int fused_ppo_update_threads(std::int64_t cpu_threads) {

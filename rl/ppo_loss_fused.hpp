@@ -17,7 +17,8 @@
 namespace surge::rl {
 
 // Whether fused_ppo_update takes this network on this device: the CPU, a categorical policy, both
-// networks on the fp32 fused MLP path.
+// networks on the fp32 fused MLP path, and no CNN encoder (a pixel policy's heads read the encoder's
+// features, whose backward this pass does not take).
 bool fused_ppo_update_applies(const ActorCritic& net, Device device);
 
 // The threads fused_ppo_update takes for a run whose config says `cpu_threads` (0: automatic): two when

@@ -181,4 +181,9 @@ TEST_CASE("Fused update declines what it does not take", "[fused][update]") {
   bf16.precision = "bf16";
   CHECK_FALSE(fused_ppo_update_applies(ActorCritic(4, 2, bf16), surge::Device::cpu()));
   CHECK_FALSE(fused_ppo_update_applies(ActorCritic(3, surge::ActionKind::Continuous, 1, {}), surge::Device::cpu()));
+  // A pixel policy: its heads' inputs are the encoder's features, whose backward the fused pass lacks.
+  const EncoderConfig encoder{"custom", {{4, 8, 4}, {4, 4, 2}}, 12};
+  const ActorCritic pixels(4, surge::ActionKind::Discrete, 2, NetworkConfig{}, FrameShape{24, 24, 2}, encoder);
+  REQUIRE(pixels.actor().fused_on_cpu());
+  CHECK_FALSE(fused_ppo_update_applies(pixels, surge::Device::cpu()));
 }

@@ -68,6 +68,9 @@ bool AgentIterations::capture(const std::vector<Trainer*>& trainers) {
   for (const Trainer* trainer : trainers) branches.push_back(&trainer->stream());
   captured_.clear();
   origin_.synchronize();  // the graphs replaced below have finished their launches
+  // The eager iterations' metrics copies, tracked by each trainer's own events until the capture below
+  // hands the slots to this set's events, must have landed first.
+  for (const Trainer* trainer : trainers) trainer->stream().synchronize();
   try {
     for (int slot = 0; slot < 2; ++slot) {
       graphs_[slot] = std::make_unique<IterationGraph>(origin_);

@@ -13,6 +13,7 @@
 #include "sim/cuda_check.hpp"
 #include "sim/device_guard.hpp"
 #include "sim/parallel.cuh"
+#include "sim/stream.hpp"
 
 namespace surge::rl::detail {
 namespace {
@@ -81,6 +82,18 @@ std::mutex g_mutex;
 std::map<int, DeviceContext> g_contexts;
 std::map<ShapeKey, Plan> g_plans;
 
+// The stream hook (sim/stream.hpp): a stream about to be destroyed gives its workspace back. cudaFree
+// waits for the device, so no GEMM still using it is running.
+void release_workspace(void* stream) noexcept {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  for (auto& [device, context] : g_contexts) {
+    const auto found = context.workspaces.find(stream);
+    if (found == context.workspaces.end()) continue;
+    SURGE_CUDA_CHECK_NOTHROW(cudaFree(found->second));
+    context.workspaces.erase(found);
+  }
+}
+
 // Creates the handle and allocates the workspace: neither may happen inside a stream capture, so
 // prepare_cublaslt does it when a GEMM user is built. Called with g_mutex held.
 DeviceContext& create_context(int device) {
@@ -88,6 +101,7 @@ DeviceContext& create_context(int device) {
   if (!context.handle) {
     const DeviceGuard guard(Device::cuda(device));
     SURGE_CUBLAS_CHECK(cublasLtCreate(&context.handle));
+    set_stream_release_hook(release_workspace);
   }
   return context;
 }

@@ -1,5 +1,6 @@
 // The device runtime: device discovery, streams and memory, for both backends.
 // Compiled by nvcc when the CUDA toolkit is found, otherwise as plain C++ with CUDA left out.
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -124,9 +125,18 @@ DeviceGuard::~DeviceGuard() {
 
 // ---- streams ---------------------------------------------------------------------------------
 
+namespace {
+std::atomic<void (*)(void*)> g_stream_release_hook{nullptr};
+}  // namespace
+
+void set_stream_release_hook(void (*hook)(void* stream)) { g_stream_release_hook.store(hook); }
+
 #if defined(__CUDACC__)
 namespace {
-void destroy_stream(void* stream) { SURGE_CUDA_CHECK_NOTHROW(cudaStreamDestroy(static_cast<cudaStream_t>(stream))); }
+void destroy_stream(void* stream) {
+  if (const auto hook = g_stream_release_hook.load()) hook(stream);
+  SURGE_CUDA_CHECK_NOTHROW(cudaStreamDestroy(static_cast<cudaStream_t>(stream)));
+}
 }  // namespace
 #endif
 

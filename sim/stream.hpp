@@ -22,6 +22,10 @@ class Stream {
   NativeHandle handle_ = no_native_handle();
 };
 
+// A function called with a CUDA stream's handle just before the stream is destroyed: one per process
+// (the GEMM launcher frees the stream's cuBLASLt workspace there); nullptr for none.
+void set_stream_release_hook(void (*hook)(void* stream));
+
 // Waits for a stream's work when it leaves scope, without throwing. Declared after the buffers that
 // work uses, it keeps them alive until the device is done with them, even when an exception unwinds.
 class StreamDrain {

@@ -50,13 +50,21 @@ HOT_KERNELS = {
 
 
 def launch_blocks(launcher_files):
-    """Block size per kernel template, from `kernel<<<grid, block, ...>>>` and the constants it names."""
-    blocks = {}
+    """Block size per kernel template, from `kernel<<<grid, block, ...>>>` and the constants it names.
+    A file's constants may name a constant of another launcher file
+    (`constexpr int kThreads = kCudaFusedMlpThreads;`); a file's own values come first."""
+    texts = []
     for path in launcher_files:
         with open(path, encoding="utf-8") as source:
-            text = source.read()
-        constants = {name: int(value) for name, value in re.findall(r"constexpr\s+int\s+(\w+)\s*=\s*(\d+)\s*;", text)}
-        for kernel, block in re.findall(r"(\w+)(?:<[^<>]*>)?<<<[^,]+,\s*([\w:]+)", text):
+            texts.append(source.read())
+    definitions = [re.findall(r"constexpr\s+int\s+(\w+)\s*=\s*(\w+)\s*;", text) for text in texts]
+    shared = {name: int(value) for found in definitions for name, value in found if value.isdigit()}
+    blocks = {}
+    for text, found in zip(texts, definitions):
+        constants = dict(shared)
+        constants.update({name: int(value) for name, value in found if value.isdigit()})
+        constants.update({name: constants[value] for name, value in found if value in constants})
+        for kernel, block in re.findall(r"(\w+)(?:<[^<>]*>)?\s*<<<[^,]+,\s*([\w:]+)", text):
             block = block.split("::")[-1]
             if block.isdigit():
                 blocks[kernel] = int(block)
@@ -150,7 +158,7 @@ def write(args):
     for kernel, demangled in zip(entries, demangle([k["mangled"] for k in entries])):
         kernel["demangled"] = demangled
         kernel["name"] = readable(demangled)
-        template = re.match(r"(\w+)", kernel["name"]).group(1)
+        template = re.match(r"(?:\w+::)*(\w+)", kernel["name"]).group(1)  # without its namespace
         kernel["block"] = blocks.get(template)
         kernel["occupancy"] = occupancy(kernel["arch"], kernel["registers"], kernel["shared"], kernel["block"])
         kernel["hot"] = next((hot for hot, test in HOT_KERNELS.items() if test(kernel["unit"], demangled)), None)

@@ -10,13 +10,13 @@
 #include "rl/fused_mlp.hpp"
 #include "rl/ppo_loss_sample.hpp"
 #include "sim/error.hpp"
+#include "sim/reduce_order.hpp"
 
 namespace surge::rl {
 namespace {
 
-// The CPU parallel_reduce's order (sim/parallel.cuh), which ppo_loss's sums take: samples in 64 chunks of
-// consecutive indices, each chunk summed in index order, the chunks' sums added in chunk order.
-constexpr std::int64_t kReduceChunks = 64;
+// The CPU parallel_reduce's order (sim/parallel.cuh, kCpuReduceChunks), which ppo_loss's sums take.
+constexpr std::int64_t kReduceChunks = kCpuReduceChunks;
 
 template <int kWidth>
 struct ChunkedSums {

@@ -9,6 +9,7 @@
 #include "sim/device_guard.hpp"
 #include "sim/error.hpp"
 #include "sim/hd.hpp"
+#include "sim/reduce_order.hpp"
 #include "sim/runtime_internal.hpp"
 #include "sim/stream.hpp"
 
@@ -111,7 +112,7 @@ inline std::int64_t reduce_scratch_size(Device device, int width) {
 template <int kWidth, class F>
 void parallel_reduce(const Stream& stream, std::int64_t n, F f, double* scratch, double* out) {
   if (stream.device().is_cpu()) {
-    constexpr std::int64_t kChunks = 64;  // fixed, so the result does not depend on the thread count
+    constexpr std::int64_t kChunks = kCpuReduceChunks;
     double partial[kChunks][kWidth] = {};
     const auto fold_chunk = [&](std::int64_t chunk) {
       const std::int64_t begin = n * chunk / kChunks, end = n * (chunk + 1) / kChunks;

@@ -132,9 +132,14 @@ void adam_step(const Stream& stream, const AdamConfig& config, Span<float> param
   if (stream.device().is_cpu()) {
     // The stream's work runs in order on the calling thread: the scalars are ready for the update.
     double partial[kCpuNormChunks];
-#pragma omp parallel for schedule(static) if (count >= 4096)
-    for (std::int64_t group = 0; group < kCpuNormChunks; group += detail::kInterleave)
-      detail::interleaved_chunks(grads.data, count, group, partial);
+    if (count >= 4096) {  // a region whose `if` is false would still enter libgomp
+#pragma omp parallel for schedule(static)
+      for (std::int64_t group = 0; group < kCpuNormChunks; group += detail::kInterleave)
+        detail::interleaved_chunks(grads.data, count, group, partial);
+    } else {
+      for (std::int64_t group = 0; group < kCpuNormChunks; group += detail::kInterleave)
+        detail::interleaved_chunks(grads.data, count, group, partial);
+    }
     cpu_adam_scalars(config, partial, scalars);
   } else {
     gradient_norm_sq_reference(stream, grads, scratch, &scalars->grad_norm_sq);

@@ -75,6 +75,17 @@ void block(const Scalar* a, std::int64_t a_row, std::int64_t a_col, int k, const
     for (int v = 0; v < NV; ++v) vec_at(c + r * ldc + v * lanes) = acc[r][v];
 }
 
+// Rows per register block for a block NV vectors wide, where a whole block of them remains: enough
+// accumulators (NR x NV of the 32 AVX-512 registers) to hide the FMA's latency behind independent sums. A
+// 1-vector-wide product (a 2-wide head, a 4-wide input's weight gradient) in blocks of 4 rows waits on its
+// 4 chains. Every element is still init plus its products in the order of p, so the row blocking changes
+// no bit. Narrower registers keep 4 rows: a 64-byte vector is already 2 to 4 of them.
+#if defined(__AVX512F__)
+constexpr int kWideRows[kBlockVecs] = {16, 8, 4, 4};
+#else
+constexpr int kWideRows[kBlockVecs] = {4, 4, 4, 4};
+#endif
+
 // c [rows][n_padded] (leading dimension ldc) = init + a(r, p) b [k][n_padded], in register blocks.
 template <class Scalar>
 void product(const Scalar* a, std::int64_t a_row, std::int64_t a_col, int rows, int k, const Scalar* b,
@@ -86,13 +97,18 @@ void product(const Scalar* a, std::int64_t a_row, std::int64_t a_col, int rows, 
   static constexpr Block blocks[kBlockRows][kBlockVecs] = {SURGE_BLOCK_ROW(1), SURGE_BLOCK_ROW(2), SURGE_BLOCK_ROW(3),
                                                            SURGE_BLOCK_ROW(4)};
 #undef SURGE_BLOCK_ROW
+  static constexpr Block wide_blocks[kBlockVecs] = {block<Scalar, kWideRows[0], 1>, block<Scalar, kWideRows[1], 2>,
+                                                    block<Scalar, kWideRows[2], 3>, block<Scalar, kWideRows[3], 4>};
   constexpr int lanes = kLanes<Scalar>;
   for (std::int64_t c0 = 0; c0 < n_padded; c0 += kBlockVecs * lanes) {
     const int vecs = static_cast<int>(std::min<std::int64_t>(kBlockVecs, (n_padded - c0) / lanes));
-    for (int r0 = 0; r0 < rows; r0 += kBlockRows)
-      blocks[std::min(kBlockRows, rows - r0) - 1][vecs - 1](a + r0 * a_row, a_row, a_col, k, b + c0, n_padded,
-                                                            init ? init + r0 * init_ld + c0 : nullptr, init_ld,
-                                                            c + r0 * ldc + c0, ldc);
+    for (int r0 = 0; r0 < rows;) {
+      const int wide = kWideRows[vecs - 1], step = rows - r0 >= wide ? wide : std::min(kBlockRows, rows - r0);
+      const Block run = step == wide ? wide_blocks[vecs - 1] : blocks[step - 1][vecs - 1];
+      run(a + r0 * a_row, a_row, a_col, k, b + c0, n_padded, init ? init + r0 * init_ld + c0 : nullptr, init_ld,
+          c + r0 * ldc + c0, ldc);
+      r0 += step;
+    }
   }
 }
 
@@ -217,8 +233,7 @@ void fused_mlp_forward(const Mlp& mlp, const Scalar* params, const Scalar* input
   const Packed<Scalar>& weights = packed(mlp, params, params_version);
   const int widest = widest_padded<Scalar>(mlp), layers = mlp.num_layers();
   const std::int64_t tiles = (batch + kTileRows - 1) / kTileRows;
-#pragma omp parallel for schedule(static) if (run_parallel(batch))
-  for (std::int64_t tile = 0; tile < tiles; ++tile) {
+  for_each_index(tiles, run_parallel(batch), [&](std::int64_t tile) {
     thread_local std::vector<Scalar> storage;
     Scalar* buffers[2] = {aligned(storage, 2 * kTileRows * widest), nullptr};
     buffers[1] = buffers[0] + kTileRows * widest;
@@ -236,7 +251,7 @@ void fused_mlp_forward(const Mlp& mlp, const Scalar* params, const Scalar* input
         [&](int l, const Scalar* y) {
           if (y != target(l)) store_unpadded(y, rows, mlp.layer_out(l), target(l));
         });
-  }
+  });
 }
 
 template <class Scalar>
@@ -249,8 +264,7 @@ void fused_mlp_backward(const Mlp& mlp, const Scalar* params, const Scalar* inpu
   const GradientSums<Scalar> sums(mlp, batch, sum_storage);
   const std::int64_t chunks = sums.chunks;
 
-#pragma omp parallel for schedule(static) if (run_parallel(batch))
-  for (std::int64_t chunk = 0; chunk < chunks; ++chunk) {
+  for_each_index(chunks, run_parallel(batch), [&](std::int64_t chunk) {
     thread_local std::vector<Scalar> storage;
     Scalar* x_tile = aligned(storage, 3 * kTileRows * widest);
     Scalar* const buffers[2] = {x_tile + kTileRows * widest, x_tile + 2 * kTileRows * widest};
@@ -268,7 +282,7 @@ void fused_mlp_backward(const Mlp& mlp, const Scalar* params, const Scalar* inpu
       backward_tile(mlp, weights, d_output + row0 * mlp.output_dim(), mlp.output_dim(), rows, input_of, buffers, sums,
                     sums.chunk(chunk));
     }
-  }
+  });
 
   sums.add_into(mlp, grads);
 }

@@ -225,8 +225,7 @@ void fused_mlp_bf16_forward(const Mlp& mlp, const float* params, const float* in
   const PackedBf16& weights = packed_cache<PackedBf16>(mlp, params, params_version);
   const int widest = widest_padded<float>(mlp), layers = mlp.num_layers();
   const std::int64_t tiles = (batch + kTileRows - 1) / kTileRows;
-#pragma omp parallel for schedule(static) if (run_parallel(batch))
-  for (std::int64_t tile = 0; tile < tiles; ++tile) {
+  for_each_index(tiles, run_parallel(batch), [&](std::int64_t tile) {
     thread_local std::vector<float> storage;
     thread_local std::vector<Word> word_storage;
     float* y = aligned(storage, kTileRows * widest);
@@ -246,7 +245,7 @@ void fused_mlp_bf16_forward(const Mlp& mlp, const float* params, const float* in
       if (z != target) store_unpadded(z, rows, out, target);
       if (!head) pairs_along_rows(z, out_p, rows, out, x);
     }
-  }
+  });
 }
 
 void fused_mlp_bf16_backward(const Mlp& mlp, const float* params, const float* input, std::int64_t batch,
@@ -257,8 +256,7 @@ void fused_mlp_bf16_backward(const Mlp& mlp, const float* params, const float* i
   const int widest = widest_padded<float>(mlp), layers = mlp.num_layers();
   const GradientSums<float> sums(mlp, batch, sum_storage);
 
-#pragma omp parallel for schedule(static) if (run_parallel(batch))
-  for (std::int64_t chunk = 0; chunk < sums.chunks; ++chunk) {
+  for_each_index(sums.chunks, run_parallel(batch), [&](std::int64_t chunk) {
     thread_local std::vector<float> storage;
     thread_local std::vector<Word> word_storage;
     float* x_tile = aligned(storage, 3 * kTileRows * widest);
@@ -298,7 +296,7 @@ void fused_mlp_bf16_backward(const Mlp& mlp, const float* params, const float* i
         ldy = in_p;
       }
     }
-  }
+  });
   sums.add_into(mlp, grads);
 }
 

@@ -84,6 +84,19 @@ int widest_padded(const Mlp& mlp) {
 
 inline bool run_parallel(std::int64_t batch) { return omp_get_max_threads() > 1 && batch >= 2 * kFusedMlpChunkRows; }
 
+// body(i) for i in [0, count): on OpenMP's threads when `parallel`, else on this thread outside any OpenMP
+// region (a region whose `if` clause is false still enters libgomp, which allocates a team on each call: a
+// rollout of 4 environments pays that on every step).
+template <class Body>
+void for_each_index(std::int64_t count, bool parallel, Body body) {
+  if (parallel) {
+#pragma omp parallel for schedule(static)
+    for (std::int64_t i = 0; i < count; ++i) body(i);
+  } else {
+    for (std::int64_t i = 0; i < count; ++i) body(i);
+  }
+}
+
 // The parameters a network's packed weights were made from, to tell when they must be made again: by
 // their version (fused_mlp_new_version()) where the caller gives one, else by their bytes.
 template <class Scalar>
@@ -182,21 +195,22 @@ struct GradientSums {
   }
   Scalar* chunk(std::int64_t c) const { return base + c * per_chunk; }
 
-  // The chunks' sums, added in chunk order, into the unpadded gradient slices.
+  // The chunks' sums, added in chunk order, into the unpadded gradient slices: each element is chunk 0's
+  // sum, then plus chunk 1's, and so on, walked a row of a chunk at a time so that the loops vectorise.
   void add_into(const Mlp& mlp, Scalar* grads) const {
     for (int l = 0; l < mlp.num_layers(); ++l) {
       const int in = mlp.layer_in(l), out = mlp.layer_out(l);
       const std::int64_t in_p = padded<Scalar>(in);
-      for (int o = 0; o < out; ++o) {
-        for (int i = 0; i < in; ++i) grads[mlp.weight_offset(l) + o * in + i] = total(weight[l] + o * in_p + i);
-        grads[mlp.bias_offset(l) + o] = total(bias[l] + o);
-      }
+      for (int o = 0; o < out; ++o) add_chunks(weight[l] + o * in_p, in, grads + mlp.weight_offset(l) + o * in);
+      add_chunks(bias[l], out, grads + mlp.bias_offset(l));
     }
   }
-  Scalar total(std::int64_t at) const {
-    Scalar sum = base[at];
-    for (std::int64_t c = 1; c < chunks; ++c) sum += base[c * per_chunk + at];
-    return sum;
+  void add_chunks(std::int64_t at, int count, Scalar* out) const {
+    std::copy(base + at, base + at + count, out);
+    for (std::int64_t c = 1; c < chunks; ++c) {
+      const Scalar* chunk_sum = base + c * per_chunk + at;
+      for (int i = 0; i < count; ++i) out[i] += chunk_sum[i];
+    }
   }
 };
 

@@ -264,7 +264,9 @@ void Trainer::step_environments(std::int64_t t) {
 void Trainer::value_final_observations(std::int64_t t) {
   // V(final observation) of episodes that ended at this step; GAE reads it only where they were truncated.
   const PhaseMark mark(clock_, TrainPhase::PolicyForward);
-  if (frames_ && !any_truncated(t)) return;  // GAE reads no final value of this step: spare the encoder
+  // GAE reads no final value of this step: spare the encoder, or on the CPU (where the flags can be read
+  // without a wait) the critic's pass over every environment on every step.
+  if ((frames_ || device_.is_cpu()) && !any_truncated(t)) return;
   const float* obs = frames_ ? encode_stacks(t, true) : rollout_.final_obs();
   workspace_.forward_critic(stream_, data(b_.params), obs, config_.num_envs, rollout_.final_value(t));
 }

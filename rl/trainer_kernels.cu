@@ -41,7 +41,38 @@ struct GatherMinibatch {
     const Permutation p = base.with_shuffle(static_cast<std::uint64_t>(state->iteration * epochs + epoch));
     const std::int64_t begin = tile * kGatherTileRows;
     const std::int64_t end = begin + kGatherTileRows < size ? begin + kGatherTileRows : size;
-    for (std::int64_t j = begin; j < end; ++j) copy_row(j, p(first + j));
+    std::uint64_t source[kGatherTileRows];
+    permute_tile(p, first + begin, static_cast<int>(end - begin), source);
+    for (std::int64_t j = begin; j < end; ++j) copy_row(j, static_cast<std::int64_t>(source[j - begin]));
+  }
+  // out[j] = p(first + j) for j < rows, as Permutation::operator() gives them, with the tile's rows side by
+  // side through each Feistel round: one index's rounds are a chain of dependent multiplies, and the
+  // rows' independent chains interleaved keep the core busy (and vectorise on the CPU). A row whose value
+  // already lies in [0, n) keeps it while the others walk on.
+  SURGE_HD_INLINE static void permute_tile(const Permutation& p, std::int64_t first, int rows, std::uint64_t* out) {
+    const int half = p.half_bits;
+    const std::uint32_t mask = static_cast<std::uint32_t>((std::uint64_t(1) << half) - 1);
+    const std::uint64_t n = static_cast<std::uint64_t>(p.size);
+    for (int j = 0; j < kGatherTileRows; ++j) out[j] = static_cast<std::uint64_t>(first + (j < rows ? j : 0));
+    for (bool all_inside = false, first_walk = true; !all_inside; first_walk = false) {
+      std::uint32_t left[kGatherTileRows], right[kGatherTileRows];
+      for (int j = 0; j < kGatherTileRows; ++j) {
+        left[j] = static_cast<std::uint32_t>(out[j] >> half);
+        right[j] = static_cast<std::uint32_t>(out[j]) & mask;
+      }
+      for (int r = 0; r < Permutation::kRounds; ++r)
+        for (int j = 0; j < kGatherTileRows; ++j) {
+          const std::uint32_t next_right = left[j] ^ (Permutation::mix(right[j] ^ p.keys[r]) & mask);
+          left[j] = right[j];
+          right[j] = next_right;
+        }
+      all_inside = true;
+      for (int j = 0; j < kGatherTileRows; ++j) {
+        const std::uint64_t encrypted = static_cast<std::uint64_t>(left[j]) << half | right[j];
+        if (first_walk || out[j] >= n) out[j] = encrypted;
+        all_inside = all_inside && out[j] < n;
+      }
+    }
   }
   SURGE_HD_INLINE void copy_row(std::int64_t j, std::int64_t s) const {
     const int d = in.obs_dim;

@@ -3,10 +3,21 @@
 
 #include <atomic>
 #include <cstdint>
+#include <exception>
 #include <thread>
 
 namespace surge::rl {
 namespace {
+
+// A task's exception is kept for the caller: thrown on the helper thread it would end the process, and
+// thrown through the caller's wait it would leave the helper running a task whose context is gone.
+void run_task(PairTask task, void* context, int index, std::exception_ptr errors[2]) {
+  try {
+    task(context, index);
+  } catch (...) {
+    errors[index] = std::current_exception();
+  }
+}
 
 inline void spin_pause() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -26,9 +37,10 @@ class Helper {
   bool try_acquire() { return !busy_.test_and_set(std::memory_order_acquire); }
   void release() { busy_.clear(std::memory_order_release); }
 
-  void run(PairTask task, void* context) {
+  void run(PairTask task, void* context, std::exception_ptr errors[2]) {
     task_ = task;
     context_ = context;
+    errors_ = errors;
     done_.store(0, std::memory_order_relaxed);
     state_.store(((state_.load(std::memory_order_relaxed) >> 8) + 1) << 8, std::memory_order_release);
     state_.notify_one();
@@ -55,7 +67,8 @@ class Helper {
     std::uint32_t state = state_.load(std::memory_order_acquire);
     while ((state & 0xff) < 2) {
       if (state_.compare_exchange_weak(state, state + 1, std::memory_order_acq_rel, std::memory_order_acquire)) {
-        task_(context_, static_cast<int>(state & 0xff));
+        const int index = static_cast<int>(state & 0xff);
+        run_task(task_, context_, index, errors_);  // published to the caller by the release below
         done_.fetch_add(1, std::memory_order_release);
         return true;
       }
@@ -82,21 +95,23 @@ class Helper {
   std::atomic_flag busy_;
   PairTask task_ = nullptr;  // the posted pair's, written before its state is published
   void* context_ = nullptr;
+  std::exception_ptr* errors_ = nullptr;
 };
 
 }  // namespace
 
 void run_task_pair(PairTask task, void* context, bool helped) {
-  if (helped) {
-    Helper& helper = Helper::instance();
-    if (helper.try_acquire()) {
-      helper.run(task, context);
-      helper.release();
-      return;
-    }
+  std::exception_ptr errors[2];
+  Helper* helper = helped ? &Helper::instance() : nullptr;
+  if (helper && helper->try_acquire()) {
+    helper->run(task, context, errors);
+    helper->release();
+  } else {
+    run_task(task, context, 0, errors);
+    run_task(task, context, 1, errors);
   }
-  task(context, 0);
-  task(context, 1);
+  for (const std::exception_ptr& error : errors)
+    if (error) std::rethrow_exception(error);
 }
 
 }  // namespace surge::rl

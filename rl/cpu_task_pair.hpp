@@ -10,7 +10,9 @@ namespace surge::rl {
 using PairTask = void (*)(void* context, int index);
 
 // Runs task(context, 0) and task(context, 1), each once, and returns when both are done: on the calling
-// thread alone unless `helped`, or while another thread is using the helper.
+// thread alone unless `helped`, or while another thread is using the helper. A task that throws, on either
+// thread, does not stop the other: once both are done, the exception of the lower-numbered task that threw
+// is thrown again here, on the caller's thread.
 void run_task_pair(PairTask task, void* context, bool helped);
 
 }  // namespace surge::rl

@@ -46,33 +46,45 @@ struct GatherMinibatch {
     for (std::int64_t j = begin; j < end; ++j) copy_row(j, static_cast<std::int64_t>(source[j - begin]));
   }
   // out[j] = p(first + j) for j < rows, as Permutation::operator() gives them, with the tile's rows side by
-  // side through each Feistel round: one index's rounds are a chain of dependent multiplies, and the
-  // rows' independent chains interleaved keep the core busy (and vectorise on the CPU). A row whose value
-  // already lies in [0, n) keeps it while the others walk on.
+  // side through each Feistel round: one index's rounds are a chain of dependent multiplies, and the rows'
+  // independent chains interleaved keep the core busy (and vectorise on the CPU: the halves are 32-bit
+  // lanes throughout, compared with n half by half). A row whose value already lies in [0, n) keeps it
+  // while the others walk on.
   SURGE_HD_INLINE static void permute_tile(const Permutation& p, std::int64_t first, int rows, std::uint64_t* out) {
     const int half = p.half_bits;
     const std::uint32_t mask = static_cast<std::uint32_t>((std::uint64_t(1) << half) - 1);
     const std::uint64_t n = static_cast<std::uint64_t>(p.size);
-    for (int j = 0; j < kGatherTileRows; ++j) out[j] = static_cast<std::uint64_t>(first + (j < rows ? j : 0));
-    for (bool all_inside = false, first_walk = true; !all_inside; first_walk = false) {
-      std::uint32_t left[kGatherTileRows], right[kGatherTileRows];
-      for (int j = 0; j < kGatherTileRows; ++j) {
-        left[j] = static_cast<std::uint32_t>(out[j] >> half);
-        right[j] = static_cast<std::uint32_t>(out[j]) & mask;
-      }
-      for (int r = 0; r < Permutation::kRounds; ++r)
-        for (int j = 0; j < kGatherTileRows; ++j) {
-          const std::uint32_t next_right = left[j] ^ (Permutation::mix(right[j] ^ p.keys[r]) & mask);
-          left[j] = right[j];
-          right[j] = next_right;
-        }
-      all_inside = true;
-      for (int j = 0; j < kGatherTileRows; ++j) {
-        const std::uint64_t encrypted = static_cast<std::uint64_t>(left[j]) << half | right[j];
-        if (first_walk || out[j] >= n) out[j] = encrypted;
-        all_inside = all_inside && out[j] < n;
-      }
+    const std::uint32_t n_left = static_cast<std::uint32_t>(n >> half), n_right = static_cast<std::uint32_t>(n) & mask;
+    std::uint32_t left[kGatherTileRows], right[kGatherTileRows];
+    for (int j = 0; j < kGatherTileRows; ++j) {
+      const std::uint64_t index = static_cast<std::uint64_t>(first + (j < rows ? j : 0));
+      left[j] = static_cast<std::uint32_t>(index >> half);
+      right[j] = static_cast<std::uint32_t>(index) & mask;
     }
+    for (bool outside = true, first_walk = true; outside; first_walk = false) {
+      std::uint32_t l[kGatherTileRows], r[kGatherTileRows];
+      for (int j = 0; j < kGatherTileRows; ++j) {
+        l[j] = left[j];
+        r[j] = right[j];
+      }
+      for (int round = 0; round < Permutation::kRounds; ++round) {
+        const std::uint32_t key = p.keys[round];
+        for (int j = 0; j < kGatherTileRows; ++j) {
+          const std::uint32_t next_r = l[j] ^ (Permutation::mix(r[j] ^ key) & mask);
+          l[j] = r[j];
+          r[j] = next_r;
+        }
+      }
+      int outside_rows = 0;
+      for (int j = 0; j < kGatherTileRows; ++j) {
+        const bool walks = first_walk | (left[j] > n_left) | ((left[j] == n_left) & (right[j] >= n_right));
+        left[j] = walks ? l[j] : left[j];
+        right[j] = walks ? r[j] : right[j];
+        outside_rows += (left[j] > n_left) | ((left[j] == n_left) & (right[j] >= n_right));
+      }
+      outside = outside_rows > 0;
+    }
+    for (int j = 0; j < kGatherTileRows; ++j) out[j] = static_cast<std::uint64_t>(left[j]) << half | right[j];
   }
   SURGE_HD_INLINE void copy_row(std::int64_t j, std::int64_t s) const {
     const int d = in.obs_dim;

@@ -201,7 +201,10 @@ void backward_tile(const Mlp& mlp, const Packed<Scalar>& weights, const Scalar* 
     const int in = mlp.layer_in(l), out = mlp.layer_out(l);
     const std::int64_t in_p = padded<Scalar>(in);
     const Scalar* x = input_of(l);
-    outer(dy, ldy, out, rows, x, in_p, sum + sums.weight[l]);
+    if (sums.transposed[l])  // dy's rows are padded here: a hidden layer's gradient buffer
+      outer(x, in_p, in, rows, dy, padded<Scalar>(out), sum + sums.weight[l]);
+    else
+      outer(dy, ldy, out, rows, x, in_p, sum + sums.weight[l]);
     Scalar* bias = sum + sums.bias[l];
     for (int r = 0; r < rows; ++r)
       for (int o = 0; o < out; ++o) bias[o] += dy[r * ldy + o];
@@ -261,7 +264,7 @@ void fused_mlp_backward(const Mlp& mlp, const Scalar* params, const Scalar* inpu
   const Packed<Scalar>& weights = packed(mlp, params, params_version);
   thread_local std::vector<Scalar> sum_storage;
   const int widest = widest_padded<Scalar>(mlp);
-  const GradientSums<Scalar> sums(mlp, batch, sum_storage);
+  const GradientSums<Scalar> sums(mlp, batch, sum_storage, true);
   const std::int64_t chunks = sums.chunks;
 
   for_each_index(chunks, run_parallel(batch), [&](std::int64_t chunk) {
@@ -293,7 +296,7 @@ void fused_mlp_train_pass(const Mlp& mlp, const Scalar* params, const Scalar* in
   const Packed<Scalar>& weights = packed(mlp, params, params_version);
   thread_local std::vector<Scalar> sum_storage, storage;
   const int widest = widest_padded<Scalar>(mlp), layers = mlp.num_layers();
-  const GradientSums<Scalar> sums(mlp, batch, sum_storage);
+  const GradientSums<Scalar> sums(mlp, batch, sum_storage, true);
   // Per tile: every layer's output [layers][kTileRows][widest], the padded input, two gradient buffers and
   // the head's gradient.
   const std::int64_t tile = kTileRows * widest;

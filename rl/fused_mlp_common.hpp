@@ -174,20 +174,26 @@ const Packed& packed_cache(const Mlp& mlp, const Scalar* params, std::uint64_t p
 }
 
 // Per chunk of rows, every layer's gradient sums: weights [out][padded in], then biases [padded out]; the
-// chunks' sums are added in chunk order, so the result does not depend on the number of threads.
+// chunks' sums are added in chunk order, so the result does not depend on the number of threads. With
+// `transposable`, a hidden layer much narrower in than out (the first, on 4 observations) keeps its weight
+// sums as [in][padded out] instead: dW^T += x^T dy takes a quarter of the products that dW += dy^T x takes
+// with 4 inputs padded to 16 lanes, each element the same products added in the same order.
 template <class Scalar>
 struct GradientSums {
   std::vector<std::int64_t> weight, bias;
+  std::vector<char> transposed;  // per layer: weight sums [in][padded out]
   std::int64_t per_chunk = 0, chunks = 0;
   Scalar* base = nullptr;
 
-  GradientSums(const Mlp& mlp, std::int64_t batch, std::vector<Scalar>& storage)
-      : weight(mlp.num_layers()), bias(mlp.num_layers()) {
+  GradientSums(const Mlp& mlp, std::int64_t batch, std::vector<Scalar>& storage, bool transposable = false)
+      : weight(mlp.num_layers()), bias(mlp.num_layers()), transposed(mlp.num_layers(), 0) {
     for (int l = 0; l < mlp.num_layers(); ++l) {
+      const std::int64_t in = mlp.layer_in(l), out = mlp.layer_out(l);
+      transposed[l] = transposable && l + 1 < mlp.num_layers() && in * padded<Scalar>(out) < out * padded<Scalar>(in);
       weight[l] = per_chunk;
-      per_chunk += mlp.layer_out(l) * padded<Scalar>(mlp.layer_in(l));
+      per_chunk += transposed[l] ? in * padded<Scalar>(out) : out * padded<Scalar>(in);
       bias[l] = per_chunk;
-      per_chunk += padded<Scalar>(mlp.layer_out(l));
+      per_chunk += padded<Scalar>(out);
     }
     chunks = std::max<std::int64_t>(1, (batch + kFusedMlpChunkRows - 1) / kFusedMlpChunkRows);
     base = aligned(storage, chunks * per_chunk);
@@ -200,8 +206,15 @@ struct GradientSums {
   void add_into(const Mlp& mlp, Scalar* grads) const {
     for (int l = 0; l < mlp.num_layers(); ++l) {
       const int in = mlp.layer_in(l), out = mlp.layer_out(l);
-      const std::int64_t in_p = padded<Scalar>(in);
-      for (int o = 0; o < out; ++o) add_chunks(weight[l] + o * in_p, in, grads + mlp.weight_offset(l) + o * in);
+      Scalar* w = grads + mlp.weight_offset(l);
+      if (transposed[l]) {
+        const std::int64_t out_p = padded<Scalar>(out);
+        for (int i = 0; i < in; ++i)
+          for (int o = 0; o < out; ++o) w[o * in + i] = total(weight[l] + i * out_p + o);
+      } else {
+        const std::int64_t in_p = padded<Scalar>(in);
+        for (int o = 0; o < out; ++o) add_chunks(weight[l] + o * in_p, in, w + o * in);
+      }
       add_chunks(bias[l], out, grads + mlp.bias_offset(l));
     }
   }
@@ -211,6 +224,11 @@ struct GradientSums {
       const Scalar* chunk_sum = base + c * per_chunk + at;
       for (int i = 0; i < count; ++i) out[i] += chunk_sum[i];
     }
+  }
+  Scalar total(std::int64_t at) const {
+    Scalar sum = base[at];
+    for (std::int64_t c = 1; c < chunks; ++c) sum += base[c * per_chunk + at];
+    return sum;
   }
 };
 

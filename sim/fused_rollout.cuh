@@ -187,14 +187,14 @@ inline void rollout_lanes(const RolloutTile<S>& tile, std::int64_t first) {
     return std::bit_cast<State>(state_fields);
   };
   // Steps 1, 2 and 4 of step_env for every lane, branch-free: the vectorised pass.
-  const auto step_pass = [&](int c, auto trig) {
+  const auto step_pass = [&](const std::uint32_t(*chunk_words)[kLanes], int c, auto trig) {
     using Trig = decltype(trig);
     for (int l = 0; l < lanes; ++l) {
       State s = lane_state(l);
       std::array<ParamType, kParamCount> param_fields;
       for (int j = 0; j < kParamCount; ++j) param_fields[j] = param[j][l];
       const Params p = std::bit_cast<Params>(param_fields);
-      const auto action = Logic::random_action_from(&action_word[c * kWords][l], kLanes);
+      const auto action = Logic::random_action_from(&chunk_words[c * kWords][l], kLanes);
       std::uint8_t terminated_flag, truncated_flag;
       step_reward[l] = Logic::template advance<Trig>(s, p, episode_step[l], episode_return[l], action, terminated_flag,
                                                      truncated_flag);
@@ -209,20 +209,28 @@ inline void rollout_lanes(const RolloutTile<S>& tile, std::int64_t first) {
   for (std::int64_t chunk_start = 0; chunk_start < num_steps; chunk_start += kChunkSteps) {
     const int chunk_steps =
         static_cast<int>(num_steps - chunk_start < kChunkSteps ? num_steps - chunk_start : kChunkSteps);
+    // Where every lane's offset sits at a block's start (always, when each call's steps are a multiple of
+    // four), the step pass takes the words straight from the blocks, and the chunk needs a block less.
+    int aligned = 1;
+    for (int l = 0; l < lanes; ++l) aligned &= (action_offset[l] & 3u) == 0 ? 1 : 0;
     for (int l = 0; l < kLanes; ++l) action_first_block[l] = action_offset[l] >> 2;
-    draw_blocks(first_action_stream, action_first_block, kChunkBlocks, block_words);
+    draw_blocks(first_action_stream, action_first_block, aligned ? kChunkWords / 4 : kChunkBlocks, block_words);
     // The next resets' words, most of them: the few lanes that end more episodes in this chunk than
     // kResetBlocks covers draw the rest one at a time.
     for (int l = 0; l < kLanes; ++l) reset_first_block[l] = reset_offset[l] >> 2;
     draw_blocks(first_reset_stream, reset_first_block, kResetBlocks, reset_words);
-    // Shift each lane's words so that word 0 is the one at its offset.
-    for (int w = 0; w < kChunkWords; ++w)
-      for (int l = 0; l < lanes; ++l) {
-        const unsigned skip = static_cast<unsigned>(action_offset[l] & 3u);
-        const std::uint32_t w0 = block_words[w][l], w1 = block_words[w + 1][l], w2 = block_words[w + 2][l],
-                            w3 = block_words[w + 3][l];
-        action_word[w][l] = skip == 0 ? w0 : skip == 1 ? w1 : skip == 2 ? w2 : w3;
-      }
+    // Else each lane's words are shifted so that word 0 is the one at its offset.
+    const std::uint32_t(*chunk_words)[kLanes] = block_words;
+    if (aligned == 0) {
+      for (int w = 0; w < kChunkWords; ++w)
+        for (int l = 0; l < lanes; ++l) {
+          const unsigned skip = static_cast<unsigned>(action_offset[l] & 3u);
+          const std::uint32_t w0 = block_words[w][l], w1 = block_words[w + 1][l], w2 = block_words[w + 2][l],
+                              w3 = block_words[w + 3][l];
+          action_word[w][l] = skip == 0 ? w0 : skip == 1 ? w1 : skip == 2 ? w2 : w3;
+        }
+      chunk_words = action_word;
+    }
     for (int l = 0; l < lanes; ++l) action_offset[l] += static_cast<std::uint64_t>(chunk_steps * kWords);
 
     for (int c = 0; c < chunk_steps; ++c) {
@@ -232,11 +240,11 @@ inline void rollout_lanes(const RolloutTile<S>& tile, std::int64_t first) {
         int small_angles = 1;
         for (int l = 0; l < lanes; ++l) small_angles &= S::small_angles(lane_state(l)) ? 1 : 0;
         if (small_angles != 0)
-          step_pass(c, SmallAngleTrig{});
+          step_pass(chunk_words, c, SmallAngleTrig{});
         else
-          step_pass(c, LaneTrig{});
+          step_pass(chunk_words, c, LaneTrig{});
       } else {
-        step_pass(c, LaneTrig{});
+        step_pass(chunk_words, c, LaneTrig{});
       }
       for (int l = 0; l < lanes; ++l) {
         step_terminated[l] = static_cast<std::uint8_t>(terminated_word[l]);

@@ -142,9 +142,7 @@ struct EnvLogic {
     return random_action_from(words, 1);
   }
 
-  // Steps 1 and 2 of step_env: the scenario's step and the step counter. Returns the reward. (Flags as
-  // out-parameters rather than a returned struct: nvcc's host pass keeps such a struct in memory, which
-  // stops GCC vectorising the CPU rollout.)
+  // The scenario's step with the sine and cosine that Trig takes (LaneTrig: the step every scenario has).
   template <class Trig>
   SURGE_HD_INLINE static StepResult scenario_step(State& state, const Params& params, const Action& action) {
     if constexpr (std::is_same_v<Trig, LaneTrig>)
@@ -153,7 +151,10 @@ struct EnvLogic {
       return S::template step<Trig>(state, params, action);
   }
 
-  // SmallAngleTrig as Trig only for a HasSmallAngleStep scenario, where small_angles(state) holds.
+  // Steps 1 and 2 of step_env: the scenario's step and the step counter. Returns the reward. (Flags as
+  // out-parameters rather than a returned struct: nvcc's host pass keeps such a struct in memory, which
+  // stops GCC vectorising the CPU rollout.) SmallAngleTrig as Trig only for a HasSmallAngleStep scenario,
+  // where small_angles(state) holds.
   template <class Trig = LaneTrig>
   SURGE_HD_INLINE static float advance(State& state, const Params& params, std::int32_t& episode_step,
                                        float& episode_return, const Action& action, std::uint8_t& terminated,

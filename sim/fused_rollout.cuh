@@ -90,7 +90,8 @@ SURGE_HD_INLINE void rollout_tile(const RolloutTile<S>& tile, std::int64_t first
 // The CPU's fused random-action rollout over a tile of up to kLanes consecutive environments, held
 // structure-of-arrays (one lane array per state field and per parameter, the latter in the scenario's
 // parameter type) so that the compiler vectorises across lanes. Each step runs step_env's parts in two
-// passes: advance() and the observation over all lanes, branch-free; then, one lane at a time,
+// passes: advance() and the observation over all lanes, branch-free (with SmallAngleTrig where the scenario
+// has it and every lane's angles allow it); then, one lane at a time,
 // begin_next_episode() and the new first observation for the few lanes whose episode ended. Before every chunk of steps
 // a third pass draws the chunk's action words and the first blocks of the lanes' reset streams, each lane's Philox
 // blocks side by side (philox_block_lanes); a reset finds its block there, or computes it when its lane has ended
@@ -248,9 +249,6 @@ inline void rollout_lanes(const RolloutTile<S>& tile, std::int64_t first) {
       }
       for (int l = 0; l < lanes; ++l) {
         step_terminated[l] = static_cast<std::uint8_t>(terminated_word[l]);
-        // The fields gathered into arrays and bit_cast, rather than written into the structs through a
-        // float*, so that nothing here needs the structs in memory.
-
         step_truncated[l] = static_cast<std::uint8_t>(truncated_word[l]);
         ended[l] = static_cast<std::uint8_t>(terminated_word[l] | truncated_word[l]);
       }

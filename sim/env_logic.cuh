@@ -13,6 +13,7 @@
 //   SURGE_HD static void observe(const State&, float* obs);
 #include <array>
 #include <bit>
+#include <concepts>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -62,6 +63,13 @@ constexpr int action_words() {
   else
     return S::kActionDim;
 }
+
+// A scenario whose step takes sines and cosines only of angles that stay small says when its step may use
+// SmallAngleTrig (sim/lane_math.hpp), and takes the policy as its step's template argument.
+template <class S>
+concept HasSmallAngleStep = requires(const typename S::State& state) {
+  { S::small_angles(state) } -> std::same_as<bool>;
+};
 
 template <class S>
 struct EnvLogic {
@@ -134,13 +142,24 @@ struct EnvLogic {
     return random_action_from(words, 1);
   }
 
+  // The scenario's step with the sine and cosine that Trig takes (LaneTrig: the step every scenario has).
+  template <class Trig>
+  SURGE_HD_INLINE static StepResult scenario_step(State& state, const Params& params, const Action& action) {
+    if constexpr (std::is_same_v<Trig, LaneTrig>)
+      return S::step(state, params, action);
+    else
+      return S::template step<Trig>(state, params, action);
+  }
+
   // Steps 1 and 2 of step_env: the scenario's step and the step counter. Returns the reward. (Flags as
   // out-parameters rather than a returned struct: nvcc's host pass keeps such a struct in memory, which
-  // stops GCC vectorising the CPU rollout.)
+  // stops GCC vectorising the CPU rollout.) SmallAngleTrig as Trig only for a HasSmallAngleStep scenario,
+  // where small_angles(state) holds.
+  template <class Trig = LaneTrig>
   SURGE_HD_INLINE static float advance(State& state, const Params& params, std::int32_t& episode_step,
                                        float& episode_return, const Action& action, std::uint8_t& terminated,
                                        std::uint8_t& truncated) {
-    const StepResult result = S::step(state, params, action);
+    const StepResult result = scenario_step<Trig>(state, params, action);
     episode_step += 1;
     episode_return += result.reward;
     terminated = result.terminated ? 1 : 0;

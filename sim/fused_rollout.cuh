@@ -90,7 +90,8 @@ SURGE_HD_INLINE void rollout_tile(const RolloutTile<S>& tile, std::int64_t first
 // The CPU's fused random-action rollout over a tile of up to kLanes consecutive environments, held
 // structure-of-arrays (one lane array per state field and per parameter, the latter in the scenario's
 // parameter type) so that the compiler vectorises across lanes. Each step runs step_env's parts in two
-// passes: advance() and the observation over all lanes, branch-free; then, one lane at a time,
+// passes: advance() and the observation over all lanes, branch-free (with SmallAngleTrig where the scenario
+// has it and every lane's angles allow it); then, one lane at a time,
 // begin_next_episode() and the new first observation for the few lanes whose episode ended. Before every chunk of steps
 // a third pass draws the chunk's action words and the first blocks of the lanes' reset streams, each lane's Philox
 // blocks side by side (philox_block_lanes); a reset finds its block there, or computes it when its lane has ended
@@ -179,45 +180,72 @@ inline void rollout_lanes(const RolloutTile<S>& tile, std::int64_t first) {
     }
   };
 
+  // The fields gathered into arrays and bit_cast, rather than written into the structs through a float*,
+  // so that nothing in the step pass needs the structs in memory.
+  const auto lane_state = [&](int l) {
+    std::array<float, kStateDim> state_fields;
+    for (int j = 0; j < kStateDim; ++j) state_fields[j] = state[j][l];
+    return std::bit_cast<State>(state_fields);
+  };
+  // Steps 1, 2 and 4 of step_env for every lane, branch-free: the vectorised pass.
+  const auto step_pass = [&](const std::uint32_t(*chunk_words)[kLanes], int c, auto trig) {
+    using Trig = decltype(trig);
+    for (int l = 0; l < lanes; ++l) {
+      State s = lane_state(l);
+      std::array<ParamType, kParamCount> param_fields;
+      for (int j = 0; j < kParamCount; ++j) param_fields[j] = param[j][l];
+      const Params p = std::bit_cast<Params>(param_fields);
+      const auto action = Logic::random_action_from(&chunk_words[c * kWords][l], kLanes);
+      std::uint8_t terminated_flag, truncated_flag;
+      step_reward[l] = Logic::template advance<Trig>(s, p, episode_step[l], episode_return[l], action, terminated_flag,
+                                                     truncated_flag);
+      const auto state_fields = std::bit_cast<std::array<float, kStateDim>>(s);
+      for (int j = 0; j < kStateDim; ++j) state[j][l] = state_fields[j];
+      terminated_word[l] = terminated_flag;
+      truncated_word[l] = truncated_flag;
+      S::observe(s, step_obs + l * S::kObsDim);
+    }
+  };
+
   for (std::int64_t chunk_start = 0; chunk_start < num_steps; chunk_start += kChunkSteps) {
     const int chunk_steps =
         static_cast<int>(num_steps - chunk_start < kChunkSteps ? num_steps - chunk_start : kChunkSteps);
+    // Where every lane's offset sits at a block's start (always, when each call's steps are a multiple of
+    // four), the step pass takes the words straight from the blocks, and the chunk needs a block less.
+    int aligned = 1;
+    for (int l = 0; l < lanes; ++l) aligned &= (action_offset[l] & 3u) == 0 ? 1 : 0;
     for (int l = 0; l < kLanes; ++l) action_first_block[l] = action_offset[l] >> 2;
-    draw_blocks(first_action_stream, action_first_block, kChunkBlocks, block_words);
+    draw_blocks(first_action_stream, action_first_block, aligned ? kChunkWords / 4 : kChunkBlocks, block_words);
     // The next resets' words, most of them: the few lanes that end more episodes in this chunk than
     // kResetBlocks covers draw the rest one at a time.
     for (int l = 0; l < kLanes; ++l) reset_first_block[l] = reset_offset[l] >> 2;
     draw_blocks(first_reset_stream, reset_first_block, kResetBlocks, reset_words);
-    // Shift each lane's words so that word 0 is the one at its offset.
-    for (int w = 0; w < kChunkWords; ++w)
-      for (int l = 0; l < lanes; ++l) {
-        const unsigned skip = static_cast<unsigned>(action_offset[l] & 3u);
-        const std::uint32_t w0 = block_words[w][l], w1 = block_words[w + 1][l], w2 = block_words[w + 2][l],
-                            w3 = block_words[w + 3][l];
-        action_word[w][l] = skip == 0 ? w0 : skip == 1 ? w1 : skip == 2 ? w2 : w3;
-      }
+    // Else each lane's words are shifted so that word 0 is the one at its offset.
+    const std::uint32_t(*chunk_words)[kLanes] = block_words;
+    if (aligned == 0) {
+      for (int w = 0; w < kChunkWords; ++w)
+        for (int l = 0; l < lanes; ++l) {
+          const unsigned skip = static_cast<unsigned>(action_offset[l] & 3u);
+          const std::uint32_t w0 = block_words[w][l], w1 = block_words[w + 1][l], w2 = block_words[w + 2][l],
+                              w3 = block_words[w + 3][l];
+          action_word[w][l] = skip == 0 ? w0 : skip == 1 ? w1 : skip == 2 ? w2 : w3;
+        }
+      chunk_words = action_word;
+    }
     for (int l = 0; l < lanes; ++l) action_offset[l] += static_cast<std::uint64_t>(chunk_steps * kWords);
 
     for (int c = 0; c < chunk_steps; ++c) {
       const std::int64_t row = (chunk_start + c) * num_envs + first;  // slot of lane 0 in the [T][N] outputs
-      for (int l = 0; l < lanes; ++l) {
-        // The fields gathered into arrays and bit_cast, rather than written into the structs through a
-        // float*, so that nothing here needs the structs in memory.
-        std::array<float, kStateDim> state_fields;
-        std::array<ParamType, kParamCount> param_fields;
-        for (int j = 0; j < kStateDim; ++j) state_fields[j] = state[j][l];
-        for (int j = 0; j < kParamCount; ++j) param_fields[j] = param[j][l];
-        State s = std::bit_cast<State>(state_fields);
-        const Params p = std::bit_cast<Params>(param_fields);
-        const auto action = Logic::random_action_from(&action_word[c * kWords][l], kLanes);
-        std::uint8_t terminated_flag, truncated_flag;
-        step_reward[l] =
-            Logic::advance(s, p, episode_step[l], episode_return[l], action, terminated_flag, truncated_flag);
-        state_fields = std::bit_cast<std::array<float, kStateDim>>(s);
-        for (int j = 0; j < kStateDim; ++j) state[j][l] = state_fields[j];
-        terminated_word[l] = terminated_flag;
-        truncated_word[l] = truncated_flag;
-        S::observe(s, step_obs + l * S::kObsDim);
+      if constexpr (HasSmallAngleStep<S>) {
+        // SmallAngleTrig when every lane allows it: the same bits as LaneTrig, less work.
+        int small_angles = 1;
+        for (int l = 0; l < lanes; ++l) small_angles &= S::small_angles(lane_state(l)) ? 1 : 0;
+        if (small_angles != 0)
+          step_pass(chunk_words, c, SmallAngleTrig{});
+        else
+          step_pass(chunk_words, c, LaneTrig{});
+      } else {
+        step_pass(chunk_words, c, LaneTrig{});
       }
       for (int l = 0; l < lanes; ++l) {
         step_terminated[l] = static_cast<std::uint8_t>(terminated_word[l]);

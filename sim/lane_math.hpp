@@ -63,6 +63,17 @@ SURGE_HD_INLINE SinCos sincos_branch_free(float x) {
   return {x == 0.0f ? x : sin_x, cos_x};  // sin(-0) is -0
 }
 
+// sincos_branch_free where |x| <= kSmallAngle (below pi/4): there k = nearbyint(x 2/pi) is 0, so the
+// reduction gives r = x exactly, the clamp and the quadrant selects are the identity, and what is left
+// is this, operation for operation: the same bits, without the work every lane pays for the general case.
+inline constexpr float kSmallAngle = 0.78f;
+
+SURGE_HD_INLINE SinCos sincos_small(float x) {
+  const double r = static_cast<double>(x);
+  const float sin_x = static_cast<float>(sin_poly(r)), cos_x = static_cast<float>(cos_poly(r));
+  return {x == 0.0f ? x : sin_x, cos_x};
+}
+
 }  // namespace lane_math_detail
 
 SURGE_HD_INLINE float lane_sinf(float x) {
@@ -92,5 +103,25 @@ SURGE_HD_INLINE void lane_sincosf(float x, float& sin_x, float& cos_x) {
   cos_x = both.cos;
 #endif
 }
+
+// How a step takes sines and cosines, as a template argument of the scenario's step: LaneTrig for any
+// argument; SmallAngleTrig only where every argument has |x| <= kSmallAngle (the caller checks), with
+// the same bits as LaneTrig and about half the host's work.
+struct LaneTrig {
+  SURGE_HD_INLINE static void sincos(float x, float& sin_x, float& cos_x) { lane_sincosf(x, sin_x, cos_x); }
+};
+
+struct SmallAngleTrig {
+  static constexpr float kSmallAngle = lane_math_detail::kSmallAngle;
+  SURGE_HD_INLINE static void sincos(float x, float& sin_x, float& cos_x) {
+#if defined(__CUDA_ARCH__)
+    lane_sincosf(x, sin_x, cos_x);
+#else
+    const lane_math_detail::SinCos both = lane_math_detail::sincos_small(x);
+    sin_x = both.sin;
+    cos_x = both.cos;
+#endif
+  }
+};
 
 }  // namespace surge

@@ -139,6 +139,18 @@ struct StepHistory {
   }
 };
 
+// `steps` steps of a CartPole engine of n envs under random actions, through step(), in order.
+StepHistory step_randomly(Engine& engine, std::int64_t n, std::int64_t steps, const Stream& stream) {
+  StepBuffers buffers(n);
+  StepHistory history;
+  for (std::int64_t t = 0; t < steps; ++t) {
+    buffers.step_random(engine, stream);
+    history.append(buffers.obs.data(), buffers.reward.data(), buffers.terminated.data(), buffers.truncated.data(), n,
+                   kObsDim);
+  }
+  return history;
+}
+
 // Two engines that ran the same steps by different paths hold the same state, bit for bit: states,
 // parameters, episode counters and accumulators, stream positions and finished-episode statistics.
 void check_same_engine_state(surge::Engine& a, surge::Engine& b, const Stream& stream) {
@@ -356,13 +368,7 @@ TEST_CASE("rollout_random() equals random_actions() + step() bit for bit", "[vec
     fused->rollout_random(c.first_steps, rollout.slice(0, c.first_steps), stream);
     fused->rollout_random(c.second_steps, rollout.slice(c.first_steps, c.second_steps), stream);
 
-    StepBuffers buffers(n);
-    StepHistory history;
-    for (std::int64_t t = 0; t < steps; ++t) {
-      buffers.step_random(*stepped, stream);
-      history.append(buffers.obs.data(), buffers.reward.data(), buffers.terminated.data(), buffers.truncated.data(), n,
-                     kObsDim);
-    }
+    const StepHistory history = step_randomly(*stepped, n, steps, stream);
     history.check_same_bits_as(rollout, stream);
     // Both leave the engines in the same state.
     check_same_engine_state(*fused, *stepped, stream);
@@ -379,6 +385,32 @@ TEST_CASE("rollout_random() equals random_actions() + step() bit for bit", "[vec
       CHECK(truncations == n);
     }
   }
+}
+
+TEST_CASE("rollout_random() steps a pole set beyond the small-angle range as step() does", "[vec_env][rollout]") {
+  // The fused rollout takes SmallAngleTrig's sine and cosine only in tiles whose every |theta| allows it.
+  // Env 70 starts at theta = 3 (its polynomial there is off by about 3e-4), spinning back at -145 rad/s:
+  // the Euler step takes theta to 0.1, inside the threshold, so the episode goes on and its theta_dot,
+  // computed from sin 3 and cos 3, is observed. Its tile (envs 64 to 127) must take LaneTrig.
+  const std::int64_t n = 130, odd_one = 70, steps = 3;
+  const Device cpu = Device::cpu();
+  Stream stream(cpu);
+  auto fused = surge::make_engine("cartpole", cpu, n, 5);
+  auto stepped = surge::make_engine("cartpole", cpu, n, 5);
+  std::vector<float> states = host(fused->states(), stream);
+  states[odd_one * 4 + 2] = 3.0f;
+  states[odd_one * 4 + 3] = -145.0f;
+  REQUIRE(!CartPole::small_angles(CartPole::State{0.0f, 0.0f, 3.0f, -145.0f}));
+  surge::from_host(fused->states(), states, stream);
+  surge::from_host(stepped->states(), states, stream);
+
+  RolloutBuffers rollout(steps, n, kObsDim);
+  fused->rollout_random(steps, rollout.slice(0, steps), stream);
+  const StepHistory history = step_randomly(*stepped, n, steps, stream);
+  CHECK(history.terminated[odd_one] == 0);  // the first step's theta_dot is observed
+  CHECK(std::abs(history.obs[odd_one * kObsDim + 2] - 0.1f) < 1e-5f);
+  history.check_same_bits_as(rollout, stream);
+  check_same_engine_state(*fused, *stepped, stream);
 }
 
 TEST_CASE("rollout_random() equals random_actions() + step() bit for bit in every scenario", "[vec_env][rollout]") {

@@ -40,28 +40,6 @@ std::vector<T> host_copy(const T* pointer, std::int64_t count, Device device, co
   return to_host(Span<const T>{pointer, count, device}, stream);
 }
 
-// A frame store on either backend with the buffers its steps need.
-struct StoreOn {
-  std::unique_ptr<Engine> engine;
-  Stream stream;
-  PixelFrameStore store;
-  DeviceBuffer<std::int32_t> actions;
-  DeviceBuffer<float> obs, reward, final_obs;
-  DeviceBuffer<std::uint8_t> terminated, truncated, stacks;
-  StoreOn(Device device, std::int64_t n, std::int64_t t, FrameSize size, int stack)
-      : engine(make_engine("cartpole", device, n, 7)),
-        stream(device),
-        store(*engine, t, size, stack),
-        actions(device, n),
-        obs(device, n * 4),
-        reward(device, n),
-        final_obs(device, n * 4),
-        terminated(device, n),
-        truncated(device, n),
-        stacks(device, n * size.bytes() * stack) {}
-  StepViews views() { return {obs.span(), reward.span(), terminated.span(), truncated.span(), final_obs.span()}; }
-};
-
 // |gpu - cpu| <= 1e-5 sqrt(n) (1 + |cpu|): tests/test_conv_gpu.cpp's bound for two float sums of n terms
 // rounded in different orders (their rounding grows as sqrt(n) for these random values), with n the
 // longest reduction the compared values went through. An indexing error is off by O(1).
@@ -81,19 +59,13 @@ void check_close(const std::vector<float>& gpu, const std::vector<float>& cpu, d
   CHECK(nonzero * 4 > cpu.size());
 }
 
+// The pixel run the trainer tests compare: 36 x 36 grey frames, 2 to a stack, the small encoder.
 rl::TrainConfig pixel_config(bool graph) {
   rl::TrainConfig config;
-  config.observation = "pixels";
-  config.frame_size = 36;
-  config.frame_stack = 2;
-  config.encoder = "small";
-  config.num_envs = 16;
-  config.num_steps = 16;
-  config.num_minibatches = 4;
-  config.update_epochs = 2;
-  config.total_steps = 16 * 16 * 3;
-  config.learning_rate = 1e-3;
-  config.seed = 5;
+  for (const char* setting :
+       {"observation=pixels", "frame_size=36", "frame_stack=2", "encoder=small", "num_envs=16", "num_steps=16",
+        "num_minibatches=4", "update_epochs=2", "total_steps=768", "learning_rate=1e-3", "seed=5"})
+    rl::apply_config_setting(config, setting);
   config.cuda_graph = graph;
   return config;
 }
@@ -131,39 +103,50 @@ const std::string kCudaPixelRun =
 }  // namespace
 
 TEST_CASE("stacks gathered on CUDA from the CPU's frames are byte for byte the CPU's", "[gpu][pixels]") {
-  const std::int64_t n = 64, t = 12;
-  const FrameSize size{36, 36, 1};
+  const std::int64_t n = 64, t = 12, frame_bytes = n * 36 * 36;
   const int stack = 4;
-  StoreOn cpu(kCpu, n, t, size, stack), gpu(kGpu, n, t, size, stack);
-  cpu.store.begin(cpu.stream);
-  gpu.store.begin(gpu.stream);
+  const Stream cpu(kCpu), gpu(kGpu);
+  auto cpu_engine = make_engine("cartpole", kCpu, n, 7), gpu_engine = make_engine("cartpole", kGpu, n, 7);
+  PixelFrameStore cpu_store(*cpu_engine, t, FrameSize{36, 36, 1}, stack),
+      gpu_store(*gpu_engine, t, FrameSize{36, 36, 1}, stack);
+  cpu_store.begin(cpu);
+  gpu_store.begin(gpu);
+  // Random CartPole steps on the CPU: resets at different rows, so stacks repeat their first frames.
+  DeviceBuffer<std::int32_t> actions(kCpu, n);
+  DeviceBuffer<float> vectors(kCpu, 3 * n * 4);
+  DeviceBuffer<std::uint8_t> flags(kCpu, 2 * n);
+  const StepViews views{vectors.span().slice(0, n * 4), vectors.span().slice(n * 4, n), flags.span().slice(0, n),
+                        flags.span().slice(n, n), vectors.span().slice(2 * n * 4, n * 4)};
   for (std::int64_t step = 0; step < t; ++step) {
-    cpu.engine->random_actions(cpu.actions.span(), {}, cpu.stream);
-    cpu.store.step(step, {cpu.actions.cspan(), {}}, cpu.views(), cpu.stream);
+    cpu_engine->random_actions(actions.span(), {}, cpu);
+    cpu_store.step(step, {actions.cspan(), {}}, views, cpu);
   }
-  cpu.stream.synchronize();
-  // Every row and flag of the store, the final frames and the done flags, onto the device.
-  const std::int64_t rows = t + stack, frame_bytes = n * size.bytes();
-  copy_bytes(gpu.store.frames(-(stack - 1)), kGpu, cpu.store.frames(-(stack - 1)), kCpu,
-             static_cast<std::size_t>(rows * frame_bytes), gpu.stream);
-  copy_bytes(gpu.store.first_flags(-(stack - 1)), kGpu, cpu.store.first_flags(-(stack - 1)), kCpu,
-             static_cast<std::size_t>(rows * n), gpu.stream);
-  copy_bytes(gpu.store.final_frames(), kGpu, cpu.store.final_frames(), kCpu, static_cast<std::size_t>(frame_bytes),
-             gpu.stream);
+  cpu.synchronize();
+  // Every stored row and flag and the final frames, onto the device store.
+  copy_bytes(gpu_store.frames(-(stack - 1)), kGpu, cpu_store.frames(-(stack - 1)), kCpu,
+             static_cast<std::size_t>((t + stack) * frame_bytes), gpu);
+  copy_bytes(gpu_store.first_flags(-(stack - 1)), kGpu, cpu_store.first_flags(-(stack - 1)), kCpu,
+             static_cast<std::size_t>((t + stack) * n), gpu);
+  copy_bytes(gpu_store.final_frames(), kGpu, cpu_store.final_frames(), kCpu, static_cast<std::size_t>(frame_bytes),
+             gpu);
+  DeviceBuffer<std::uint8_t> cpu_stacks(kCpu, frame_bytes * stack), gpu_stacks(kGpu, cpu_stacks.size());
+  auto same_stacks = [&] { return to_host(gpu_stacks.cspan(), gpu) == to_host(cpu_stacks.cspan(), cpu); };
   for (std::int64_t row = 0; row <= t; ++row) {
     INFO("row " << row);
-    for (StoreOn* side : {&cpu, &gpu}) side->store.gather_row(row, side->stacks.span(), side->stream);
-    REQUIRE(to_host(gpu.stacks.cspan(), gpu.stream) == to_host(cpu.stacks.cspan(), cpu.stream));
+    cpu_store.gather_row(row, cpu_stacks.span(), cpu);
+    gpu_store.gather_row(row, gpu_stacks.span(), gpu);
+    REQUIRE(same_stacks());
   }
-  for (StoreOn* side : {&cpu, &gpu}) side->store.gather_final(t - 1, side->stacks.span(), side->stream);
-  CHECK(to_host(gpu.stacks.cspan(), gpu.stream) == to_host(cpu.stacks.cspan(), cpu.stream));
+  cpu_store.gather_final(t - 1, cpu_stacks.span(), cpu);
+  gpu_store.gather_final(t - 1, gpu_stacks.span(), gpu);
+  CHECK(same_stacks());
   std::vector<std::int64_t> indices;
   for (std::int64_t j = 0; j < n; ++j) indices.push_back((j * 37 + 5) % (t * n));
   DeviceBuffer<std::int64_t> gpu_indices(kGpu, n);
-  from_host(gpu_indices.span(), indices, gpu.stream);
-  cpu.store.gather(Span<const std::int64_t>{indices.data(), n, kCpu}, cpu.stacks.span(), cpu.stream);
-  gpu.store.gather(gpu_indices.cspan(), gpu.stacks.span(), gpu.stream);
-  CHECK(to_host(gpu.stacks.cspan(), gpu.stream) == to_host(cpu.stacks.cspan(), cpu.stream));
+  from_host(gpu_indices.span(), indices, gpu);
+  cpu_store.gather(Span<const std::int64_t>{indices.data(), n, kCpu}, cpu_stacks.span(), cpu);
+  gpu_store.gather(gpu_indices.cspan(), gpu_stacks.span(), gpu);
+  CHECK(same_stacks());
 }
 
 TEST_CASE("the encoder's cuDNN passes match the CPU encoder, eagerly and replayed from a graph", "[gpu][cnn]") {
@@ -205,6 +188,8 @@ TEST_CASE("the encoder's cuDNN passes match the CPU encoder, eagerly and replaye
   from_host(d_params.span(), params, gpu);
   from_host(d_frames.span(), frames, gpu);
   from_host(d_in.span(), d_features, gpu);
+  // Zeros, as the CPU's gradients started: the table's padding between slices stays 0 on both sides.
+  from_host(d_grads.span(), std::vector<float>(grads.size(), 0.0f), gpu);
   auto passes = [&] {
     rl::cnn_forward_device(gpu, encoder, convs, d_params.data(), d_frames.data(), rows, d_activations.data(),
                            d_scratch.data(), workspace.data(), d_out.data());

@@ -216,22 +216,31 @@ for run in cartpole acrobot mountain_car pendulum mountain_car_continuous \
 done
 summarise
 
+# train_to_475 KIND NAME SECONDS ARGS...: `surge train ARGS --device cuda --target-return 475` for at most
+# SECONDS into $scratch/NAME, its output appended to tests.log, its metrics recorded as KIND (with the
+# first row that reached 475) and its last line said.
+train_to_475() {
+  local kind=$1 name=$2 seconds=$3 begin status final
+  shift 3
+  echo "== surge train $* --device cuda --target-return 475" >>"$out/tests.log"
+  begin=$EPOCHREALTIME
+  timeout "$seconds" "$surge" train "$@" --device cuda --target-return 475 --out "$scratch/$name" --overwrite \
+    >"$scratch/$name.log" 2>&1
+  status=$?
+  cat "$scratch/$name.log" >>"$out/tests.log"
+  final=$(tr '\r' '\n' <"$scratch/$name.log" | grep -v '^[[:space:]]*$' | tail -n 1)
+  say "  exit $status: $final"
+  record "$kind" --csv "$scratch/$name/metrics.csv" --reach return_last100=475 --field "status=$status" \
+    --field "seconds=$(since "$begin")" --field "final_line=$final"
+}
+
 # CartPole to a return of 475 with its built-in CUDA config: the README's time-to-threshold figure.
 if [[ -z $surge ]]; then
   skipped "CartPole to 475" "" "no surge program"
 elif t=$(allow 90); then
   stage_begins "CartPole to 475"
   say "surge train --scenario cartpole --device cuda --target-return 475 (at most $t s)"
-  echo "== surge train --scenario cartpole --device cuda --target-return 475" >>"$out/tests.log"
-  begin=$EPOCHREALTIME
-  timeout "$t" "$surge" train --scenario cartpole --device cuda --target-return 475 --out "$scratch/target-475" --overwrite \
-    >"$scratch/target-475.log" 2>&1
-  status=$?
-  cat "$scratch/target-475.log" >>"$out/tests.log"
-  final=$(tr '\r' '\n' <"$scratch/target-475.log" | grep -v '^[[:space:]]*$' | tail -n 1)
-  say "  exit $status: $final"
-  record target_475 --csv "$scratch/target-475/metrics.csv" --reach return_last100=475 --field "status=$status" \
-    --field "seconds=$(since "$begin")" --field "final_line=$final"
+  train_to_475 target_475 target-475 "$t" --scenario cartpole
 else
   skipped "CartPole to 475"
 fi
@@ -250,16 +259,7 @@ elif t=$(allow 150); then
   stage_end=$(($(date +%s) + t))
   left=$((stage_end - $(date +%s)))
   say "pixels: surge train --config $pixel_config --device cuda --target-return 475 (at most $((left < 75 ? left : 75)) s)"
-  echo "== surge train --config $pixel_config --device cuda --target-return 475" >>"$out/tests.log"
-  begin=$EPOCHREALTIME
-  timeout $((left < 75 ? left : 75)) "$surge" train --config "$pixel_config" --device cuda --total-steps 3000000 \
-    --target-return 475 --out "$scratch/pixels-475" --overwrite >"$scratch/pixels-475.log" 2>&1
-  status=$?
-  cat "$scratch/pixels-475.log" >>"$out/tests.log"
-  final=$(tr '\r' '\n' <"$scratch/pixels-475.log" | grep -v '^[[:space:]]*$' | tail -n 1)
-  say "  exit $status: $final"
-  record pixels_475 --csv "$scratch/pixels-475/metrics.csv" --reach return_last100=475 --field "status=$status" \
-    --field "seconds=$(since "$begin")" --field "final_line=$final"
+  train_to_475 pixels_475 pixels-475 $((left < 75 ? left : 75)) --config "$pixel_config" --total-steps 3000000
   summarise
   printf "%10s %18s %16s %10s\n" num_envs bench_env_steps/s train_steps/s train_s | tee -a "$log"
   for p in 12 13 14 15 16; do

@@ -289,27 +289,31 @@ def section_training(records):
     return lines + [""]
 
 
+def target_lines(r, command):
+    """A train-to-target record in words: where it reached the target, or where it stopped."""
+    data = r.get("data") or {}
+    target = fmt((data.get("reach") or {}).get("value", 475), 6)
+    reached = (data.get("reach") or {}).get("row")
+    if reached:
+        lines = [f"{command}: metrics.csv's first row with return_last100 >= {target} at step "
+                 f"{fmt(reached.get('global_step'))} (iteration {fmt(reached.get('iteration'))}), "
+                 f"{fmt(reached.get('wall_time_s'))} s of training wall time; the whole process took "
+                 f"{fmt(r.get('seconds'))} s (exit {r.get('status')}). Its own last line:"]
+    else:
+        last = data.get("last") or {}
+        lines = [f"{command}: NOT reached (exit {r.get('status')}, {fmt(r.get('seconds'))} s; last "
+                 f"return_last100 {fmt(last.get('return_last100'), 4)} at step {fmt(last.get('global_step'))})."]
+    if r.get("final_line"):
+        lines += ["", "```", str(r["final_line"]), "```"]
+    return lines + [""]
+
+
 def section_target(records):
     lines = ["## CartPole to 475 on CUDA", ""]
     r = next((r for r in records if r["kind"] == "target_475"), None)
     if not r:
         return lines + ["Not run.", ""]
-    data = r.get("data") or {}
-    target = fmt((data.get("reach") or {}).get("value", 475), 6)
-    reached = (data.get("reach") or {}).get("row")
-    command = f"`surge train --scenario cartpole --device cuda --target-return {target}`"
-    if reached:
-        lines.append(f"{command}: metrics.csv's first row with return_last100 >= {target} at step "
-                     f"{fmt(reached.get('global_step'))} (iteration {fmt(reached.get('iteration'))}), "
-                     f"{fmt(reached.get('wall_time_s'))} s of training wall time; the whole process took "
-                     f"{fmt(r.get('seconds'))} s (exit {r.get('status')}). Its own last line:")
-    else:
-        last = data.get("last") or {}
-        lines.append(f"{command}: NOT reached (exit {r.get('status')}, {fmt(r.get('seconds'))} s; last "
-                     f"return_last100 {fmt(last.get('return_last100'), 4)} at step {fmt(last.get('global_step'))}).")
-    if r.get("final_line"):
-        lines += ["", "```", str(r["final_line"]), "```"]
-    return lines + [""]
+    return lines + target_lines(r, "`surge train --scenario cartpole --device cuda --target-return 475`")
 
 
 def section_pixels(records):
@@ -319,21 +323,8 @@ def section_pixels(records):
     if not r and not sizes:
         return lines + ["Not run.", ""]
     if r:
-        data = r.get("data") or {}
-        reached = (data.get("reach") or {}).get("row")
-        command = "`surge train --config scenarios/configs/cartpole_pixels.toml --device cuda --total-steps 3000000 " \
-                  "--target-return 475`"
-        if reached:
-            lines.append(f"{command}: return_last100 >= 475 at step {fmt(reached.get('global_step'))}, "
-                         f"{fmt(reached.get('wall_time_s'))} s of training wall time; the whole process took "
-                         f"{fmt(r.get('seconds'))} s (exit {r.get('status')}).")
-        else:
-            last = data.get("last") or {}
-            lines.append(f"{command}: NOT reached (exit {r.get('status')}, {fmt(r.get('seconds'))} s; last "
-                         f"return_last100 {fmt(last.get('return_last100'), 4)} at step {fmt(last.get('global_step'))}).")
-        if r.get("final_line"):
-            lines += ["", "```", str(r["final_line"]), "```"]
-        lines.append("")
+        lines += target_lines(r, "`surge train --config scenarios/configs/cartpole_pixels.toml --device cuda "
+                                 "--total-steps 3000000 --target-return 475`")
     rows = [[power_of_two(s.get("num_envs")), fmt(s.get("bench_env_steps_per_s")), fmt(s.get("train_sps")),
              fmt(s.get("train_seconds")), "ok" if s.get("train_status") == 0 else f"exit {s.get('train_status')}"]
             for s in sizes]

@@ -128,7 +128,10 @@ BufferTable PpoGradient<Scalar>::table(Device device, const ActorCritic& net, st
     const std::int64_t features = encoder->feature_dim();
     b.encoder_activations = t.add<Scalar>("workspace.encoder_activations", {encoder->activation_size(rows)},
                                           "[B][conv outputs...]", "the encoder's conv activations, kept for backward");
-    if (device.is_cuda()) {  // rl/cnn_encoder_device.hpp: cuDNN's layers, their workspace planned here
+    if (device.is_cuda()) {
+      // rl/cnn_encoder_device.hpp: cuDNN's layers and their workspace, planned here; a batch cuDNN cannot
+      // take stops here, before anything is allocated (surge train plans with this table).
+      check_cudnn_rows(*encoder, rows);
       b.encoder_scratch = t.add<Scalar>("workspace.encoder_scratch", {device_scratch_size(*encoder, rows)},
                                         "[B][frame] + [2][B][widest]",
                                         "the frames scaled to float, and the encoder's backward gradients");

@@ -3,6 +3,8 @@
 #include "rl/cnn_encoder_device.hpp"
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <utility>
 
 #include "rl/gemm.hpp"
@@ -131,6 +133,7 @@ std::unique_ptr<ConvLayerPasses> make_layer(Device device, const CnnEncoder& enc
                                             [[maybe_unused]] bool allow_tf32,
                                             [[maybe_unused]] std::size_t workspace_limit) {
   if (device.is_cpu()) return std::make_unique<Im2colLayer>(encoder.conv(l), rows, encoder.column_capacity(rows));
+  check_cudnn_rows(encoder, rows);
 #if defined(SURGE_WITH_CUDNN)
   return std::make_unique<CudnnLayer>(device, encoder.conv(l), rows, allow_tf32, workspace_limit);
 #else
@@ -147,6 +150,20 @@ std::size_t conv_workspace_bytes(const CnnEncoder& encoder, std::int64_t rows) {
   for (int l = 0; l < encoder.num_convs(); ++l)
     columns = std::max(columns, encoder.conv(l).column_size(std::min(rows, CnnEncoder::kColumnRows)));
   return std::max(kMinConvWorkspaceBytes, static_cast<std::size_t>(columns) * sizeof(float));
+}
+
+std::int64_t cudnn_max_rows(const CnnEncoder& encoder) {
+  std::int64_t widest = encoder.frame_size();
+  for (int l = 0; l < encoder.num_convs(); ++l) widest = std::max(widest, encoder.conv(l).output_size());
+  return std::numeric_limits<std::int32_t>::max() / widest;
+}
+
+void check_cudnn_rows(const CnnEncoder& encoder, std::int64_t rows) {
+  const std::int64_t most = cudnn_max_rows(encoder);
+  if (rows > most)
+    throw InputError("the CNN encoder would convolve " + std::to_string(rows) +
+                     " rows at once on CUDA, over cuDNN's 32-bit tensor limit of " + std::to_string(most) +
+                     " rows for these frames; raise num_minibatches or lower num_envs");
 }
 
 std::int64_t device_scratch_size(const CnnEncoder& encoder, std::int64_t rows) {

@@ -47,6 +47,12 @@ std::size_t conv_workspace_bytes(const CnnEncoder& encoder, std::int64_t rows);
 // [rows][widest layer] that the backward pass alternates between.
 std::int64_t device_scratch_size(const CnnEncoder& encoder, std::int64_t rows);
 
+// cuDNN's legacy API indexes a tensor with 32-bit integers: every tensor of a call (the scaled frames,
+// each layer's output) must hold fewer than 2^31 elements. The most rows one call may take, and a check
+// that throws InputError, naming `rows` and the way out, when a batch of `rows` rows would not fit.
+std::int64_t cudnn_max_rows(const CnnEncoder& encoder);
+void check_cudnn_rows(const CnnEncoder& encoder, std::int64_t rows);
+
 // Every conv layer of `encoder` for exactly rows() rows on `device`: cuDNN on CUDA (throws Error in a
 // build without cuDNN), im2col on the CPU. Made once per row count and reused: no per-call search.
 class CnnDeviceConvs {

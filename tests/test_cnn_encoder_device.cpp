@@ -156,3 +156,19 @@ TEST_CASE("pixel minibatch rows are the permutation gather_minibatch follows", "
       for (std::int64_t j = 0; j < size; ++j) REQUIRE(indices[static_cast<std::size_t>(j)] == shuffle(m * size + j));
     }
 }
+
+TEST_CASE("a batch over cuDNN's 32-bit tensor limit is refused with the way out", "[cnn]") {
+  ParamTable table;
+  const CnnEncoder encoder(table, "encoder", FrameShape{48, 48, 2}, encoder_config("small"));
+  // The scaled frames are the widest tensor here: 4608 floats a row.
+  CHECK(cudnn_max_rows(encoder) == 2147483647 / 4608);
+  CHECK_NOTHROW(check_cudnn_rows(encoder, cudnn_max_rows(encoder)));
+  try {
+    check_cudnn_rows(encoder, 524288);  // 65536 environments x 32 steps in 4 minibatches
+    FAIL("no refusal");
+  } catch (const surge::InputError& error) {
+    const std::string message = error.what();
+    CHECK(message.find("524288 rows") != std::string::npos);
+    CHECK(message.find("raise num_minibatches") != std::string::npos);
+  }
+}

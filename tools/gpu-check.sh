@@ -249,7 +249,8 @@ summarise
 # Pixels on CUDA (docs/pixels.md): CartPole from pixels to 475 with scenarios/configs/cartpole_pixels.toml
 # (its 3M-step schedule, as the CPU run that solved it), then at N = 2^12 .. 2^16 the pixel env step
 # (`surge bench env --observation pixels`, the config's frames) and three training iterations of that
-# config, the second and third replayed from the CUDA graph: env-steps/s of both and the run's time.
+# config (minibatches of at most 2^16 rows), the second and third replayed from the CUDA graph:
+# env-steps/s of both and the run's time.
 # At most 150 s in all; a size the stage's time cannot hold is skipped.
 pixel_config=scenarios/configs/cartpole_pixels.toml
 if [[ -z $surge ]]; then
@@ -275,8 +276,10 @@ elif t=$(allow 150); then
     left=$((stage_end - $(date +%s)))
     dir="$scratch/pixels-train-$n"
     begin=$EPOCHREALTIME
+    # Minibatches of at most 2^16 rows (the config's 4 up to N = 2^13), well inside cuDNN's 32-bit tensors.
+    minibatches=$((n * 32 / 65536 > 4 ? n * 32 / 65536 : 4))
     timeout $((left < 30 ? left : 30)) "$surge" train --config "$pixel_config" --device cuda --num-envs $n \
-      --total-steps $((n * 32 * 3)) --out "$dir" --overwrite >>"$out/tests.log" 2>&1
+      --set num_minibatches=$minibatches --total-steps $((n * 32 * 3)) --out "$dir" --overwrite >>"$out/tests.log" 2>&1
     status=$?
     seconds=$(since "$begin")
     # The last iteration's sps column: a replay of the graph.

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "rl/conv_algorithm_choice.hpp"
 #include "sim/cuda_check.hpp"
 #include "sim/cudnn_check.hpp"
 #include "sim/device_guard.hpp"
@@ -18,17 +19,16 @@ namespace {
 template <class Result>
 const Result& pick(const std::vector<Result>& results, int returned, const char* pass, const ConvShape& shape,
                    std::size_t limit) {
-  const Result* fallback = nullptr;
+  std::vector<ConvAlgorithmCandidate> ranked;
   for (int i = 0; i < returned; ++i) {
     const Result& r = results[static_cast<std::size_t>(i)];
-    if (r.status != CUDNN_STATUS_SUCCESS || r.memory > limit) continue;
-    if (r.determinism == CUDNN_DETERMINISTIC) return r;
-    if (!fallback) fallback = &r;
+    ranked.push_back({r.status == CUDNN_STATUS_SUCCESS, r.memory, r.determinism == CUDNN_DETERMINISTIC});
   }
-  if (!fallback)
+  const int chosen = choose_conv_algorithm(ranked, limit);
+  if (chosen < 0)
     throw Error(std::string("cuDNN offers no ") + pass + " algorithm for " + shape.str() + " within " +
                 std::to_string(limit) + " bytes of workspace");
-  return *fallback;
+  return results[static_cast<std::size_t>(chosen)];
 }
 
 // cuDNN's heuristic ranking for one pass (`heuristics(capacity, &returned, results)`), then pick().

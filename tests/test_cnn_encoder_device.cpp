@@ -10,6 +10,7 @@
 
 #include "rl/cnn_encoder.hpp"
 #include "rl/cnn_encoder_device.hpp"
+#include "rl/conv_algorithm_choice.hpp"
 #include "rl/pixel_minibatch.hpp"
 #include "rl/shuffle.hpp"
 #include "sim/error.hpp"
@@ -171,4 +172,17 @@ TEST_CASE("a batch over cuDNN's 32-bit tensor limit is refused with the way out"
     CHECK(message.find("524288 rows") != std::string::npos);
     CHECK(message.find("raise num_minibatches") != std::string::npos);
   }
+}
+
+TEST_CASE("cuDNN's algorithm: the first deterministic one that fits, else the first that fits", "[cnn]") {
+  using C = ConvAlgorithmCandidate;
+  const std::size_t limit = 1000;
+  // cuDNN's ranking: a failed one, one over the workspace, a fast non-deterministic one, a deterministic one.
+  const std::vector<C> ranked{{false, 0, true}, {true, 5000, true}, {true, 10, false}, {true, 1000, true}};
+  CHECK(choose_conv_algorithm(ranked, limit) == 3);
+  CHECK(choose_conv_algorithm(ranked, 999) == 2);   // the deterministic one no longer fits
+  CHECK(choose_conv_algorithm(ranked, 5000) == 1);  // now the better-ranked deterministic one does
+  CHECK(choose_conv_algorithm(ranked, 9) == -1);    // nothing fits
+  CHECK(choose_conv_algorithm({}, limit) == -1);
+  CHECK(choose_conv_algorithm({{false, 0, true}}, limit) == -1);
 }

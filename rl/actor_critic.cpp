@@ -128,8 +128,20 @@ BufferTable PpoGradient<Scalar>::table(Device device, const ActorCritic& net, st
     const std::int64_t features = encoder->feature_dim();
     b.encoder_activations = t.add<Scalar>("workspace.encoder_activations", {encoder->activation_size(rows)},
                                           "[B][conv outputs...]", "the encoder's conv activations, kept for backward");
-    b.encoder_scratch = t.add<Scalar>("workspace.encoder_scratch", {encoder->scratch_size(rows)},
-                                      "[columns + 2][B][widest]", "the encoder's columns and backward gradients");
+    if (device.is_cuda()) {
+      // rl/cnn_encoder_device.hpp: cuDNN's layers and their workspace, planned here; a batch cuDNN cannot
+      // take stops here, before anything is allocated (surge train plans with this table).
+      check_cudnn_rows(*encoder, rows);
+      b.encoder_scratch = t.add<Scalar>("workspace.encoder_scratch", {device_scratch_size(*encoder, rows)},
+                                        "[B][frame] + [2][B][widest]",
+                                        "the frames scaled to float, and the encoder's backward gradients");
+      b.conv_workspace =
+          t.add<std::uint8_t>("workspace.cudnn", {static_cast<std::int64_t>(conv_workspace_bytes(*encoder, rows))},
+                              "[bytes]", "cuDNN's convolution workspace: its algorithms are chosen to fit");
+    } else {
+      b.encoder_scratch = t.add<Scalar>("workspace.encoder_scratch", {encoder->scratch_size(rows)},
+                                        "[columns + 2][B][widest]", "the encoder's columns and backward gradients");
+    }
     b.features = t.add<Scalar>("workspace.features", {rows, features}, "[B][features]", "the encoder's outputs");
     b.d_features = t.add<Scalar>("workspace.d_features", {rows, features}, "[B][features]",
                                  "the loss's gradient with respect to them, from both heads");
@@ -156,10 +168,8 @@ template <class Scalar>
 PpoGradient<Scalar>::PpoGradient(Device device, const ActorCritic& net, std::int64_t max_batch)
     : net_(&net), max_batch_(max_batch) {
   SURGE_CHECK(max_batch >= 1, "empty workspace");
-  if (net.pixels() && !device.is_cpu())
-    throw InputError(
-        "observation = \"pixels\" runs on the CPU backend only so far (the encoder has no CUDA passes wired); "
-        "use --device cpu");
+  if (net.pixels() && device.is_cuda() && !std::is_same_v<Scalar, float>)
+    throw Error("the CNN encoder runs in float on CUDA (cuDNN's fp32 convolutions)");
   prepare_gemm(device);  // before any capture: cuBLASLt cannot be set up inside one
   Stream stream(device);
   arena_ = BufferArena(device, table(device, net, max_batch, b_), stream);
@@ -201,11 +211,28 @@ const CnnCpuConvs* PpoGradient<Scalar>::encoder_convs([[maybe_unused]] std::int6
 }
 
 template <class Scalar>
+const CnnDeviceConvs& PpoGradient<Scalar>::device_convs(Device device, std::int64_t rows) {
+  for (const auto& convs : device_convs_)
+    if (convs->rows() == rows) return *convs;
+  const bool tf32 = parse_precision(net_->config().precision) == Precision::Tf32;
+  device_convs_.push_back(std::make_shared<const CnnDeviceConvs>(device, *net_->encoder(), rows, tf32,
+                                                                 conv_workspace_bytes(*net_->encoder(), max_batch_)));
+  return *device_convs_.back();
+}
+
+template <class Scalar>
 const Scalar* PpoGradient<Scalar>::encode(const Stream& stream, const Scalar* params, const std::uint8_t* frames,
                                           std::int64_t batch) {
   SURGE_CHECK(net_->pixels() && frames, "encode() needs a pixel policy and its frames");
   SURGE_CHECK(batch <= max_batch_, "batch larger than the workspace");
   Scalar* features = arena_.data(b_.features);
+  if constexpr (std::is_same_v<Scalar, float>)
+    if (stream.device().is_cuda()) {
+      cnn_forward_device(stream, *net_->encoder(), device_convs(stream.device(), batch), params, frames, batch,
+                         arena_.data(b_.encoder_activations), arena_.data(b_.encoder_scratch),
+                         arena_.data(b_.conv_workspace), features);
+      return features;
+    }
   cnn_forward<Scalar>(stream, *net_->encoder(), params, frames, batch, arena_.data(b_.encoder_activations),
                       arena_.data(b_.encoder_scratch), features, encoder_convs(batch));
   return features;
@@ -279,6 +306,13 @@ void PpoGradient<Scalar>::backward_encoder(const Stream& stream, const Minibatch
                outputs, params + net_->actor().weight_offset(0), features, Scalar(0), d_features, features);
   gemm<Scalar>(stream, Transpose::No, Transpose::No, batch, features, 1, Scalar(1), arena_.data(b_.d_values), 1,
                params + net_->critic().weight_offset(0), features, Scalar(1), d_features, features);
+  if constexpr (std::is_same_v<Scalar, float>)
+    if (stream.device().is_cuda()) {
+      cnn_backward_device(stream, *net_->encoder(), device_convs(stream.device(), batch), params, minibatch.frames,
+                          batch, arena_.data(b_.encoder_activations), arena_.data(b_.features), d_features, grads,
+                          arena_.data(b_.encoder_scratch), arena_.data(b_.conv_workspace));
+      return;
+    }
   cnn_backward<Scalar>(stream, *net_->encoder(), params, minibatch.frames, batch, arena_.data(b_.encoder_activations),
                        arena_.data(b_.features), d_features, grads, arena_.data(b_.encoder_scratch),
                        encoder_convs(batch));

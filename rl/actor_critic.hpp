@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "rl/cnn_encoder.hpp"
+#include "rl/cnn_encoder_device.hpp"
 
 #include "rl/learner_configs.hpp"
 #include "rl/mlp.hpp"
@@ -131,6 +132,7 @@ class PpoGradient {
     Slot<Scalar> actor_activations, critic_activations, logits, values, d_logits, d_log_std_rows, d_values, scratch,
         ones;
     Slot<Scalar> encoder_activations, encoder_scratch, features, d_features;  // pixel policies only
+    Slot<std::uint8_t> conv_workspace;  // pixel policies on CUDA: cuDNN's workspace
     Slot<double> reduce_scratch, advantage_stats;
     Slot<std::int32_t> bf16_weights, bf16_x, bf16_dy;  // bf16 on CUDA only: bf16 bits, two to an element
   };
@@ -150,6 +152,10 @@ class PpoGradient {
   // oneDNN's primitives for each row count the encoder has run at (with oneDNN in the build).
   std::vector<std::shared_ptr<const CnnCpuConvs>> encoder_convs_;
   const CnnCpuConvs* encoder_convs(std::int64_t rows);
+  // On CUDA: cuDNN's layers for each row count the encoder has run at, made on first use (the trainer's
+  // first iteration runs eagerly, before its graph is captured).
+  std::vector<std::shared_ptr<const CnnDeviceConvs>> device_convs_;
+  const CnnDeviceConvs& device_convs(Device device, std::int64_t rows);
 };
 
 }  // namespace surge::rl

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "rl/conv_algorithm_choice.hpp"
 #include "sim/cuda_check.hpp"
 #include "sim/cudnn_check.hpp"
 #include "sim/device_guard.hpp"
@@ -15,31 +16,30 @@
 namespace surge::rl {
 namespace {
 
-// The workspace an algorithm may ask for: beyond this the next candidate is taken.
-constexpr std::size_t kWorkspaceLimit = std::size_t{256} << 20;
-
 template <class Result>
-const Result& pick(const std::vector<Result>& results, int returned, const char* pass, const ConvShape& shape) {
-  const Result* fallback = nullptr;
+const Result& pick(const std::vector<Result>& results, int returned, const char* pass, const ConvShape& shape,
+                   std::size_t limit) {
+  std::vector<ConvAlgorithmCandidate> ranked;
   for (int i = 0; i < returned; ++i) {
     const Result& r = results[static_cast<std::size_t>(i)];
-    if (r.status != CUDNN_STATUS_SUCCESS || r.memory > kWorkspaceLimit) continue;
-    if (r.determinism == CUDNN_DETERMINISTIC) return r;
-    if (!fallback) fallback = &r;
+    ranked.push_back({r.status == CUDNN_STATUS_SUCCESS, r.memory, r.determinism == CUDNN_DETERMINISTIC});
   }
-  if (!fallback) throw Error(std::string("cuDNN offers no ") + pass + " algorithm for " + shape.str());
-  return *fallback;
+  const int chosen = choose_conv_algorithm(ranked, limit);
+  if (chosen < 0)
+    throw Error(std::string("cuDNN offers no ") + pass + " algorithm for " + shape.str() + " within " +
+                std::to_string(limit) + " bytes of workspace");
+  return results[static_cast<std::size_t>(chosen)];
 }
 
 // cuDNN's heuristic ranking for one pass (`heuristics(capacity, &returned, results)`), then pick().
 template <class Result, class Heuristics>
 Result choose(cudnnHandle_t handle, cudnnStatus_t (*max_count)(cudnnHandle_t, int*), const char* pass,
-              const ConvShape& shape, const Heuristics& heuristics) {
+              const ConvShape& shape, std::size_t limit, const Heuristics& heuristics) {
   int capacity = 0, returned = 0;
   SURGE_CUDNN_CHECK(max_count(handle, &capacity));
   std::vector<Result> results(static_cast<std::size_t>(capacity));
   SURGE_CUDNN_CHECK(heuristics(capacity, &returned, results.data()));
-  return pick(results, returned, pass, shape);
+  return pick(results, returned, pass, shape, limit);
 }
 
 // For destructors: a failure is reported, never thrown.
@@ -77,7 +77,10 @@ struct CudnnConv::State {
   }
 };
 
-CudnnConv::CudnnConv(Device device, const ConvShape& shape, std::int64_t rows, bool allow_tf32)
+bool cudnn_available() { return true; }
+
+CudnnConv::CudnnConv(Device device, const ConvShape& shape, std::int64_t rows, bool allow_tf32,
+                     std::size_t workspace_limit)
     : state_(std::make_unique<State>()) {
   SURGE_CHECK(device.is_cuda(), "cuDNN convolutions run on CUDA devices");
   SURGE_CHECK(rows >= 1 && rows <= INT32_MAX, "cuDNN convolution rows out of range");
@@ -108,24 +111,36 @@ CudnnConv::CudnnConv(Device device, const ConvShape& shape, std::int64_t rows, b
   SURGE_CUDNN_CHECK(cudnnSetConvolutionMathType(s.conv, allow_tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
 
   const auto f = choose<cudnnConvolutionFwdAlgoPerf_t>(
-      s.handle, cudnnGetConvolutionForwardAlgorithmMaxCount, "forward", shape, [&](int n, int* got, auto* out) {
+      s.handle, cudnnGetConvolutionForwardAlgorithmMaxCount, "forward", shape, workspace_limit,
+      [&](int n, int* got, auto* out) {
         return cudnnGetConvolutionForwardAlgorithm_v7(s.handle, s.input, s.filter, s.conv, s.output, n, got, out);
       });
   const auto d = choose<cudnnConvolutionBwdDataAlgoPerf_t>(
-      s.handle, cudnnGetConvolutionBackwardDataAlgorithmMaxCount, "backward-data", shape,
+      s.handle, cudnnGetConvolutionBackwardDataAlgorithmMaxCount, "backward-data", shape, workspace_limit,
       [&](int n, int* got, auto* out) {
         return cudnnGetConvolutionBackwardDataAlgorithm_v7(s.handle, s.filter, s.output, s.conv, s.input, n, got, out);
       });
-  const auto w =
-      choose<cudnnConvolutionBwdFilterAlgoPerf_t>(s.handle, cudnnGetConvolutionBackwardFilterAlgorithmMaxCount,
-                                                  "backward-filter", shape, [&](int n, int* got, auto* out) {
-                                                    return cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-                                                        s.handle, s.input, s.output, s.conv, s.filter, n, got, out);
-                                                  });
+  const auto w = choose<cudnnConvolutionBwdFilterAlgoPerf_t>(
+      s.handle, cudnnGetConvolutionBackwardFilterAlgorithmMaxCount, "backward-filter", shape, workspace_limit,
+      [&](int n, int* got, auto* out) {
+        return cudnnGetConvolutionBackwardFilterAlgorithm_v7(s.handle, s.input, s.output, s.conv, s.filter, n, got,
+                                                             out);
+      });
   s.forward_algo = f.algo;
   s.data_algo = d.algo;
   s.filter_algo = w.algo;
-  s.workspace = std::max({f.memory, d.memory, w.memory});
+  // The sizes the heuristics reported, checked against what the chosen algorithms ask for.
+  std::size_t forward_bytes = 0, data_bytes = 0, filter_bytes = 0;
+  SURGE_CUDNN_CHECK(
+      cudnnGetConvolutionForwardWorkspaceSize(s.handle, s.input, s.filter, s.conv, s.output, f.algo, &forward_bytes));
+  SURGE_CUDNN_CHECK(
+      cudnnGetConvolutionBackwardDataWorkspaceSize(s.handle, s.filter, s.output, s.conv, s.input, d.algo, &data_bytes));
+  SURGE_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(s.handle, s.input, s.output, s.conv, s.filter,
+                                                                   w.algo, &filter_bytes));
+  s.workspace = std::max({f.memory, d.memory, w.memory, forward_bytes, data_bytes, filter_bytes});
+  SURGE_CHECK(s.workspace <= workspace_limit, "cuDNN's algorithms for " + shape.str() + " need " +
+                                                  std::to_string(s.workspace) + " bytes of workspace, over the " +
+                                                  std::to_string(workspace_limit) + " planned");
 }
 
 CudnnConv::~CudnnConv() = default;

@@ -22,9 +22,15 @@ bool cudnn_available();
 
 class CudnnConv {
  public:
+  // The most workspace an algorithm may ask for unless the caller plans less: beyond it the next
+  // candidate is taken.
+  static constexpr std::size_t kWorkspaceLimit = std::size_t{256} << 20;
+
   // For `rows` images of `shape` on `device` (CUDA). allow_tf32: let cuDNN round inputs to TF32 on tensor
-  // cores (off: FMA math, the same fp32 rounding class as the CPU path). Throws Error in a build without cuDNN.
-  CudnnConv(Device device, const ConvShape& shape, std::int64_t rows, bool allow_tf32 = false);
+  // cores (off: FMA math, the same fp32 rounding class as the CPU path). Every chosen algorithm needs at
+  // most workspace_limit bytes. Throws Error in a build without cuDNN, or when no algorithm fits.
+  CudnnConv(Device device, const ConvShape& shape, std::int64_t rows, bool allow_tf32 = false,
+            std::size_t workspace_limit = kWorkspaceLimit);
   ~CudnnConv();
   CudnnConv(CudnnConv&&) noexcept;
   CudnnConv& operator=(CudnnConv&&) noexcept;

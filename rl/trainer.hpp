@@ -44,7 +44,7 @@ class Trainer {
   // backward pass the gradients are averaged over the ranks, and the advantage normalisation, the
   // observation and reward statistics and the metrics cover every rank's samples, so that every rank
   // holds the same parameters. config.total_steps counts the steps of all ranks together.
-  // Pixel observations (config.observation = "pixels", CPU backend, one rank): `frames` is the engine's
+  // Pixel observations (config.observation = "pixels", either backend, one rank): `frames` is the engine's
   // frame store of num_steps rows (scenarios/pixel_obs.hpp), freshly made; the policy reads its stacks and
   // the trainer steps the engine through it. It must outlive the trainer. Null for vector observations.
   Trainer(Engine& engine, const TrainConfig& config, const Collective& ranks = single_process(),

@@ -1,10 +1,11 @@
 // The trainer's pixel-observation path: the frame store takes the place of the engine's step and of the
 // vector observations wherever the policy reads them (the rollout's forward passes, the truncation
-// bootstrap, each minibatch), and its last frames are part of the resumable state. CPU backend only: the
-// minibatch indices are computed on the host, and the encoder's passes are the CPU's.
+// bootstrap, each minibatch), and its last frames are part of the resumable state. Both backends: on
+// CUDA nothing here reads device memory from the host inside an iteration, so the graph holds it all.
 #include <algorithm>
 #include <cstring>
 
+#include "rl/pixel_minibatch.hpp"
 #include "rl/trainer.hpp"
 #include "sim/error.hpp"
 
@@ -58,6 +59,9 @@ const float* Trainer::encode_stacks(std::int64_t t, bool final_stacks) {
 }
 
 bool Trainer::any_truncated(std::int64_t t) const {
+  // On CUDA the flags stay on the device: every step's final stacks are valued (GAE reads them only
+  // where an episode was truncated, so the values elsewhere change nothing).
+  if (!device_.is_cpu()) return true;
   stream_.synchronize();  // the flags are host memory on the CPU backend
   const std::uint8_t* truncated = rollout_.truncated(t);
   const std::uint8_t* terminated = rollout_.terminated(t);
@@ -68,12 +72,8 @@ bool Trainer::any_truncated(std::int64_t t) const {
 
 void Trainer::gather_minibatch_stacks(std::int64_t epoch, std::int64_t m) {
   // The rows gather_minibatch took, from the same shuffle.
-  stream_.synchronize();
-  const TrainState* state = data(b_.state);
-  const Permutation shuffle =
-      permutation_.with_shuffle(static_cast<std::uint64_t>(state->iteration * config_.update_epochs + epoch));
-  std::int64_t* indices = data(b_.mb_indices);
-  for (std::int64_t j = 0; j < minibatch_size_; ++j) indices[j] = shuffle(m * minibatch_size_ + j);
+  pixel_minibatch_indices(stream_, permutation_, data(b_.state), config_.update_epochs, epoch, m, minibatch_size_,
+                          data(b_.mb_indices));
   frames_->gather(arena_[b_.mb_indices], arena_[b_.mb_stacks], stream_);
   minibatch_.frames = data(b_.mb_stacks);
 }

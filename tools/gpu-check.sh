@@ -4,13 +4,13 @@
 # Builds Surge for the GPU it finds, then runs, most important first: the kernel resource report (the
 # kernel_report target, where the build has it); the GPU tests; a short `surge train --device cuda` of every
 # scenario with its built-in config (and one with randomised physics); CartPole trained to a return of 475;
-# the environment benchmark over N; bench train; compute-sanitizer (memcheck, racecheck, synccheck,
-# initcheck) over a short subset of the GPU tests; the throughput sweeps and rooflines; last, the CPU tests
-# for reference. Everything shares one time budget counted from the start, build included
-# (SURGE_GPU_CHECK_SECONDS, default 480): a stage the remaining time cannot hold is skipped, and the
-# summary says so; a stage that fails does not stop the ones after it. Builds in build-gpu
-# (SURGE_GPU_CHECK_BUILD_DIR). Works on a bare machine (nvcc, CMake, Python; no Debian packages, no
-# network) when .deps/ was made beforehand by tools/gpu-deps.sh and carried along.
+# pixel CartPole trained to 475 and its step and training speeds over N; the environment benchmark over N;
+# bench train; compute-sanitizer (memcheck, racecheck, synccheck, initcheck) over a short subset of the GPU
+# tests; the throughput sweeps and rooflines; last, the CPU tests for reference. Everything shares one time
+# budget counted from the start, build included (SURGE_GPU_CHECK_SECONDS, default 480): a stage the remaining
+# time cannot hold is skipped, and the summary says so; a stage that fails does not stop the ones after it.
+# Builds in build-gpu (SURGE_GPU_CHECK_BUILD_DIR). Works on a bare machine (nvcc, CMake, Python; no Debian
+# packages, no network) when .deps/ was made beforehand by tools/gpu-deps.sh and carried along.
 #
 # Writes 8 files into OUTDIR, each kept current as the stages run, so that a check stopped at any point
 # leaves what it had: summary.md (every figure in one page, from tools/gpu_summary.py), gpu-check.log
@@ -216,24 +216,84 @@ for run in cartpole acrobot mountain_car pendulum mountain_car_continuous \
 done
 summarise
 
+# train_to_475 KIND NAME SECONDS ARGS...: `surge train ARGS --device cuda --target-return 475` for at most
+# SECONDS into $scratch/NAME, its output appended to tests.log, its metrics recorded as KIND (with the
+# first row that reached 475) and its last line said.
+train_to_475() {
+  local kind=$1 name=$2 seconds=$3 begin status final
+  shift 3
+  echo "== surge train $* --device cuda --target-return 475" >>"$out/tests.log"
+  begin=$EPOCHREALTIME
+  timeout "$seconds" "$surge" train "$@" --device cuda --target-return 475 --out "$scratch/$name" --overwrite \
+    >"$scratch/$name.log" 2>&1
+  status=$?
+  cat "$scratch/$name.log" >>"$out/tests.log"
+  final=$(tr '\r' '\n' <"$scratch/$name.log" | grep -v '^[[:space:]]*$' | tail -n 1)
+  say "  exit $status: $final"
+  record "$kind" --csv "$scratch/$name/metrics.csv" --reach return_last100=475 --field "status=$status" \
+    --field "seconds=$(since "$begin")" --field "final_line=$final"
+}
+
 # CartPole to a return of 475 with its built-in CUDA config: the README's time-to-threshold figure.
 if [[ -z $surge ]]; then
   skipped "CartPole to 475" "" "no surge program"
 elif t=$(allow 90); then
   stage_begins "CartPole to 475"
   say "surge train --scenario cartpole --device cuda --target-return 475 (at most $t s)"
-  echo "== surge train --scenario cartpole --device cuda --target-return 475" >>"$out/tests.log"
-  begin=$EPOCHREALTIME
-  timeout "$t" "$surge" train --scenario cartpole --device cuda --target-return 475 --out "$scratch/target-475" --overwrite \
-    >"$scratch/target-475.log" 2>&1
-  status=$?
-  cat "$scratch/target-475.log" >>"$out/tests.log"
-  final=$(tr '\r' '\n' <"$scratch/target-475.log" | grep -v '^[[:space:]]*$' | tail -n 1)
-  say "  exit $status: $final"
-  record target_475 --csv "$scratch/target-475/metrics.csv" --reach return_last100=475 --field "status=$status" \
-    --field "seconds=$(since "$begin")" --field "final_line=$final"
+  train_to_475 target_475 target-475 "$t" --scenario cartpole
 else
   skipped "CartPole to 475"
+fi
+summarise
+
+# Pixels on CUDA (docs/pixels.md): CartPole from pixels to 475 with scenarios/configs/cartpole_pixels.toml
+# (its 3M-step schedule, as the CPU run that solved it), then at N = 2^12 .. 2^16 the pixel env step
+# (`surge bench env --observation pixels`, the config's frames) and three training iterations of that
+# config (minibatches of at most 2^16 rows), the second and third replayed from the CUDA graph:
+# env-steps/s of both and the run's time.
+# At most 150 s in all; a size the stage's time cannot hold is skipped.
+pixel_config=scenarios/configs/cartpole_pixels.toml
+if [[ -z $surge ]]; then
+  skipped "pixels on CUDA" "" "no surge program"
+elif t=$(allow 150); then
+  stage_begins "pixels on CUDA"
+  stage_end=$(($(date +%s) + t))
+  left=$((stage_end - $(date +%s)))
+  say "pixels: surge train --config $pixel_config --device cuda --target-return 475 (at most $((left < 75 ? left : 75)) s)"
+  train_to_475 pixels_475 pixels-475 $((left < 75 ? left : 75)) --config "$pixel_config" --total-steps 3000000
+  summarise
+  printf "%10s %18s %16s %10s\n" num_envs bench_env_steps/s train_steps/s train_s | tee -a "$log"
+  for p in 12 13 14 15 16; do
+    n=$((1 << p))
+    left=$((stage_end - $(date +%s)))
+    if ((left < 10)); then
+      skipped "pixels on CUDA" "N >= $n" "the stage's $t s were used up"
+      break
+    fi
+    rate=$(timeout $((left < 20 ? left : 20)) "$surge" bench env --scenario cartpole --device cuda --observation pixels \
+      --frame-size 48 --grayscale --frame-stack 2 --num-envs $n --steps 32 --repeats 3 2>>"$log" |
+      sed -n 's/^env-steps\/s (median) *\([^ ]*\).*/\1/p')
+    left=$((stage_end - $(date +%s)))
+    dir="$scratch/pixels-train-$n"
+    begin=$EPOCHREALTIME
+    # Minibatches of at most 2^16 rows (the config's 4 up to N = 2^13), well inside cuDNN's 32-bit tensors.
+    minibatches=$((n * 32 / 65536 > 4 ? n * 32 / 65536 : 4))
+    timeout $((left < 30 ? left : 30)) "$surge" train --config "$pixel_config" --device cuda --num-envs $n \
+      --set num_minibatches=$minibatches --total-steps $((n * 32 * 3)) --out "$dir" --overwrite >>"$out/tests.log" 2>&1
+    status=$?
+    seconds=$(since "$begin")
+    # The last iteration's sps column: a replay of the graph.
+    sps=$(python3 -c '
+import csv, sys
+rows = list(csv.reader(open(sys.argv[1])))
+print(rows[-1][rows[0].index("sps")] if len(rows) > 1 and "sps" in rows[0] else "-")' "$dir/metrics.csv" 2>/dev/null)
+    printf "%10d %18s %16s %10s\n" $n "${rate:--}" "${sps:--}" "$seconds" | tee -a "$log"
+    record pixels_size --field "num_envs=$n" --field "bench_env_steps_per_s=${rate:-null}" \
+      --field "train_sps=${sps:-null}" --field "train_status=$status" --field "train_seconds=$seconds"
+    summarise
+  done
+else
+  skipped "pixels on CUDA"
 fi
 summarise
 

@@ -20,8 +20,8 @@ import re
 import sys
 
 # Every stage of the check, in its order; a stage with neither a result nor a "skipped" record did not run.
-STAGES = ["build", "kernel report", "GPU tests", "surge train per scenario", "CartPole to 475", "bench env sweep",
-          "bench train", "compute-sanitizer", "throughput sweeps", "CPU tests"]
+STAGES = ["build", "kernel report", "GPU tests", "surge train per scenario", "CartPole to 475", "pixels on CUDA",
+          "bench env sweep", "bench train", "compute-sanitizer", "throughput sweeps", "CPU tests"]
 LOSS_COLUMNS = ("policy_loss", "value_loss", "entropy", "approx_kl")
 TRAIN_RUNS = ["cartpole", "acrobot", "mountain_car", "pendulum", "mountain_car_continuous",
               "cartpole --physics masspole=0.05:0.2,length=0.4:0.6"]
@@ -289,26 +289,48 @@ def section_training(records):
     return lines + [""]
 
 
+def target_lines(r, command):
+    """A train-to-target record in words: where it reached the target, or where it stopped."""
+    data = r.get("data") or {}
+    target = fmt((data.get("reach") or {}).get("value", 475), 6)
+    reached = (data.get("reach") or {}).get("row")
+    if reached:
+        lines = [f"{command}: metrics.csv's first row with return_last100 >= {target} at step "
+                 f"{fmt(reached.get('global_step'))} (iteration {fmt(reached.get('iteration'))}), "
+                 f"{fmt(reached.get('wall_time_s'))} s of training wall time; the whole process took "
+                 f"{fmt(r.get('seconds'))} s (exit {r.get('status')}). Its own last line:"]
+    else:
+        last = data.get("last") or {}
+        lines = [f"{command}: NOT reached (exit {r.get('status')}, {fmt(r.get('seconds'))} s; last "
+                 f"return_last100 {fmt(last.get('return_last100'), 4)} at step {fmt(last.get('global_step'))})."]
+    if r.get("final_line"):
+        lines += ["", "```", str(r["final_line"]), "```"]
+    return lines + [""]
+
+
 def section_target(records):
     lines = ["## CartPole to 475 on CUDA", ""]
     r = next((r for r in records if r["kind"] == "target_475"), None)
     if not r:
         return lines + ["Not run.", ""]
-    data = r.get("data") or {}
-    target = fmt((data.get("reach") or {}).get("value", 475), 6)
-    reached = (data.get("reach") or {}).get("row")
-    command = f"`surge train --scenario cartpole --device cuda --target-return {target}`"
-    if reached:
-        lines.append(f"{command}: metrics.csv's first row with return_last100 >= {target} at step "
-                     f"{fmt(reached.get('global_step'))} (iteration {fmt(reached.get('iteration'))}), "
-                     f"{fmt(reached.get('wall_time_s'))} s of training wall time; the whole process took "
-                     f"{fmt(r.get('seconds'))} s (exit {r.get('status')}). Its own last line:")
-    else:
-        last = data.get("last") or {}
-        lines.append(f"{command}: NOT reached (exit {r.get('status')}, {fmt(r.get('seconds'))} s; last "
-                     f"return_last100 {fmt(last.get('return_last100'), 4)} at step {fmt(last.get('global_step'))}).")
-    if r.get("final_line"):
-        lines += ["", "```", str(r["final_line"]), "```"]
+    return lines + target_lines(r, "`surge train --scenario cartpole --device cuda --target-return 475`")
+
+
+def section_pixels(records):
+    lines = ["## Pixel CartPole on CUDA (scenarios/configs/cartpole_pixels.toml)", ""]
+    r = next((r for r in records if r["kind"] == "pixels_475"), None)
+    sizes = [r for r in records if r["kind"] == "pixels_size"]
+    if not r and not sizes:
+        return lines + ["Not run.", ""]
+    if r:
+        lines += target_lines(r, "`surge train --config scenarios/configs/cartpole_pixels.toml --device cuda "
+                                 "--total-steps 3000000 --target-return 475`")
+    rows = [[power_of_two(s.get("num_envs")), fmt(s.get("bench_env_steps_per_s")), fmt(s.get("train_sps")),
+             fmt(s.get("train_seconds")), "ok" if s.get("train_status") == 0 else f"exit {s.get('train_status')}"]
+            for s in sizes]
+    if rows:
+        lines += table(["N", "bench env env-steps/s (48x48 grey, stack 2)", "train env-steps/s (3rd iteration)",
+                        "train wall s (3 iterations)", "train"], rows)
     return lines + [""]
 
 
@@ -411,6 +433,7 @@ def summary(outdir):
     results_by_stage = {
         "build": "build" in kinds, "kernel report": "kernel_report" in kinds, "GPU tests": bool(gpu_tests),
         "surge train per scenario": "train" in kinds, "CartPole to 475": "target_475" in kinds,
+        "pixels on CUDA": "pixels_475" in kinds or "pixels_size" in kinds,
         "bench env sweep": "bench_env" in kinds, "bench train": "bench_train" in kinds,
         "compute-sanitizer": "sanitizer" in kinds or "sanitizer_note" in kinds,
         "throughput sweeps": os.path.getsize(os.path.join(outdir, "throughput.jsonl")) > 0
@@ -423,6 +446,7 @@ def summary(outdir):
     lines += section_kernels(outdir, records)
     lines += section_training(records)
     lines += section_target(records)
+    lines += section_pixels(records)
     lines += section_env(records)
     lines += section_bench_train(records)
     lines += section_throughput(outdir)

@@ -325,12 +325,11 @@ RunOutcome train_run(const RunPlan& plan, const std::string& out_dir) {
   return outcome;
 }
 
-// Pixel observations train on the CPU backend, in one process, without rollout logs (which hold vector
+// Pixel observations train on either backend, in one process, without rollout logs (which hold vector
 // observations) so far: each of the rest is refused in one line.
 void require_pixel_run(const Command& cmd, const RunPlan& plan, int ranks, bool agents) {
   if (!plan.config.pixel_observations()) return;
   auto refuse = [&](const std::string& what) { throw InputError(cmd.complaint("observation = \"pixels\" " + what)); };
-  if (!plan.device.is_cpu()) refuse("trains on the CPU backend only so far; use --device cpu");
   if (ranks > 1) refuse("trains in one process only so far; run it without mpirun");
   if (agents) refuse("trains one agent at a time so far; drop --agents/--grid (or run one per seed with --seeds)");
   if (cmd.has("log-rollouts"))

@@ -187,7 +187,8 @@ RunOutcome train_run(const RunPlan& plan, const std::string& out_dir) {
   }
   std::unique_ptr<rl::RolloutLog> rollout_log;
   if (plan.log && plan.log_ranks[0])
-    rollout_log = open_train_rollout_log(*plan.log, *engine, trainer, plan.resumed ? first_iteration + 1 : -1);
+    rollout_log =
+        open_train_rollout_log(*plan.log, *engine, trainer, plan.resumed ? first_iteration + 1 : -1, frames.get());
   if (ranks_log(plan)) logs_may_open(ranks);
   TrainOutput output =
       plan.resumed ? TrainOutput(folder.dir(), plan.resume_state.metrics_rows, plan.resume_state.metrics_columns)
@@ -333,8 +334,6 @@ void require_pixel_run(const Command& cmd, const RunPlan& plan, int ranks, bool 
   if (!plan.device.is_cpu()) refuse("trains on the CPU backend only so far; use --device cpu");
   if (ranks > 1) refuse("trains in one process only so far; run it without mpirun");
   if (agents) refuse("trains one agent at a time so far; drop --agents/--grid (or run one per seed with --seeds)");
-  if (cmd.has("log-rollouts"))
-    refuse("has no frames in rollout logs yet (they hold vector observations); drop --log-rollouts");
 }
 
 int train_command(const Args& args) {

@@ -72,6 +72,7 @@ void report_rollout_log(const rl::RolloutLog& log) {
   const rl::RolloutLogStats logged = log.stats();
   if (!logged.failed)
     std::cerr << "surge train: logged " << plural(logged.written, "iteration") << " to " << log.path()
+              << (logged.written > 0 ? rollout_log_frames_note(log.path()) : "")
               << (logged.dropped ? " (" + std::to_string(logged.dropped) + " dropped: the disk did not keep up)" : "")
               << "\n";
 }

@@ -9,22 +9,32 @@ CASE is one of:
            alone, bit for bit (every metrics.csv cell but the timings, config.toml, and the checkpoint's
            parameters, Adam moments and resume state, the carried frames included); `--dry-run` lists
            each agent's frame store
+  mpirun   `mpirun -np 2 surge train` on pixel CartPole, each rank drawing its own 4 environments: the
+           same training as one process over all 8 (num_minibatches = 1, so the same samples both ways):
+           episode counts and returns equal, losses equal up to the order of the sums; a 2-rank run
+           stopped half way and resumed (each rank's carried frames in the checkpoint) writes the
+           metrics.csv of the uninterrupted run cell for cell; --log-ranks all logs each rank's frames,
+           the first of each env the drawing of its logged first state (`surge render`). Exit 77 where
+           mpirun is missing or surge was built without MPI.
 
 Every case runs in a fresh temporary folder. Without h5py the checkpoints are not compared (said on
 stdout); everything else is.
 """
+import math
 import os
+import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import check_agents  # noqa: E402  (its comparisons of runs, metrics and checkpoints)
+import check_mpi  # noqa: E402  (mpirun's command line, and whether surge has MPI)
 
-# 36x36 grey frames, 3 to a stack, the small encoder: 6 iterations of 8 envs x 16 steps.
-PIXELS = ["--set", "observation=pixels", "--set", "frame_size=36", "--set", "grayscale=true", "--set", "frame_stack=3",
-          "--set", "encoder=small", "--set", "num_envs=8", "--set", "num_steps=16", "--set", "num_minibatches=2",
+# 36x36 grey frames, 3 to a stack, the small encoder, 16 steps an iteration.
+PIXELS = ["train", "--device", "cpu", "--scenario", "cartpole", "--set", "observation=pixels", "--set", "frame_size=36",
+          "--set", "grayscale=true", "--set", "frame_stack=3", "--set", "encoder=small", "--set", "num_steps=16",
           "--set", "update_epochs=2"]
-TRAIN = ["train", "--device", "cpu", "--scenario", "cartpole", "--total-steps", str(6 * 8 * 16)] + PIXELS
+TRAIN = PIXELS + ["--set", "num_envs=8", "--set", "num_minibatches=2", "--total-steps", str(6 * 8 * 16)]
 
 
 def case_agents(tmp):
@@ -53,10 +63,51 @@ def case_agents(tmp):
     assert len(returns) > 1, returns  # the agents did not all run one and the same thing
 
 
+def case_mpirun(tmp):
+    if not check_mpi.built_with_mpi(check_agents.SURGE):
+        print("surge was built without MPI: skipped")
+        sys.exit(check_mpi.SKIP)
+    two = check_mpi.mpirun(2) + [check_agents.SURGE]
+    rows = check_agents.rows
+    pixels = PIXELS + ["--total-steps", str(8 * 8 * 16), "--set", "num_minibatches=1", "--seed", "7"]
+    check_agents.run(pixels + ["--set", "num_envs=8", "--out", "one"], tmp)
+    ranks = pixels + ["--set", "num_envs=4"]
+    for name, extra in (("whole", ["--log-rollouts", "log.h5", "--log-ranks", "all", "--log-every", "1"]),
+                        ("half", ["--stop-after", "4"])):
+        done = subprocess.run(two + ranks + ["--out", name] + extra, cwd=tmp, capture_output=True, text=True)
+        assert done.returncode == 0, (name, done.stderr)
+    resumed = subprocess.run(two + ["train", "--resume", "half/checkpoint.h5"], cwd=tmp, capture_output=True, text=True)
+    assert resumed.returncode == 0 and "resumed after iteration 4" in resumed.stderr, resumed.stderr
+    one, whole = rows(os.path.join(tmp, "one", "metrics.csv")), rows(os.path.join(tmp, "whole", "metrics.csv"))
+    assert len(one) == len(whole) == 8, (len(one), len(whole))
+    for a, b in zip(one, whole):
+        for column in ("global_step", "episodes", "episodic_return_mean", "return_last100", "episodic_length_mean"):
+            assert a[column] == b[column], (a["iteration"], column, a[column], b[column])
+        for column in ("policy_loss", "value_loss", "entropy", "approx_kl"):
+            x, y = float(a[column]), float(b[column])
+            assert math.isclose(x, y, rel_tol=1e-3, abs_tol=1e-6), (a["iteration"], column, x, y)
+    assert any(r["episodes"] != "0" for r in one), "no episode ended"
+    check_agents.same_metrics(rows(os.path.join(tmp, "half", "metrics.csv")), whole, "2 ranks resumed")
+    if check_agents.h5py is None:
+        print("rank logs not read (no h5py)")
+        return
+    from PIL import Image
+    for path, first_env in (("log.h5", 0), ("log.rank1.h5", 4)):
+        with check_agents.h5py.File(os.path.join(tmp, path), "r") as f:
+            assert f["env_id"][...].tolist() == list(range(first_env, first_env + 4)), path
+            assert f["frames"].shape == (8, 16 + 2, 4, 36, 36, 1), (path, f["frames"].shape)
+            frames, states = f["frames"][0, 2], f["obs"][0, 0]  # row 0 of iteration 1: the first states
+        for m in range(4):
+            png = os.path.join(tmp, "first.png")
+            check_agents.run(["render", "--scenario", "cartpole", "--state", ",".join(repr(float(v)) for v in states[m]),
+                              "--size", "36x36", "--grayscale", "--device", "cpu", "--out", png], tmp)
+            assert (frames[m, ..., 0] == check_agents.numpy.asarray(Image.open(png))).all(), (path, m)
+
+
 def main():
     check_agents.SURGE = os.path.abspath(sys.argv[1])
     case = sys.argv[2]
-    cases = {"agents": case_agents}
+    cases = {"agents": case_agents, "mpirun": case_mpirun}
     with tempfile.TemporaryDirectory() as tmp:
         cases[case](tmp)
     print(f"check_pixel_runs {case}: ok")

@@ -328,11 +328,10 @@ RunOutcome train_run(const RunPlan& plan, const std::string& out_dir) {
 
 // Pixel observations train on the CPU backend, in one process, without rollout logs (which hold vector
 // observations) so far: each of the rest is refused in one line.
-void require_pixel_run(const Command& cmd, const RunPlan& plan, int ranks) {
+void require_pixel_run(const Command& cmd, const RunPlan& plan) {
   if (!plan.config.pixel_observations()) return;
   auto refuse = [&](const std::string& what) { throw InputError(cmd.complaint("observation = \"pixels\" " + what)); };
   if (!plan.device.is_cpu()) refuse("trains on the CPU backend only so far; use --device cpu");
-  if (ranks > 1) refuse("trains in one process only so far; run it without mpirun");
 }
 
 int train_command(const Args& args) {
@@ -382,7 +381,7 @@ int train_command(const Args& args) {
   }
   rl::require_trainable(plan.config);
   const std::vector<rl::AgentSpec> agents = plan_agents(cmd, plan.config, file_grid);
-  require_pixel_run(cmd, plan, place.size);
+  require_pixel_run(cmd, plan);
   const std::string& scenario = plan.config.scenario;
   const ScenarioSpec& spec = scenario_spec(scenario);
   plan.physics = resolve_physics(spec, plan.config.physics);

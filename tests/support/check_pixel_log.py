@@ -26,15 +26,16 @@ import subprocess
 import sys
 
 try:
-    import h5py
     import numpy as np
     from PIL import Image
+    import h5py
 except ImportError as error:
     print(f"SKIPPED: {error}")
     sys.exit(77)
 
-surge, scratch = sys.argv[1], sys.argv[2]
-shutil.rmtree(scratch, ignore_errors=True)
+surge, scratch = sys.argv[1:3]
+if os.path.isdir(scratch):
+    shutil.rmtree(scratch)
 os.makedirs(scratch)
 SIZE, STACK, STEPS, ENVS, LOGGED, ITERATIONS = 84, 4, 16, 8, 4, 4
 log_path = os.path.join(scratch, "log.h5")

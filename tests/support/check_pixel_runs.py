@@ -16,10 +16,13 @@ CASE is one of:
            metrics.csv of the uninterrupted run cell for cell; --log-ranks all logs each rank's frames,
            the first of each env the drawing of its logged first state (`surge render`). Exit 77 where
            mpirun is missing or surge was built without MPI.
+  bench    `surge bench train` on pixel CartPole, one agent and two: its pixel row and the JSON's
+           observation, bytes drawn per env-step and env-steps/s
 
 Every case runs in a fresh temporary folder. Without h5py the checkpoints are not compared (said on
 stdout); everything else is.
 """
+import json
 import math
 import os
 import subprocess
@@ -104,10 +107,31 @@ def case_mpirun(tmp):
             assert (frames[m, ..., 0] == check_agents.numpy.asarray(Image.open(png))).all(), (path, m)
 
 
+def case_bench(tmp):
+    pixels = [part for key in ("observation=pixels", "frame_size=36", "grayscale=true", "frame_stack=3",
+                               "encoder=small") for part in ("--set", key)]
+    for agents in (1, 2):
+        out = os.path.join(tmp, f"bench{agents}.json")
+        done = check_agents.run(["bench", "train", "--device", "cpu", "--num-envs", "8", "--num-steps", "8", "--repeats",
+                                 "2", "--iterations", "1", "--agents", str(agents), "--json", out] + pixels, tmp)
+        assert "36x36 grey, stack 3, small encoder: 1297 bytes drawn per env-step, 3888 gathered" in done.stdout, \
+            done.stdout
+        with open(out) as f:
+            report = json.load(f)
+        assert report["observation"] == "pixels" and report["frame_bytes_per_step"] == 36 * 36 + 1, report
+        assert report["agents"] == agents and report["env_steps_per_s"] > 0, report
+    vector = check_agents.run(["bench", "train", "--device", "cpu", "--num-envs", "8", "--num-steps", "8", "--repeats",
+                               "1", "--iterations", "1", "--json", os.path.join(tmp, "vector.json")], tmp)
+    assert "pixels" not in vector.stdout, vector.stdout
+    with open(os.path.join(tmp, "vector.json")) as f:
+        report = json.load(f)
+    assert report["observation"] == "vector" and report["frame_bytes_per_step"] == 0, report
+
+
 def main():
     check_agents.SURGE = os.path.abspath(sys.argv[1])
     case = sys.argv[2]
-    cases = {"agents": case_agents, "mpirun": case_mpirun}
+    cases = {"agents": case_agents, "mpirun": case_mpirun, "bench": case_bench}
     with tempfile.TemporaryDirectory() as tmp:
         cases[case](tmp)
     print(f"check_pixel_runs {case}: ok")

@@ -393,13 +393,7 @@ int train_command(const Args& args) {
   // Every buffer is sized from the config: a run that would not fit stops here, before it allocates.
   MemoryPlan memory = engine_memory_plan(scenario, plan.device, plan.config.num_envs);
   memory.append(rl::Trainer::memory_plan(plan.config, spec, plan.device, place.size));
-  if (plan.config.pixel_observations()) {  // the frame store: every frame once (scenarios/pixel_obs.hpp)
-    const int side = static_cast<int>(plan.config.frame_size);
-    PixelFrameStore::table(spec, plan.config.num_steps, plan.config.num_envs,
-                           FrameSize{side, side, plan.config.grayscale ? 1 : 3},
-                           static_cast<int>(plan.config.frame_stack))
-        .add_to(memory);
-  }
+  add_frame_store_plan(memory, plan.config, spec);
   // The default takes at most all the environments there are; a number asked for must fit.
   const std::int64_t log_envs = cmd.get_all("log-envs").empty() ? std::min<std::int64_t>(64, plan.config.num_envs)
                                                                 : cmd.get_int("log-envs", 1, plan.config.num_envs);

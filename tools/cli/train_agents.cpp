@@ -8,11 +8,11 @@
 
 #include "rl/io/checkpoint.hpp"
 #include "rl/trainer.hpp"
-#include "scenarios/pixel_obs.hpp"
 #include "scenarios/registry.hpp"
 #include "sim/error.hpp"
 #include "sim/format.hpp"
 #include "tools/cli/io.hpp"
+#include "tools/cli/train_setup.hpp"
 
 namespace surge::cli {
 namespace {
@@ -161,13 +161,7 @@ MemoryPlan agent_memory_plan(const rl::AgentSpec& agent, Device device) {
   const rl::TrainConfig& config = agent.config;
   MemoryPlan memory = engine_memory_plan(config.scenario, device, config.num_envs);
   memory.append(rl::Trainer::memory_plan(config, scenario_spec(config.scenario), device));
-  if (config.pixel_observations()) {  // each agent draws into a frame store of its own
-    const FrameSize frame{static_cast<int>(config.frame_size), static_cast<int>(config.frame_size),
-                          config.grayscale ? 1 : 3};
-    PixelFrameStore::table(scenario_spec(config.scenario), config.num_steps, config.num_envs, frame,
-                           static_cast<int>(config.frame_stack))
-        .add_to(memory);
-  }
+  add_frame_store_plan(memory, config, scenario_spec(config.scenario));  // each agent draws into its own
   return memory;
 }
 

@@ -44,8 +44,9 @@ class Trainer {
   // backward pass the gradients are averaged over the ranks, and the advantage normalisation, the
   // observation and reward statistics and the metrics cover every rank's samples, so that every rank
   // holds the same parameters. config.total_steps counts the steps of all ranks together.
-  // Pixel observations (config.observation = "pixels", either backend, one rank): `frames` is the engine's
-  // frame store of num_steps rows (scenarios/pixel_obs.hpp), freshly made; the policy reads its stacks and
+  // Pixel observations (config.observation = "pixels", either backend; under mpirun each rank its own): `frames`
+  // is the engine's frame store of num_steps rows (scenarios/pixel_obs.hpp), freshly made; the policy reads
+  // its stacks (the encoder's gradient slices are averaged over the ranks with the rest) and
   // the trainer steps the engine through it. It must outlive the trainer. Null for vector observations.
   Trainer(Engine& engine, const TrainConfig& config, const Collective& ranks = single_process(),
           FrameSource* frames = nullptr);

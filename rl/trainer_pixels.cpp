@@ -37,8 +37,6 @@ void Trainer::start_pixels() {
   SURGE_CHECK(frames_->num_steps() == config_.num_steps && frames_->num_envs() == config_.num_envs &&
                   frames_->stack() == config_.frame_stack && frames_->stack_bytes() == network_.encoder()->frame_size(),
               "the frame store does not fit the config");
-  if (ranks_.size() > 1)
-    throw InputError("observation = \"pixels\" trains in one process only so far; run without mpirun");
   // The first frames go to row T, as the first observation goes to obs[T]: every iteration starts by
   // carrying the last rows over, and a stack that starts an episode reaches no further back.
   frames_->begin(stream_);

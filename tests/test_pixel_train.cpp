@@ -228,8 +228,6 @@ TEST_CASE("surge train --dry-run shows the frame store and the encoder's buffers
 TEST_CASE("what pixel training does not do yet is refused in one line, nothing written", "[pixels][cli]") {
   ScratchFolder dir("pixel_train_refusals");
   const std::string out = dir / "run";
-  check_refused(run_surge(kPixelRun + "--log-rollouts " + out + "/log.h5 --out " + out), "--log-rollouts");
-  check_refused(run_surge(kPixelRun + "--agents 2 --out " + out), "--agents");
   check_refused(run_surge(kPixelRun + "--set encoder=huge --out " + out), "encoder");
   check_refused(run_surge(kPixelRun + "--set normalize_obs=true --out " + out), "normalize_obs");
   CHECK_FALSE(std::filesystem::exists(out));

@@ -388,13 +388,21 @@ std::vector<LogField> pixel_log_fields(const std::uint8_t* frames, const std::ui
   starts.item_shape = {};
   starts.data = first;
   starts.description = "1 where the frame in the same slot of 'frames' is the first of its episode";
+  starts.chunk_steps = 0;  // a few bytes per frame: one chunk per iteration, as the vector fields
+  starts.chunk_envs = 0;
   return {pixels, starts};
 }
 
 std::vector<LogAttribute> pixel_log_attributes(int stack, int height, int width, int channels) {
   return {{"observation", std::string("pixels")},
           {"frame_stack", std::int64_t{stack}},
-          {"frame_shape", std::vector<std::int64_t>{height, width, channels}}};
+          {"frame_shape", std::vector<std::int64_t>{height, width, channels}},
+          {"frame_stack_rule",
+           std::string("the observation acted on at step t (0 .. T-1) of env m in an iteration is frames[t .. t + "
+                       "frame_stack - 1][m], oldest first, every slot before the latest slot among them whose "
+                       "frame_first is 1 showing that slot's frame instead (Gymnasium's FrameStackObservation, "
+                       "padding \"reset\"); it is laid out [H][W][frame_stack * C], channel k * C + c of the k-th "
+                       "oldest frame, as the encoder reads it")}};
 }
 
 }  // namespace surge::rl

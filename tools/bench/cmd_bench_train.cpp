@@ -10,6 +10,7 @@
 #include "rl/precision.hpp"
 #include "rl/train_config.hpp"
 #include "rl/trainer.hpp"
+#include "scenarios/pixel_obs.hpp"
 #include "scenarios/registry.hpp"
 #include "scenarios/train_configs.hpp"
 #include "sim/error.hpp"
@@ -20,6 +21,7 @@
 #include "tools/cli/io.hpp"
 #include "tools/cli/json.hpp"
 #include "tools/cli/physics_option.hpp"
+#include "tools/cli/train_setup.hpp"
 #include "tools/cli/version.hpp"
 
 namespace surge::cli {
@@ -47,6 +49,7 @@ Measurement measure(const std::string& scenario, Device device, const rl::TrainC
   const std::unique_ptr<rl::Collective> ranks = rl::open_collective(device, true);  // one process unless under mpirun
   const PhysicsConfig physics = resolve_physics(scenario_spec(scenario), config.physics);
   std::vector<std::unique_ptr<Engine>> engines;
+  std::vector<std::unique_ptr<PixelFrameStore>> frames;  // pixel observations: one store per agent
   std::vector<std::unique_ptr<rl::Trainer>> owned;
   std::vector<rl::Trainer*> trainers;
   for (std::int64_t a = 0; a < agents; ++a) {
@@ -54,7 +57,9 @@ Measurement measure(const std::string& scenario, Device device, const rl::TrainC
     agent.seed = config.seed + static_cast<std::uint64_t>(a);
     engines.push_back(
         make_engine(scenario, device, agent.num_envs, agent.seed, physics, ranks->rank() * agent.num_envs));
-    owned.push_back(std::make_unique<rl::Trainer>(*engines.back(), agent, *ranks));
+    frames.push_back(make_frame_store(*engines.back(), agent.pixel_observations(), agent.num_steps, agent.frame_size,
+                                      agent.grayscale, agent.frame_stack));
+    owned.push_back(std::make_unique<rl::Trainer>(*engines.back(), agent, *ranks, frames.back().get()));
     trainers.push_back(owned.back().get());
   }
   rl::AgentIterations iterations_of_all(device);  // after the trainers: it waits for its work first
@@ -136,6 +141,7 @@ int bench_train(const Command& cmd) {
     (void)rl::Trainer::memory_plan(config, spec, device);  // refuses a precision this machine cannot run
   }
   plan.append(rl::Trainer::memory_plan(config, spec, device));
+  add_frame_store_plan(plan, config, spec);
   const MemoryPlan one = plan;
   for (std::int64_t a = 1; a < agents; ++a) plan.append(one);
   plan.require_fits("surge bench train on " + device.str(),
@@ -182,6 +188,17 @@ int bench_train(const Command& cmd) {
               static_cast<long long>(config.num_envs), static_cast<long long>(config.num_steps),
               static_cast<long long>(config.update_epochs), static_cast<long long>(config.num_minibatches),
               hidden.c_str());
+  // Pixels: what each env-step draws into the frame store (the frame and its first-of-episode flag), and
+  // the stack the policy's forward pass gathers from it.
+  const std::int64_t frame_bytes =
+      config.pixel_observations() ? config.frame_size * config.frame_size * (config.grayscale ? 1 : 3) + 1 : 0;
+  if (config.pixel_observations())
+    std::printf(
+        "pixels                    %lldx%lld %s, stack %lld, %s encoder: %lld bytes drawn per env-step, "
+        "%lld gathered\n",
+        static_cast<long long>(config.frame_size), static_cast<long long>(config.frame_size),
+        config.grayscale ? "grey" : "RGB", static_cast<long long>(config.frame_stack), config.encoder.c_str(),
+        static_cast<long long>(frame_bytes), static_cast<long long>((frame_bytes - 1) * config.frame_stack));
   if (agents > 1)
     std::printf("agents                    %lld, %d CPU threads across them (env-steps/s of all together)\n",
                 static_cast<long long>(agents), device.is_cpu() ? rl::agent_threads(agents) : 0);
@@ -212,7 +229,9 @@ int bench_train(const Command& cmd) {
         .add("hidden", hidden)
         .add("repeats", repeats)
         .add("iterations_per_repeat", iterations)
-        .add("physics", physics_json(spec, physics));
+        .add("physics", physics_json(spec, physics))
+        .add("observation", config.observation)
+        .add("frame_bytes_per_step", frame_bytes);
     for (std::size_t k = 0; k < results.size(); ++k) {
       const std::string suffix = (device.is_cuda() ? (graph_modes[k] ? "_graph" : "_no_graph") : "") +
                                  (cmd.has("precision") ? "_" + precision_modes[k] : std::string());

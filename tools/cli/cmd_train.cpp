@@ -187,7 +187,8 @@ RunOutcome train_run(const RunPlan& plan, const std::string& out_dir) {
   }
   std::unique_ptr<rl::RolloutLog> rollout_log;
   if (plan.log && plan.log_ranks[0])
-    rollout_log = open_train_rollout_log(*plan.log, *engine, trainer, plan.resumed ? first_iteration + 1 : -1);
+    rollout_log =
+        open_train_rollout_log(*plan.log, *engine, trainer, plan.resumed ? first_iteration + 1 : -1, frames.get());
   if (ranks_log(plan)) logs_may_open(ranks);
   TrainOutput output =
       plan.resumed ? TrainOutput(folder.dir(), plan.resume_state.metrics_rows, plan.resume_state.metrics_columns)
@@ -325,17 +326,6 @@ RunOutcome train_run(const RunPlan& plan, const std::string& out_dir) {
   return outcome;
 }
 
-// Pixel observations train on either backend, in one process, without rollout logs (which hold vector
-// observations) so far: each of the rest is refused in one line.
-void require_pixel_run(const Command& cmd, const RunPlan& plan, int ranks, bool agents) {
-  if (!plan.config.pixel_observations()) return;
-  auto refuse = [&](const std::string& what) { throw InputError(cmd.complaint("observation = \"pixels\" " + what)); };
-  if (ranks > 1) refuse("trains in one process only so far; run it without mpirun");
-  if (agents) refuse("trains one agent at a time so far; drop --agents/--grid (or run one per seed with --seeds)");
-  if (cmd.has("log-rollouts"))
-    refuse("has no frames in rollout logs yet (they hold vector observations); drop --log-rollouts");
-}
-
 int train_command(const Args& args) {
   Command cmd("train",
               "Trains a PPO agent (separate actor and critic MLPs; a categorical policy for discrete actions,\n"
@@ -383,7 +373,6 @@ int train_command(const Args& args) {
   }
   rl::require_trainable(plan.config);
   const std::vector<rl::AgentSpec> agents = plan_agents(cmd, plan.config, file_grid);
-  require_pixel_run(cmd, plan, place.size, !agents.empty());
   const std::string& scenario = plan.config.scenario;
   const ScenarioSpec& spec = scenario_spec(scenario);
   plan.physics = resolve_physics(spec, plan.config.physics);
@@ -395,13 +384,7 @@ int train_command(const Args& args) {
   // Every buffer is sized from the config: a run that would not fit stops here, before it allocates.
   MemoryPlan memory = engine_memory_plan(scenario, plan.device, plan.config.num_envs);
   memory.append(rl::Trainer::memory_plan(plan.config, spec, plan.device, place.size));
-  if (plan.config.pixel_observations()) {  // the frame store: every frame once (scenarios/pixel_obs.hpp)
-    const int side = static_cast<int>(plan.config.frame_size);
-    PixelFrameStore::table(spec, plan.config.num_steps, plan.config.num_envs,
-                           FrameSize{side, side, plan.config.grayscale ? 1 : 3},
-                           static_cast<int>(plan.config.frame_stack))
-        .add_to(memory);
-  }
+  add_frame_store_plan(memory, plan.config, spec);
   // The default takes at most all the environments there are; a number asked for must fit.
   const std::int64_t log_envs = cmd.get_all("log-envs").empty() ? std::min<std::int64_t>(64, plan.config.num_envs)
                                                                 : cmd.get_int("log-envs", 1, plan.config.num_envs);

@@ -12,6 +12,7 @@
 #include "sim/error.hpp"
 #include "sim/format.hpp"
 #include "tools/cli/io.hpp"
+#include "tools/cli/train_setup.hpp"
 
 namespace surge::cli {
 namespace {
@@ -160,6 +161,7 @@ MemoryPlan agent_memory_plan(const rl::AgentSpec& agent, Device device) {
   const rl::TrainConfig& config = agent.config;
   MemoryPlan memory = engine_memory_plan(config.scenario, device, config.num_envs);
   memory.append(rl::Trainer::memory_plan(config, scenario_spec(config.scenario), device));
+  add_frame_store_plan(memory, config, scenario_spec(config.scenario));  // each agent draws into its own
   return memory;
 }
 

@@ -13,6 +13,7 @@
 #include "rl/io/checkpoint.hpp"
 #include "rl/io/resume_state.hpp"
 #include "rl/trainer.hpp"
+#include "scenarios/pixel_obs.hpp"
 #include "scenarios/registry.hpp"
 #include "sim/error.hpp"
 #include "sim/format.hpp"
@@ -35,6 +36,7 @@ struct Agent {
   std::string dir;
   PhysicsConfig physics;
   std::unique_ptr<Engine> engine;
+  std::unique_ptr<PixelFrameStore> frames;  // pixel observations: the agent's own frame store, else null
   std::unique_ptr<rl::Trainer> trainer;
   std::unique_ptr<TrainOutput> output;
   std::unique_ptr<TrainEvaluator> evaluator;
@@ -206,7 +208,9 @@ int train_agents(const AgentsPlan& plan, const std::string& out_dir) {
     std::filesystem::create_directories(agent.dir);
     agent.physics = resolve_physics(spec, config.physics);
     agent.engine = make_engine(config.scenario, plan.device, config.num_envs, config.seed, agent.physics);
-    agent.trainer = std::make_unique<rl::Trainer>(*agent.engine, config, ranks);
+    agent.frames = make_frame_store(*agent.engine, config.pixel_observations(), config.num_steps, config.frame_size,
+                                    config.grayscale, config.frame_stack);
+    agent.trainer = std::make_unique<rl::Trainer>(*agent.engine, config, ranks, agent.frames.get());
     const std::string tb = folder.dir() + "/tb/agent_" + std::to_string(k);
     if (resume) {
       const std::string path = agent.dir + "/checkpoint.h5";

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "rl/trainer.hpp"
+#include "scenarios/pixel_obs.hpp"
 #include "scenarios/registry.hpp"
 #include "sim/error.hpp"
 #include "sim/format.hpp"
@@ -22,7 +23,9 @@ int follow_run(const RankRun& run, const rl::Collective& ranks) {
   const rl::TrainConfig& config = run.config;
   auto engine = make_engine(config.scenario, run.device, config.num_envs, config.seed, run.physics,
                             ranks.rank() * config.num_envs);
-  rl::Trainer trainer(*engine, config, ranks);
+  const auto frames = make_frame_store(*engine, config.pixel_observations(), config.num_steps, config.frame_size,
+                                       config.grayscale, config.frame_stack);
+  rl::Trainer trainer(*engine, config, ranks, frames.get());
   std::int64_t first_iteration = 0;
   if (run.resumed) {
     run.resume_state->restore(*run.resumed, trainer, *engine);
@@ -30,7 +33,9 @@ int follow_run(const RankRun& run, const rl::Collective& ranks) {
   }
   std::unique_ptr<rl::RolloutLog> rollout_log;
   if (run.ranks_log) logs_may_open(ranks);
-  if (run.log) rollout_log = open_train_rollout_log(*run.log, *engine, trainer, run.resumed ? first_iteration + 1 : -1);
+  if (run.log)
+    rollout_log =
+        open_train_rollout_log(*run.log, *engine, trainer, run.resumed ? first_iteration + 1 : -1, frames.get());
   const std::int64_t steps_per_iteration = config.batch_size() * ranks.size();
   StopSignals signals;
   bool stop = false;
@@ -70,10 +75,13 @@ int follow_run(const RankRun& run, const rl::Collective& ranks) {
 
 void report_rollout_log(const rl::RolloutLog& log) {
   const rl::RolloutLogStats logged = log.stats();
-  if (!logged.failed)
-    std::cerr << "surge train: logged " << plural(logged.written, "iteration") << " to " << log.path()
-              << (logged.dropped ? " (" + std::to_string(logged.dropped) + " dropped: the disk did not keep up)" : "")
-              << "\n";
+  if (logged.failed) return;
+  // One write: under mpirun several ranks report at once.
+  const std::string line =
+      "surge train: logged " + plural(logged.written, "iteration") + " to " + log.path() +
+      (logged.written > 0 ? rollout_log_frames_note(log.path()) : "") +
+      (logged.dropped ? " (" + std::to_string(logged.dropped) + " dropped: the disk did not keep up)" : "") + "\n";
+  std::cerr << line << std::flush;
 }
 
 std::vector<bool> parse_log_ranks(const std::string& text, int size, const Command& cmd) {

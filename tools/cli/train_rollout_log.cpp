@@ -2,7 +2,10 @@
 
 #include <algorithm>
 
+#include "rl/io/rollout_file.hpp"
 #include "rl/io/rollout_schema.hpp"
+#include "sim/error.hpp"
+#include "sim/format.hpp"
 #include "tools/cli/version.hpp"
 
 namespace surge::cli {
@@ -16,7 +19,8 @@ MemoryPlan rollout_log_memory_plan(const rl::TrainConfig& config, const Scenario
 }
 
 std::unique_ptr<rl::RolloutLog> open_train_rollout_log(const RolloutLogRequest& request, Engine& engine,
-                                                       rl::Trainer& trainer, std::int64_t resume_iteration) {
+                                                       rl::Trainer& trainer, std::int64_t resume_iteration,
+                                                       const FrameSource* frames) {
   using rl::LogCapture;
   using rl::LogDtype;
   const rl::RolloutStorage& rollout = trainer.rollout();
@@ -99,6 +103,14 @@ std::unique_ptr<rl::RolloutLog> open_train_rollout_log(const RolloutLogRequest& 
                       "each env's physics parameters when the rollout began"});
 
   const rl::TrainConfig& config = trainer.config();
+  if (frames) {
+    const int stack = frames->stack(), side = static_cast<int>(config.frame_size), channels = config.grayscale ? 1 : 3;
+    SURGE_CHECK(frames->frame_bytes() == std::int64_t{side} * side * channels,
+                "the frame store does not fit the config");
+    for (rl::LogField& field : rl::pixel_log_fields(frames->frames(-(stack - 1)), frames->first_flags(-(stack - 1)),
+                                                    steps, stack, side, side, channels))
+      fields.push_back(std::move(field));
+  }
   const PhysicsConfig& physics = engine.physics();
   rl::RolloutLogOptions options;
   options.path = request.path;
@@ -135,7 +147,23 @@ std::unique_ptr<rl::RolloutLog> open_train_rollout_log(const RolloutLogRequest& 
       {"obs_normalized", static_cast<std::int64_t>(config.normalize_obs)},
       {rl::kObsRawAttribute, std::int64_t{1}},
   };
+  if (frames) {
+    const int side = static_cast<int>(config.frame_size);
+    for (rl::LogAttribute& attribute : rl::pixel_log_attributes(frames->stack(), side, side, config.grayscale ? 1 : 3))
+      options.attributes.push_back(std::move(attribute));
+  }
   return std::make_unique<rl::RolloutLog>(std::move(options), std::move(fields));
+}
+
+std::string rollout_log_frames_note(const std::string& path) {
+  const rl::RolloutFile file(path);
+  for (const rl::DatasetInfo& dataset : file.datasets())
+    if (dataset.name == "frames" && dataset.raw_bytes > 0)
+      return ", frames stored in " +
+             format_significant(100.0 * static_cast<double>(dataset.stored_bytes) /
+                                static_cast<double>(dataset.raw_bytes)) +
+             "% of their raw " + format_bytes(static_cast<std::size_t>(dataset.raw_bytes));
+  return "";
 }
 
 }  // namespace surge::cli

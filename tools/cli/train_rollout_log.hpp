@@ -8,6 +8,7 @@
 #include "rl/io/rollout_log.hpp"
 #include "rl/trainer.hpp"
 #include "sim/engine.hpp"
+#include "sim/frame_source.hpp"
 #include "sim/memory_plan.hpp"
 
 namespace surge::cli {
@@ -30,6 +31,10 @@ MemoryPlan rollout_log_memory_plan(const rl::TrainConfig& config, const Scenario
                                    std::int64_t log_envs);
 
 std::unique_ptr<rl::RolloutLog> open_train_rollout_log(const RolloutLogRequest& request, Engine& engine,
-                                                       rl::Trainer& trainer, std::int64_t resume_iteration);
+                                                       rl::Trainer& trainer, std::int64_t resume_iteration,
+                                                       const FrameSource* frames = nullptr);
+
+// ", frames stored in 2.445% of their raw 2.0 MiB" for a closed log that holds pixel frames, else "".
+std::string rollout_log_frames_note(const std::string& path);
 
 }  // namespace surge::cli

@@ -5,6 +5,7 @@
 #include <sstream>
 #include <vector>
 
+#include "scenarios/pixel_obs.hpp"
 #include "scenarios/registry.hpp"
 #include "scenarios/train_configs.hpp"
 #include "sim/error.hpp"
@@ -142,6 +143,14 @@ BuiltConfig build_train_config(const Command& cmd, Device device) {
   }
   if (!built.auto_num_envs) config.validate();
   return built;
+}
+
+void add_frame_store_plan(MemoryPlan& plan, const rl::TrainConfig& config, const ScenarioSpec& spec) {
+  if (!config.pixel_observations()) return;
+  const int side = static_cast<int>(config.frame_size);
+  PixelFrameStore::table(spec, config.num_steps, config.num_envs, FrameSize{side, side, config.grayscale ? 1 : 3},
+                         static_cast<int>(config.frame_stack))
+      .add_to(plan);
 }
 
 }  // namespace surge::cli

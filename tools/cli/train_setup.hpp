@@ -7,7 +7,9 @@
 
 #include "rl/agent_grid.hpp"
 #include "rl/train_config.hpp"
+#include "scenarios/registry.hpp"
 #include "sim/device.hpp"
+#include "sim/memory_plan.hpp"
 #include "tools/cli/args.hpp"
 
 namespace surge::cli {
@@ -26,5 +28,9 @@ struct BuiltConfig {
 
 // Builds and (unless --num-envs auto) validates the config; InputError on anything bad.
 BuiltConfig build_train_config(const Command& cmd, Device device);
+
+// With pixel observations, what a run's frame store (scenarios/pixel_obs.hpp: every frame once) adds to
+// `plan` (one engine's); nothing for vector observations.
+void add_frame_store_plan(MemoryPlan& plan, const rl::TrainConfig& config, const ScenarioSpec& spec);
 
 }  // namespace surge::cli

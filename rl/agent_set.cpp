@@ -3,7 +3,10 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <exception>
 #include <thread>
+
+#include "sim/error.hpp"
 
 namespace surge::rl {
 
@@ -23,6 +26,34 @@ void iterate_agents(const std::vector<Trainer*>& trainers, Device device) {
   const auto count = static_cast<std::int64_t>(trainers.size());
 #pragma omp parallel for schedule(dynamic, 1) num_threads(agent_threads(trainers.size()))
   for (std::int64_t k = 0; k < count; ++k) trainers[static_cast<std::size_t>(k)]->iterate();
+}
+
+std::vector<std::int64_t> iterate_agents_for(const std::vector<Trainer*>& trainers,
+                                             const std::vector<std::int64_t>& limits,
+                                             const std::function<bool(std::size_t)>& after) {
+  SURGE_CHECK(limits.size() == trainers.size(), "one limit per trainer");
+  for (const Trainer* trainer : trainers) SURGE_CHECK(trainer->device().is_cpu(), "the trainers run on the CPU");
+  std::vector<std::int64_t> done(trainers.size(), 0);
+  // An exception cannot leave an OpenMP region: the first is kept and thrown after it.
+  std::exception_ptr failure;
+  omp_set_max_active_levels(1);
+  const auto count = static_cast<std::int64_t>(trainers.size());
+#pragma omp parallel for schedule(dynamic, 1) num_threads(agent_threads(trainers.size()))
+  for (std::int64_t k = 0; k < count; ++k) {
+    const auto agent = static_cast<std::size_t>(k);
+    try {
+      while (done[agent] < limits[agent]) {
+        trainers[agent]->iterate();
+        ++done[agent];
+        if (!after(agent)) break;
+      }
+    } catch (...) {
+#pragma omp critical(surge_agent_failure)
+      if (!failure) failure = std::current_exception();
+    }
+  }
+  if (failure) std::rethrow_exception(failure);
+  return done;
 }
 
 AgentIterations::AgentIterations(Device device) : device_(device), origin_(device), settled_(device) {

@@ -1,5 +1,7 @@
 #pragma once
 // Several independent learners in one process (docs/agents.md): one iteration of each, side by side.
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -19,6 +21,17 @@ int agent_threads(std::size_t agents);
 // enqueues its iteration (its graph) on its own stream, one after another, and none is waited for.
 // Every trainer must be on `device`; call it from one host thread.
 void iterate_agents(const std::vector<Trainer*>& trainers, Device device);
+
+// Several iterations of each trainer between two joins of the threads (CPU only): a thread takes a
+// trainer and runs up to `limits[k]` of its iterations back to back, calling `after(k)` on that same
+// thread after each one; trainer k stops early when `after` returns false. A trainer's iterations stay
+// in order on one thread, so its results are those of iterate_agents round by round, and of its run
+// alone; `after(k)` may touch what belongs to agent k only. Fewer joins, no thread waiting while the
+// host does each agent's bookkeeping, and an agent's working set stays in its core's cache for a run
+// of iterations instead of one. Returns the iterations each trainer did.
+std::vector<std::int64_t> iterate_agents_for(const std::vector<Trainer*>& trainers,
+                                             const std::vector<std::int64_t>& limits,
+                                             const std::function<bool(std::size_t)>& after);
 
 // The agents' iterations, round after round. On the CPU, iterate_agents. On CUDA, once every trainer
 // has done its first iteration (eagerly, as a run alone does) and uses graphs: one CUDA graph holds

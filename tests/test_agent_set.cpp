@@ -9,6 +9,7 @@
 #include "rl/agent_set.hpp"
 #include "rl/trainer.hpp"
 #include "scenarios/registry.hpp"
+#include "sim/error.hpp"
 #include "sim/memory.hpp"
 #include "tests/support/small_train_config.hpp"
 
@@ -82,4 +83,44 @@ TEST_CASE("trainers side by side equal each trainer alone, bit for bit", "[agent
   }
   // The agents differ from one another: each learnt with its own seed and rate.
   CHECK(outcome(*trainers[0], {}).params != outcome(*trainers[1], {}).params);
+}
+
+TEST_CASE("several iterations per round equal each trainer alone, and stop where `after` says", "[agent_set]") {
+  constexpr int kAgents = 3, kIterations = 5;
+  std::vector<TrainConfig> configs;
+  std::vector<std::unique_ptr<surge::Engine>> engines;
+  std::vector<std::unique_ptr<Trainer>> trainers;
+  std::vector<Trainer*> pointers;
+  for (int k = 0; k < kAgents; ++k) {
+    configs.push_back(surge::testing::small_train_config(8, 16, kIterations, {16, 16}, 21 + k));
+    engines.push_back(surge::make_engine("cartpole", Device::cpu(), configs.back().num_envs, configs.back().seed));
+    trainers.push_back(std::make_unique<Trainer>(*engines.back(), configs.back()));
+    pointers.push_back(trainers.back().get());
+  }
+  // Agent 0 runs its limit, agent 1 is stopped by `after` after its second iteration, agent 2 has a
+  // smaller limit; a second round takes each to its end. Each agent's metrics are read on its thread.
+  std::vector<std::vector<IterationMetrics>> metrics(kAgents);
+  auto after = [&](std::size_t k) {
+    for (const auto& m : trainers[k]->ready_metrics()) metrics[k].push_back(m);
+    return !(k == 1 && metrics[k].size() == 2);
+  };
+  const std::vector<std::int64_t> first = surge::rl::iterate_agents_for(pointers, {4, 4, 3}, after);
+  CHECK(first == std::vector<std::int64_t>{4, 2, 3});
+  const std::vector<std::int64_t> second = surge::rl::iterate_agents_for(pointers, {1, 3, 2}, after);
+  CHECK(second == std::vector<std::int64_t>{1, 3, 2});
+  for (int k = 0; k < kAgents; ++k) {
+    INFO("agent " << k);
+    const Outcome rounds = outcome(*trainers[k], metrics[k]);
+    const Outcome solo = alone("cartpole", configs[k], kIterations);
+    CHECK(rounds.params == solo.params);
+    CHECK(rounds.adam_m == solo.adam_m);
+    REQUIRE(rounds.metrics.size() == solo.metrics.size());
+    for (std::size_t i = 0; i < solo.metrics.size(); ++i) {
+      CHECK(rounds.metrics[i].iteration == solo.metrics[i].iteration);
+      CHECK(rounds.metrics[i].policy_loss == solo.metrics[i].policy_loss);
+      CHECK(rounds.metrics[i].return_last100 == solo.metrics[i].return_last100);
+    }
+  }
+  // A limit per trainer, or it is Surge's own error.
+  CHECK_THROWS_AS(surge::rl::iterate_agents_for(pointers, {1}, after), surge::Error);
 }

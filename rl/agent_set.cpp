@@ -15,9 +15,35 @@ int agent_threads(std::size_t agents) {
   return static_cast<int>(std::max<std::size_t>(1, std::min(agents, cores)));
 }
 
+std::string run_or_fall_back(bool capturing, const std::function<void()>& run, const std::function<void()>& give_up) {
+  if (!capturing) {
+    run();
+    return "";
+  }
+  std::string failure;
+  try {
+    run();
+    return "";
+  } catch (const InputError&) {
+    throw;  // the user's to fix, not the graph's
+  } catch (const Error& e) {
+    failure = e.what();
+  }
+  give_up();
+  run();
+  return failure.empty() ? std::string("the capture failed") : failure;
+}
+
+std::string iterate_or_go_eager(Trainer& trainer) {
+  // Trainer::iterate captures its graph at the first iteration after the eager one.
+  const bool capturing = trainer.uses_graph() && trainer.iterations_enqueued() >= 1 && !trainer.graph_captured();
+  return run_or_fall_back(
+      capturing, [&] { trainer.iterate(); }, [&] { trainer.stop_using_graph(); });
+}
+
 void iterate_agents(const std::vector<Trainer*>& trainers, Device device) {
   if (device.is_cuda()) {
-    for (Trainer* trainer : trainers) trainer->iterate();
+    for (Trainer* trainer : trainers) iterate_or_go_eager(*trainer);
     return;
   }
   // Each trainer set the process's thread count for itself when it was built; the count across the
@@ -64,7 +90,11 @@ AgentIterations::~AgentIterations() { origin_.synchronize_noexcept(); }
 
 void AgentIterations::iterate_each(const std::vector<Trainer*>& trainers) {
   settle();
-  iterate_agents(trainers, device_);
+  if (device_.is_cpu()) return iterate_agents(trainers, device_);
+  for (Trainer* trainer : trainers) {
+    const std::string failure = iterate_or_go_eager(*trainer);
+    if (fallback_.empty() && !failure.empty()) fallback_ = "an agent's own CUDA graph: " + failure;
+  }
 }
 
 void AgentIterations::iterate(const std::vector<Trainer*>& trainers) {
@@ -112,10 +142,13 @@ bool AgentIterations::capture(const std::vector<Trainer*>& trainers) {
           },
           branches);
     }
-  } catch (const std::exception&) {
+  } catch (const InputError&) {
+    throw;
+  } catch (const std::exception& e) {
     graphs_[0].reset();
     graphs_[1].reset();
     failed_ = true;
+    fallback_ = std::string("the agents' CUDA graph: ") + e.what();
     return false;
   }
   while (entry_.size() < trainers.size()) entry_.emplace_back(device_);

@@ -124,3 +124,50 @@ TEST_CASE("several iterations per round equal each trainer alone, and stop where
   // A limit per trainer, or it is Surge's own error.
   CHECK_THROWS_AS(surge::rl::iterate_agents_for(pointers, {1}, after), surge::Error);
 }
+
+TEST_CASE("a failed capture falls back once, and nothing else is caught", "[agent_set]") {
+  using surge::rl::run_or_fall_back;
+  int runs = 0, give_ups = 0;
+  bool graph = true;
+  // The step fails while it still tries its graph, as a trainer whose capture fails does.
+  auto step = [&] {
+    ++runs;
+    if (graph) throw surge::Error("capture failed: operation not permitted when stream is capturing");
+  };
+  auto give_up = [&] {
+    ++give_ups;
+    graph = false;
+  };
+  CHECK(run_or_fall_back(true, step, give_up) == "capture failed: operation not permitted when stream is capturing");
+  CHECK(runs == 2);
+  CHECK(give_ups == 1);
+  // Given up: the next step runs once, without it.
+  CHECK(run_or_fall_back(false, step, give_up).empty());
+  CHECK((runs == 3 && give_ups == 1));
+
+  // Not capturing: a failure is the step's own and goes on up, nothing given up.
+  graph = true;
+  CHECK_THROWS_WITH(run_or_fall_back(false, step, give_up), Catch::Contains("capture failed"));
+  CHECK(give_ups == 1);
+  // Bad input is the user's, not the graph's; and a failure without the graph is thrown on after one try.
+  auto bad_input = [] { throw surge::InputError("surge train: bad value"); };
+  CHECK_THROWS_AS(run_or_fall_back(true, bad_input, give_up), surge::InputError);
+  CHECK(give_ups == 1);
+  runs = 0;
+  auto always = [&] {
+    ++runs;
+    throw surge::Error("device lost");
+  };
+  CHECK_THROWS_WITH(run_or_fall_back(true, always, give_up), "device lost");
+  CHECK((runs == 2 && give_ups == 2));
+}
+
+TEST_CASE("a trainer on the CPU never captures, so it never falls back", "[agent_set]") {
+  const TrainConfig config = surge::testing::small_train_config(8, 16, 2, {16, 16}, 5);
+  auto engine = surge::make_engine("cartpole", Device::cpu(), config.num_envs, config.seed);
+  Trainer trainer(*engine, config);
+  CHECK(surge::rl::iterate_or_go_eager(trainer).empty());
+  CHECK(surge::rl::iterate_or_go_eager(trainer).empty());
+  CHECK(trainer.iterations_enqueued() == 2);
+  CHECK_FALSE(trainer.uses_graph());
+}

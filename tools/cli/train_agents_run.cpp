@@ -297,7 +297,7 @@ int train_agents(const AgentsPlan& plan, const std::string& out_dir) {
   // stop signal ends the run after the round. With --target-mode any or median the run ends in the round
   // that meets the mode, so there every agent does one iteration per round, as on CUDA.
   StopSignals signals;
-  bool stop = false, written = true;
+  bool stop = false, written = true, said_fallback = false;
   double last_print = -1e300;
   const bool tty = ::isatty(STDERR_FILENO);
   const std::int64_t per_round =
@@ -334,6 +334,11 @@ int train_agents(const AgentsPlan& plan, const std::string& out_dir) {
     } else {
       iterations_of_all.iterate(trainers);
       for (Agent* agent : active) after_iteration(*agent);
+      if (!said_fallback && !iterations_of_all.fallback().empty()) {
+        std::cerr << "surge train: could not capture " << iterations_of_all.fallback()
+                  << "; the agents go on without that graph, their kernels launched one by one\n";
+        said_fallback = true;
+      }
     }
     bool saved = false;
     for (Agent* agent : active) {

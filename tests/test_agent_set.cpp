@@ -43,6 +43,20 @@ Outcome alone(const std::string& scenario, const TrainConfig& config, int iterat
   return outcome(trainer, std::move(metrics));
 }
 
+// The trainer's state and every iteration's metrics, bit for bit.
+void check_same(const Outcome& together, const Outcome& solo) {
+  CHECK(together.params == solo.params);
+  CHECK(together.adam_m == solo.adam_m);
+  REQUIRE(together.metrics.size() == solo.metrics.size());
+  for (std::size_t i = 0; i < solo.metrics.size(); ++i) {
+    CHECK(together.metrics[i].iteration == solo.metrics[i].iteration);
+    CHECK(together.metrics[i].policy_loss == solo.metrics[i].policy_loss);
+    CHECK(together.metrics[i].value_loss == solo.metrics[i].value_loss);
+    CHECK(together.metrics[i].episodes == solo.metrics[i].episodes);
+    CHECK(together.metrics[i].return_last100 == solo.metrics[i].return_last100);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("trainers side by side equal each trainer alone, bit for bit", "[agent_set]") {
@@ -70,16 +84,7 @@ TEST_CASE("trainers side by side equal each trainer alone, bit for bit", "[agent
   }
   for (int k = 0; k < kAgents; ++k) {
     INFO(scenario << " agent " << k);
-    const Outcome side_by_side = outcome(*trainers[k], metrics[k]);
-    const Outcome solo = alone(scenario, configs[k], kIterations);
-    CHECK(side_by_side.params == solo.params);
-    CHECK(side_by_side.adam_m == solo.adam_m);
-    REQUIRE(side_by_side.metrics.size() == solo.metrics.size());
-    for (std::size_t i = 0; i < solo.metrics.size(); ++i) {
-      CHECK(side_by_side.metrics[i].policy_loss == solo.metrics[i].policy_loss);
-      CHECK(side_by_side.metrics[i].value_loss == solo.metrics[i].value_loss);
-      CHECK(side_by_side.metrics[i].episodes == solo.metrics[i].episodes);
-    }
+    check_same(outcome(*trainers[k], metrics[k]), alone(scenario, configs[k], kIterations));
   }
   // The agents differ from one another: each learnt with its own seed and rate.
   CHECK(outcome(*trainers[0], {}).params != outcome(*trainers[1], {}).params);
@@ -110,16 +115,7 @@ TEST_CASE("several iterations per round equal each trainer alone, and stop where
   CHECK(second == std::vector<std::int64_t>{1, 3, 2});
   for (int k = 0; k < kAgents; ++k) {
     INFO("agent " << k);
-    const Outcome rounds = outcome(*trainers[k], metrics[k]);
-    const Outcome solo = alone("cartpole", configs[k], kIterations);
-    CHECK(rounds.params == solo.params);
-    CHECK(rounds.adam_m == solo.adam_m);
-    REQUIRE(rounds.metrics.size() == solo.metrics.size());
-    for (std::size_t i = 0; i < solo.metrics.size(); ++i) {
-      CHECK(rounds.metrics[i].iteration == solo.metrics[i].iteration);
-      CHECK(rounds.metrics[i].policy_loss == solo.metrics[i].policy_loss);
-      CHECK(rounds.metrics[i].return_last100 == solo.metrics[i].return_last100);
-    }
+    check_same(outcome(*trainers[k], metrics[k]), alone("cartpole", configs[k], kIterations));
   }
   // A limit per trainer, or it is Surge's own error.
   CHECK_THROWS_AS(surge::rl::iterate_agents_for(pointers, {1}, after), surge::Error);

@@ -132,7 +132,7 @@ void adam_step(const Stream& stream, const AdamConfig& config, Span<float> param
   if (stream.device().is_cpu()) {
     // The stream's work runs in order on the calling thread: the scalars are ready for the update.
     double partial[kCpuNormChunks];
-    if (count >= 4096) {  // a region whose `if` is false would still enter libgomp
+    if (cpu_loop_forks(count >= 4096)) {  // a region whose `if` is false would still enter libgomp
 #pragma omp parallel for schedule(static)
       for (std::int64_t group = 0; group < kCpuNormChunks; group += detail::kInterleave)
         detail::interleaved_chunks(grads.data, count, group, partial);

@@ -3,7 +3,10 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <exception>
 #include <thread>
+
+#include "sim/error.hpp"
 
 namespace surge::rl {
 
@@ -12,9 +15,35 @@ int agent_threads(std::size_t agents) {
   return static_cast<int>(std::max<std::size_t>(1, std::min(agents, cores)));
 }
 
+std::string run_or_fall_back(bool capturing, const std::function<void()>& run, const std::function<void()>& give_up) {
+  if (!capturing) {
+    run();
+    return "";
+  }
+  std::string failure;
+  try {
+    run();
+    return "";
+  } catch (const InputError&) {
+    throw;  // the user's to fix, not the graph's
+  } catch (const Error& e) {
+    failure = e.what();
+  }
+  give_up();
+  run();
+  return failure.empty() ? std::string("the capture failed") : failure;
+}
+
+std::string iterate_or_go_eager(Trainer& trainer) {
+  // Trainer::iterate captures its graph at the first iteration after the eager one.
+  const bool capturing = trainer.uses_graph() && trainer.iterations_enqueued() >= 1 && !trainer.graph_captured();
+  return run_or_fall_back(
+      capturing, [&] { trainer.iterate(); }, [&] { trainer.stop_using_graph(); });
+}
+
 void iterate_agents(const std::vector<Trainer*>& trainers, Device device) {
   if (device.is_cuda()) {
-    for (Trainer* trainer : trainers) trainer->iterate();
+    for (Trainer* trainer : trainers) iterate_or_go_eager(*trainer);
     return;
   }
   // Each trainer set the process's thread count for itself when it was built; the count across the
@@ -25,6 +54,34 @@ void iterate_agents(const std::vector<Trainer*>& trainers, Device device) {
   for (std::int64_t k = 0; k < count; ++k) trainers[static_cast<std::size_t>(k)]->iterate();
 }
 
+std::vector<std::int64_t> iterate_agents_for(const std::vector<Trainer*>& trainers,
+                                             const std::vector<std::int64_t>& limits,
+                                             const std::function<bool(std::size_t)>& after) {
+  SURGE_CHECK(limits.size() == trainers.size(), "one limit per trainer");
+  for (const Trainer* trainer : trainers) SURGE_CHECK(trainer->device().is_cpu(), "the trainers run on the CPU");
+  std::vector<std::int64_t> done(trainers.size(), 0);
+  // An exception cannot leave an OpenMP region: the first is kept and thrown after it.
+  std::exception_ptr failure;
+  omp_set_max_active_levels(1);
+  const auto count = static_cast<std::int64_t>(trainers.size());
+#pragma omp parallel for schedule(dynamic, 1) num_threads(agent_threads(trainers.size()))
+  for (std::int64_t k = 0; k < count; ++k) {
+    const auto agent = static_cast<std::size_t>(k);
+    try {
+      while (done[agent] < limits[agent]) {
+        trainers[agent]->iterate();
+        ++done[agent];
+        if (!after(agent)) break;
+      }
+    } catch (...) {
+#pragma omp critical(surge_agent_failure)
+      if (!failure) failure = std::current_exception();
+    }
+  }
+  if (failure) std::rethrow_exception(failure);
+  return done;
+}
+
 AgentIterations::AgentIterations(Device device) : device_(device), origin_(device), settled_(device) {
   for (int slot = 0; slot < 2; ++slot) copied_.emplace_back(device);
 }
@@ -33,7 +90,11 @@ AgentIterations::~AgentIterations() { origin_.synchronize_noexcept(); }
 
 void AgentIterations::iterate_each(const std::vector<Trainer*>& trainers) {
   settle();
-  iterate_agents(trainers, device_);
+  if (device_.is_cpu()) return iterate_agents(trainers, device_);
+  for (Trainer* trainer : trainers) {
+    const std::string failure = iterate_or_go_eager(*trainer);
+    if (fallback_.empty() && !failure.empty()) fallback_ = "an agent's own CUDA graph: " + failure;
+  }
 }
 
 void AgentIterations::iterate(const std::vector<Trainer*>& trainers) {
@@ -81,10 +142,13 @@ bool AgentIterations::capture(const std::vector<Trainer*>& trainers) {
           },
           branches);
     }
-  } catch (const std::exception&) {
+  } catch (const InputError&) {
+    throw;
+  } catch (const std::exception& e) {
     graphs_[0].reset();
     graphs_[1].reset();
     failed_ = true;
+    fallback_ = std::string("the agents' CUDA graph: ") + e.what();
     return false;
   }
   while (entry_.size() < trainers.size()) entry_.emplace_back(device_);

@@ -14,6 +14,7 @@
 #include "rl/fused_mlp.hpp"
 #include "rl/mlp.hpp"
 #include "rl/scalar_math.hpp"
+#include "sim/runtime_internal.hpp"
 
 namespace surge::rl::fused {
 
@@ -82,7 +83,9 @@ int widest_padded(const Mlp& mlp) {
   return static_cast<int>(widest);
 }
 
-inline bool run_parallel(std::int64_t batch) { return omp_get_max_threads() > 1 && batch >= 2 * kFusedMlpChunkRows; }
+// Inside an agent of rl/agent_set (a region that holds every active level) this is false: no region of one
+// thread is entered (sim/runtime_internal.hpp).
+inline bool run_parallel(std::int64_t batch) { return cpu_loop_forks(batch >= 2 * kFusedMlpChunkRows); }
 
 // body(i) for i in [0, count): on OpenMP's threads when `parallel`, else on this thread outside any OpenMP
 // region (a region whose `if` clause is false still enters libgomp, which allocates a team on each call: a

@@ -162,7 +162,7 @@ Trainer::Trainer(Engine& engine, const TrainConfig& config, const Collective& ra
 
 Trainer::~Trainer() { stream_.synchronize_noexcept(); }
 
-bool Trainer::uses_graph() const { return device_.is_cuda() && config_.cuda_graph; }
+bool Trainer::uses_graph() const { return device_.is_cuda() && config_.cuda_graph && !graph_refused_; }
 
 // ---- the iteration: one launcher call per line, in the order the algorithm goes
 

@@ -81,6 +81,10 @@ class Trainer {
   Device device() const { return device_; }
   const Stream& stream() const { return stream_; }
   bool uses_graph() const;
+  bool graph_captured() const { return graph_.captured(); }
+  // From now on every iteration is enqueued eagerly, its graph neither captured nor replayed: where a
+  // capture failed (rl/agent_set.hpp falls back to it).
+  void stop_using_graph() { graph_refused_ = true; }
   // The rollout of the latest iteration (its buffers are rewritten by the next one).
   const RolloutStorage& rollout() const { return rollout_; }
 
@@ -195,6 +199,8 @@ class Trainer {
   std::int64_t raw_envs_ = 0;
 
   IterationGraph graph_;
+  bool graph_refused_ = false;  // stop_using_graph()
+
   HostMirror metrics_mirror_;  // two slots: iteration k lands in slot k % 2
   std::int64_t enqueued_ = 0;
   std::int64_t collected_ = 0;  // iterations whose metrics were read from the mirror

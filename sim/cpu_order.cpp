@@ -1,4 +1,6 @@
 // The CPU backend's order-free test mode (SURGE_CPU_ORDER): see runtime_internal.hpp.
+#include <omp.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
@@ -32,6 +34,10 @@ std::vector<std::int64_t> cpu_visit_order(std::int64_t n) {
     std::shuffle(order.begin(), order.end(), generator);
   }
   return order;
+}
+
+bool cpu_loop_forks(bool wants) {
+  return wants && omp_get_max_threads() > 1 && omp_get_active_level() < omp_get_max_active_levels();
 }
 
 }  // namespace surge

@@ -81,15 +81,12 @@ void parallel_for(const Stream& stream, std::int64_t n, F f, std::int64_t work_p
       for (std::int64_t k = 0; k < n; ++k) f(index[k]);
       return;
     }
-    // A small loop runs here, outside any OpenMP region: even a region whose `if` is false enters
-    // libgomp, which allocates and frees a team per call, a cost a rollout of few environments pays on
-    // every kernel of every step.
-    if (n > 1 && n * work_per_item >= 4096) {
-#pragma omp parallel for schedule(static)
+    if (!cpu_loop_forks(n > 1 && n * work_per_item >= 4096)) {
       for (std::int64_t i = 0; i < n; ++i) f(i);
-    } else {
-      for (std::int64_t i = 0; i < n; ++i) f(i);
+      return;
     }
+#pragma omp parallel for schedule(static)
+    for (std::int64_t i = 0; i < n; ++i) f(i);
     return;
   }
 #if defined(__CUDACC__)
@@ -129,10 +126,10 @@ void parallel_reduce(const Stream& stream, std::int64_t n, F f, double* scratch,
       const std::vector<std::int64_t> order = cpu_visit_order(kChunks);
 #pragma omp parallel for schedule(dynamic, 1)
       for (std::int64_t k = 0; k < kChunks; ++k) fold_chunk(order[k]);
-    } else if (n >= 4096) {
-#pragma omp parallel for schedule(static)
+    } else if (!cpu_loop_forks(n >= 4096)) {
       for (std::int64_t chunk = 0; chunk < kChunks; ++chunk) fold_chunk(chunk);
     } else {
+#pragma omp parallel for schedule(static)
       for (std::int64_t chunk = 0; chunk < kChunks; ++chunk) fold_chunk(chunk);
     }
     for (int k = 0; k < kWidth; ++k) {

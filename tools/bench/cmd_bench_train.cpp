@@ -43,7 +43,8 @@ struct Measurement {
 
 // Whole iterations back to back, timed from the first enqueue until the device has finished the last.
 // With several agents, each is an engine and a trainer of its own (seeds seed, seed + 1, ...), their
-// iterations side by side as `surge train --agents` runs them; the rate counts every agent's steps.
+// iterations side by side as `surge train --agents` runs them (on the CPU, a repeat's iterations of an
+// agent back to back between two joins); the rate counts every agent's steps.
 Measurement measure(const std::string& scenario, Device device, const rl::TrainConfig& config, int repeats,
                     std::int64_t iterations, std::int64_t agents) {
   const std::unique_ptr<rl::Collective> ranks = rl::open_collective(device, true);  // one process unless under mpirun
@@ -74,9 +75,20 @@ Measurement measure(const std::string& scenario, Device device, const rl::TrainC
   for (rl::Trainer* trainer : trainers) trainer->drain();
   Measurement result;
   const double communication_before = ranks->communication_seconds(), waiting_before = ranks->waiting_seconds();
+  // On the CPU the agents run their iterations of a repeat back to back, one join at the end, as a round
+  // of surge train --agents does.
+  const bool rounds = device.is_cpu() && agents > 1;
+  const std::vector<std::int64_t> limits(trainers.size(), iterations);
+  auto read_metrics = [&](std::size_t k) {
+    trainers[k]->ready_metrics();
+    return true;
+  };
   for (int r = 0; r < repeats; ++r) {
     const auto start = std::chrono::steady_clock::now();
-    for (std::int64_t k = 0; k < iterations; ++k) iterate();
+    if (rounds)
+      rl::iterate_agents_for(trainers, limits, read_metrics);
+    else
+      for (std::int64_t k = 0; k < iterations; ++k) iterate();
     for (rl::Trainer* trainer : trainers) trainer->drain();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     result.rates.push_back(static_cast<double>(config.batch_size() * iterations * ranks->size() * agents) / seconds);

@@ -29,6 +29,12 @@
 namespace surge::cli {
 namespace {
 
+// The most iterations an agent runs between two joins of the CPU threads (a round). More make fewer
+// joins; each round still ends with the threads waiting for the last agent's run (about half a run on
+// average), and the progress line and Ctrl-C wait for the round (64 CartPole agents: about a second on
+// two cores).
+constexpr std::int64_t kIterationsPerRound = 16;
+
 // One learner: an engine and a trainer of its own, and a folder agents/<k> that holds what a run of one
 // agent holds (config.toml, metrics.csv, checkpoint.h5), its TensorBoard events in RUN/tb/agent_<k>.
 struct Agent {
@@ -40,8 +46,9 @@ struct Agent {
   std::unique_ptr<rl::Trainer> trainer;
   std::unique_ptr<TrainOutput> output;
   std::unique_ptr<TrainEvaluator> evaluator;
-  std::int64_t done = 0;  // iterations done, by this run and the runs it continues
-  bool paused = false;    // reached --target-return: no further iteration, its outputs final
+  std::int64_t done = 0;      // iterations done, by this run and the runs it continues
+  std::int64_t this_run = 0;  // iterations done by this run
+  bool paused = false;        // reached --target-return: no further iteration, its outputs final
   bool best_checkpoints = true;
   double target_time = NAN, target_step = NAN;
   double return_last100 = NAN;
@@ -288,25 +295,58 @@ int train_agents(const AgentsPlan& plan, const std::string& out_dir) {
   // Each agent does what `surge train --seed s_k` alone does after an iteration: its rows, its evaluation
   // (best.h5 when it is the best so far), and with --target-return, once it has reached the target, it
   // stops there: its last rows and checkpoint are written and it iterates no more.
+  // On the CPU a round is up to kIterationsPerRound iterations of each agent, back to back on one thread
+  // that also adds the agent's rows (metrics.csv, TensorBoard) after each; an agent's run of iterations
+  // ends early at an iteration after which the host has work for it (evaluation, target, checkpoint); a
+  // stop signal ends the run after the round. With --target-mode any or median the run ends in the round
+  // that meets the mode, so there every agent does one iteration per round, as on CUDA.
   StopSignals signals;
-  bool stop = false, written = true;
+  bool stop = false, written = true, said_fallback = false;
   double last_print = -1e300;
   const bool tty = ::isatty(STDERR_FILENO);
+  const std::int64_t per_round =
+      plan.device.is_cpu() && (std::isnan(plan.target) || plan.mode == TargetMode::All) ? kIterationsPerRound : 1;
+  auto host_work_after = [&](const Agent& agent) {
+    return agent.evaluator->due(agent.done) || (!std::isnan(plan.target) && !std::isnan(agent.target_time)) ||
+           (plan.checkpoint_every > 0 && agent.done % plan.checkpoint_every == 0 && agent.done < iterations);
+  };
+  auto after_iteration = [&](Agent& agent) {
+    ++agent.done;
+    ++agent.this_run;
+    consume(agent, agent.trainer->ready_metrics());
+    return !host_work_after(agent);
+  };
   std::vector<Agent*> active;
   std::vector<rl::Trainer*> trainers;
+  std::vector<std::int64_t> limits;
   rl::AgentIterations iterations_of_all(plan.device);  // after the agents: it waits for its work first
-  for (std::int64_t round = 0; !stop && !signals.requested(); ++round) {
-    if (plan.stop_after >= 0 && round >= plan.stop_after) break;
+  while (!stop && !signals.requested()) {
     active.clear();
     trainers.clear();
-    for (Agent& agent : agents)
-      if (!agent.paused && agent.done < iterations) active.push_back(&agent), trainers.push_back(agent.trainer.get());
+    limits.clear();
+    for (Agent& agent : agents) {
+      std::int64_t limit = std::min(per_round, iterations - agent.done);
+      if (plan.stop_after >= 0) limit = std::min(limit, plan.stop_after - agent.this_run);
+      if (agent.paused || limit <= 0) continue;
+      active.push_back(&agent);
+      trainers.push_back(agent.trainer.get());
+      limits.push_back(limit);
+    }
     if (active.empty()) break;
-    iterations_of_all.iterate(trainers);
+    if (plan.device.is_cpu()) {
+      rl::iterate_agents_for(trainers, limits, [&](std::size_t k) { return after_iteration(*active[k]); });
+    } else {
+      iterations_of_all.iterate(trainers);
+      for (Agent* agent : active) after_iteration(*agent);
+      if (!said_fallback && !iterations_of_all.fallback().empty()) {
+        std::cerr << "surge train: could not capture " << iterations_of_all.fallback()
+                  << "; the agents go on without that graph, their kernels launched one by one\n";
+        said_fallback = true;
+      }
+    }
     bool saved = false;
     for (Agent* agent : active) {
-      done = std::max(done, ++agent->done);
-      consume(*agent, agent->trainer->ready_metrics());
+      done = std::max(done, agent->done);
       if (agent->evaluator->due(agent->done)) {
         iterations_of_all.settle();
         consume(*agent, agent->trainer->drain());

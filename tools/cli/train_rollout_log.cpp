@@ -155,7 +155,9 @@ std::unique_ptr<rl::RolloutLog> open_train_rollout_log(const RolloutLogRequest& 
   return std::make_unique<rl::RolloutLog>(std::move(options), std::move(fields));
 }
 
-std::string rollout_log_frames_note(const std::string& path) {
+// A note for the run's last line, read back from the closed log; never a reason to fail a finished run
+// (its final checkpoint is written after this): a log that cannot be read back gets no note.
+std::string rollout_log_frames_note(const std::string& path) try {
   const rl::RolloutFile file(path);
   for (const rl::DatasetInfo& dataset : file.datasets())
     if (dataset.name == "frames" && dataset.raw_bytes > 0)
@@ -163,6 +165,8 @@ std::string rollout_log_frames_note(const std::string& path) {
              format_significant(100.0 * static_cast<double>(dataset.stored_bytes) /
                                 static_cast<double>(dataset.raw_bytes)) +
              "% of their raw " + format_bytes(static_cast<std::size_t>(dataset.raw_bytes));
+  return "";
+} catch (const std::exception&) {
   return "";
 }
 

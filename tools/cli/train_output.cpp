@@ -116,7 +116,8 @@ void TrainOutput::write_config(const rl::TrainConfig& config, const ScenarioSpec
     tensorboard_->add_text(0, "config", "```toml\n" + header + config.to_toml() + "```");
     tensorboard_->add_hparams(hparams);
   } catch (const std::exception& e) {
-    std::cerr << "surge train: " << e.what() << "; TensorBoard events stop here, metrics.csv goes on\n";
+    // One write per message: agents' threads may report at once (tools/cli/train_agents_run.cpp).
+    std::cerr << ("surge train: " + std::string(e.what()) + "; TensorBoard events stop here, metrics.csv goes on\n");
     tensorboard_.reset();
   }
 }
@@ -130,7 +131,8 @@ void TrainOutput::to_tensorboard(const std::vector<double>& row, bool eval_only)
   try {
     tensorboard_->add_scalars(static_cast<std::int64_t>(row[1]), scalars);
   } catch (const std::exception& e) {
-    std::cerr << "surge train: " << e.what() << "; TensorBoard events stop here, metrics.csv goes on\n";
+    // One write per message: agents' threads may report at once (tools/cli/train_agents_run.cpp).
+    std::cerr << ("surge train: " + std::string(e.what()) + "; TensorBoard events stop here, metrics.csv goes on\n");
     tensorboard_.reset();
   }
 }
@@ -201,9 +203,9 @@ bool TrainOutput::append_rows(bool include_latest) {
     // The file keeps a cut row; write_metrics() at the end writes it whole again.
   }
   if (!append_failed_)
-    std::cerr << "surge train: cannot add to " << dir_ << "/metrics.csv ("
-              << std::strerror(written < 0 ? error : ENOSPC)
-              << "); training goes on, and the missing rows are tried again with the next ones\n";
+    std::cerr << ("surge train: cannot add to " + dir_ + "/metrics.csv (" +
+                  std::strerror(written < 0 ? error : ENOSPC) +
+                  "); training goes on, and the missing rows are tried again with the next ones\n");
   append_failed_ = true;
   return false;
 }

@@ -9,8 +9,13 @@
 // goes through the whole layer stack in L1, in register blocks of kBlockRows rows x kBlockVecs vectors.
 #include "rl/fused_mlp.hpp"
 
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
 #include <algorithm>
 #include <atomic>
+#include <type_traits>
 #include <vector>
 
 #include "rl/fused_mlp_common.hpp"
@@ -127,6 +132,58 @@ void outer(const Scalar* dy, std::int64_t ldy, int m, int rows, const Scalar* x,
 
 // ============================== the network, repacked ==============================
 
+#if defined(__AVX512F__)
+// One round of a 16 x 16 transpose: in every square of 2 half x 2 half floats, swap the off-diagonal halves.
+template <int half>
+inline void swap_off_diagonal(__m512 (&square)[16]) {
+  struct Indices {  // lane j of a pair (a, b) of rows: index j of a, 16 + j of b
+    alignas(64) std::int32_t low[16], high[16];
+    constexpr Indices() : low(), high() {
+      for (int j = 0; j < 16; ++j) {
+        low[j] = (j & half) ? 16 + j - half : j;
+        high[j] = (j & half) ? 16 + j : j + half;
+      }
+    }
+  };
+  static constexpr Indices indices;
+  const __m512i low = _mm512_load_si512(indices.low), high = _mm512_load_si512(indices.high);
+#pragma GCC unroll 16
+  for (int r = 0; r < 16; ++r)
+    if (!(r & half)) {
+      const __m512 a = square[r], b = square[r + half];
+      square[r] = _mm512_permutex2var_ps(a, low, b);
+      square[r + half] = _mm512_permutex2var_ps(a, high, b);
+    }
+}
+#endif
+
+// dst [cols][ldd] = src [rows][cols]^T. Under AVX-512, whole 16 x 16 squares of floats go through
+// two-register permutes; the edges, and other types and machines, one element at a time.
+template <class Scalar>
+void transpose(const Scalar* src, int rows, int cols, Scalar* dst, std::int64_t ldd) {
+  int whole_rows = 0, whole_cols = 0;
+#if defined(__AVX512F__)
+  if constexpr (std::is_same_v<Scalar, float>) {
+    whole_rows = rows / 16 * 16;
+    whole_cols = cols / 16 * 16;
+    for (int r0 = 0; r0 < whole_rows; r0 += 16)
+      for (int c0 = 0; c0 < whole_cols; c0 += 16) {
+        __m512 square[16];
+#pragma GCC unroll 16
+        for (int r = 0; r < 16; ++r) square[r] = _mm512_loadu_ps(src + (r0 + r) * cols + c0);
+        swap_off_diagonal<8>(square);
+        swap_off_diagonal<4>(square);
+        swap_off_diagonal<2>(square);
+        swap_off_diagonal<1>(square);
+#pragma GCC unroll 16
+        for (int c = 0; c < 16; ++c) _mm512_storeu_ps(dst + (c0 + c) * ldd + r0, square[c]);
+      }
+  }
+#endif
+  for (int r = 0; r < rows; ++r)
+    for (int c = r < whole_rows ? whole_cols : 0; c < cols; ++c) dst[c * ldd + r] = src[r * cols + c];
+}
+
 // One network's weights repacked for the tile kernels, with the parameters and layout it was made from.
 template <class Scalar>
 struct Packed : PackedSource<Scalar> {
@@ -149,14 +206,15 @@ struct Packed : PackedSource<Scalar> {
       total += out * padded<Scalar>(in);
     }
     base = aligned(storage, total);
-    std::fill(base, base + total, Scalar(0));
-    for (int l = 0; l < layers; ++l) {
+    for (int l = 0; l < layers; ++l) {  // every element is written once: the values, then zeros in the padding
       const int in = mlp.layer_in(l), out = mlp.layer_out(l);
       const Scalar* w = params + mlp.weight_offset(l);
       const std::int64_t out_p = padded<Scalar>(out);
-      for (int o = 0; o < out; ++o)
-        for (int i = 0; i < in; ++i) base[transposed[l] + i * out_p + o] = w[o * in + i];
+      transpose(w, out, in, base + transposed[l], out_p);
+      for (int i = 0; i < in; ++i)
+        std::fill(base + transposed[l] + i * out_p + out, base + transposed[l] + (i + 1) * out_p, Scalar(0));
       std::copy(params + mlp.bias_offset(l), params + mlp.bias_offset(l) + out, base + bias[l]);
+      std::fill(base + bias[l] + out, base + bias[l] + out_p, Scalar(0));
       load_padded(w, out, in, base + rows[l]);
     }
   }

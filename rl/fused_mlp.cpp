@@ -124,10 +124,12 @@ void dense(const Scalar* a, std::int64_t lda, int rows, int k, const Scalar* b, 
   product(a, lda, 1, rows, k, b, n_padded, bias, 0, c, ldc);
 }
 
-// sum [m][n_padded] += dy^T x over `rows` rows: dy [rows][ldy] (its first m columns), x [rows][n_padded].
+// sum [m][n_padded] += dy^T x over `rows` rows: dy [rows][ldy] (its first m columns), x [rows][n_padded]; with
+// `start`, sum = dy^T x (the products then start from zero, as they would from a zeroed sum).
 template <class Scalar>
-void outer(const Scalar* dy, std::int64_t ldy, int m, int rows, const Scalar* x, std::int64_t n_padded, Scalar* sum) {
-  product(dy, 1, ldy, m, rows, x, n_padded, sum, n_padded, sum, n_padded);
+void outer(const Scalar* dy, std::int64_t ldy, int m, int rows, const Scalar* x, std::int64_t n_padded, Scalar* sum,
+           bool start) {
+  product(dy, 1, ldy, m, rows, x, n_padded, start ? nullptr : sum, n_padded, sum, n_padded);
 }
 
 // ============================== the network, repacked ==============================
@@ -250,19 +252,20 @@ const Scalar* forward_tile(const Mlp& mlp, const Packed<Scalar>& weights, const 
 // A tile of `rows` rows back through the layer stack from the head's output gradient dy [rows][ldy]:
 // each layer's weight and bias gradients are added into the chunk's sums, and the input gradient, times
 // the activation's derivative, flows down through buffers. input_of(l) is layer l's input for the tile,
-// [rows][padded in] (its padding zero).
+// [rows][padded in] (its padding zero). The chunk's first tile (`first`) writes the weight sums.
 template <class Scalar, class InputOf>
 void backward_tile(const Mlp& mlp, const Packed<Scalar>& weights, const Scalar* dy, std::int64_t ldy, int rows,
-                   InputOf input_of, Scalar* const buffers[2], const GradientSums<Scalar>& sums, Scalar* sum) {
+                   InputOf input_of, Scalar* const buffers[2], const GradientSums<Scalar>& sums, Scalar* sum,
+                   bool first) {
   int next = 0;
   for (int l = mlp.num_layers() - 1; l >= 0; --l) {
     const int in = mlp.layer_in(l), out = mlp.layer_out(l);
     const std::int64_t in_p = padded<Scalar>(in);
     const Scalar* x = input_of(l);
     if (sums.transposed[l])  // dy's rows are padded here: a hidden layer's gradient buffer
-      outer(x, in_p, in, rows, dy, padded<Scalar>(out), sum + sums.weight[l]);
+      outer(x, in_p, in, rows, dy, padded<Scalar>(out), sum + sums.weight[l], first);
     else
-      outer(dy, ldy, out, rows, x, in_p, sum + sums.weight[l]);
+      outer(dy, ldy, out, rows, x, in_p, sum + sums.weight[l], first);
     Scalar* bias = sum + sums.bias[l];
     for (int r = 0; r < rows; ++r)
       for (int o = 0; o < out; ++o) bias[o] += dy[r * ldy + o];
@@ -322,7 +325,7 @@ void fused_mlp_backward(const Mlp& mlp, const Scalar* params, const Scalar* inpu
   const Packed<Scalar>& weights = packed(mlp, params, params_version);
   thread_local std::vector<Scalar> sum_storage;
   const int widest = widest_padded<Scalar>(mlp);
-  const GradientSums<Scalar> sums(mlp, batch, sum_storage, true);
+  const GradientSums<Scalar> sums(mlp, batch, sum_storage, true, true);
   const std::int64_t chunks = sums.chunks;
 
   for_each_index(chunks, run_parallel(batch), [&](std::int64_t chunk) {
@@ -341,7 +344,7 @@ void fused_mlp_backward(const Mlp& mlp, const Scalar* params, const Scalar* inpu
         return static_cast<const Scalar*>(x_tile);
       };
       backward_tile(mlp, weights, d_output + row0 * mlp.output_dim(), mlp.output_dim(), rows, input_of, buffers, sums,
-                    sums.chunk(chunk));
+                    sums.chunk(chunk), row0 == chunk * kFusedMlpChunkRows);
     }
   });
 
@@ -354,7 +357,7 @@ void fused_mlp_train_pass(const Mlp& mlp, const Scalar* params, const Scalar* in
   const Packed<Scalar>& weights = packed(mlp, params, params_version);
   thread_local std::vector<Scalar> sum_storage, storage;
   const int widest = widest_padded<Scalar>(mlp), layers = mlp.num_layers();
-  const GradientSums<Scalar> sums(mlp, batch, sum_storage, true);
+  const GradientSums<Scalar> sums(mlp, batch, sum_storage, true, true);
   // Per tile: every layer's output [layers][kTileRows][widest], the padded input, two gradient buffers and
   // the head's gradient.
   const std::int64_t tile = kTileRows * widest;
@@ -376,7 +379,8 @@ void fused_mlp_train_pass(const Mlp& mlp, const Scalar* params, const Scalar* in
       load_padded(x, rows, mlp.input_dim(), x_tile);
       return static_cast<const Scalar*>(x_tile);
     };
-    backward_tile(mlp, weights, d_head, ld_head, rows, input_of, buffers, sums, sums.chunk(row0 / kFusedMlpChunkRows));
+    backward_tile(mlp, weights, d_head, ld_head, rows, input_of, buffers, sums, sums.chunk(row0 / kFusedMlpChunkRows),
+                  row0 % kFusedMlpChunkRows == 0);
   }
   sums.add_into(mlp, grads);
 }

@@ -180,7 +180,9 @@ const Packed& packed_cache(const Mlp& mlp, const Scalar* params, std::uint64_t p
 // chunks' sums are added in chunk order, so the result does not depend on the number of threads. With
 // `transposable`, a hidden layer much narrower in than out (the first, on 4 observations) keeps its weight
 // sums as [in][padded out] instead: dW^T += x^T dy takes a quarter of the products that dW += dy^T x takes
-// with 4 inputs padded to 16 lanes, each element the same products added in the same order.
+// with 4 inputs padded to 16 lanes, each element the same products added in the same order. With
+// `first_tile_writes`, the caller's first tile of each chunk writes its weight sums instead of adding to
+// them (its products start from zero either way), so only the bias sums are zeroed here.
 template <class Scalar>
 struct GradientSums {
   std::vector<std::int64_t> weight, bias;
@@ -188,7 +190,8 @@ struct GradientSums {
   std::int64_t per_chunk = 0, chunks = 0;
   Scalar* base = nullptr;
 
-  GradientSums(const Mlp& mlp, std::int64_t batch, std::vector<Scalar>& storage, bool transposable = false)
+  GradientSums(const Mlp& mlp, std::int64_t batch, std::vector<Scalar>& storage, bool transposable = false,
+               bool first_tile_writes = false)
       : weight(mlp.num_layers()), bias(mlp.num_layers()), transposed(mlp.num_layers(), 0) {
     for (int l = 0; l < mlp.num_layers(); ++l) {
       const std::int64_t in = mlp.layer_in(l), out = mlp.layer_out(l);
@@ -200,7 +203,13 @@ struct GradientSums {
     }
     chunks = std::max<std::int64_t>(1, (batch + kFusedMlpChunkRows - 1) / kFusedMlpChunkRows);
     base = aligned(storage, chunks * per_chunk);
-    std::fill(base, base + chunks * per_chunk, Scalar(0));
+    if (!first_tile_writes || batch == 0) {
+      std::fill(base, base + chunks * per_chunk, Scalar(0));
+      return;
+    }
+    for (std::int64_t c = 0; c < chunks; ++c)
+      for (int l = 0; l < mlp.num_layers(); ++l)
+        std::fill(chunk(c) + bias[l], chunk(c) + bias[l] + padded<Scalar>(mlp.layer_out(l)), Scalar(0));
   }
   Scalar* chunk(std::int64_t c) const { return base + c * per_chunk; }
 

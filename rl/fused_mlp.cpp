@@ -9,8 +9,13 @@
 // goes through the whole layer stack in L1, in register blocks of kBlockRows rows x kBlockVecs vectors.
 #include "rl/fused_mlp.hpp"
 
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
 #include <algorithm>
 #include <atomic>
+#include <type_traits>
 #include <vector>
 
 #include "rl/fused_mlp_common.hpp"
@@ -119,13 +124,67 @@ void dense(const Scalar* a, std::int64_t lda, int rows, int k, const Scalar* b, 
   product(a, lda, 1, rows, k, b, n_padded, bias, 0, c, ldc);
 }
 
-// sum [m][n_padded] += dy^T x over `rows` rows: dy [rows][ldy] (its first m columns), x [rows][n_padded].
+// sum [m][n_padded] += dy^T x over `rows` rows: dy [rows][ldy] (its first m columns), x [rows][n_padded]; with
+// `start`, sum = dy^T x (the products then start from zero, as they would from a zeroed sum).
 template <class Scalar>
-void outer(const Scalar* dy, std::int64_t ldy, int m, int rows, const Scalar* x, std::int64_t n_padded, Scalar* sum) {
-  product(dy, 1, ldy, m, rows, x, n_padded, sum, n_padded, sum, n_padded);
+void outer(const Scalar* dy, std::int64_t ldy, int m, int rows, const Scalar* x, std::int64_t n_padded, Scalar* sum,
+           bool start) {
+  product(dy, 1, ldy, m, rows, x, n_padded, start ? nullptr : sum, n_padded, sum, n_padded);
 }
 
 // ============================== the network, repacked ==============================
+
+#if defined(__AVX512F__)
+// One round of a 16 x 16 transpose: in every square of 2 half x 2 half floats, swap the off-diagonal halves.
+template <int half>
+inline void swap_off_diagonal(__m512 (&square)[16]) {
+  struct Indices {  // lane j of a pair (a, b) of rows: index j of a, 16 + j of b
+    alignas(64) std::int32_t low[16], high[16];
+    constexpr Indices() : low(), high() {
+      for (int j = 0; j < 16; ++j) {
+        low[j] = (j & half) ? 16 + j - half : j;
+        high[j] = (j & half) ? 16 + j : j + half;
+      }
+    }
+  };
+  static constexpr Indices indices;
+  const __m512i low = _mm512_load_si512(indices.low), high = _mm512_load_si512(indices.high);
+#pragma GCC unroll 16
+  for (int r = 0; r < 16; ++r)
+    if (!(r & half)) {
+      const __m512 a = square[r], b = square[r + half];
+      square[r] = _mm512_permutex2var_ps(a, low, b);
+      square[r + half] = _mm512_permutex2var_ps(a, high, b);
+    }
+}
+#endif
+
+// dst [cols][ldd] = src [rows][cols]^T. Under AVX-512, whole 16 x 16 squares of floats go through
+// two-register permutes; the edges, and other types and machines, one element at a time.
+template <class Scalar>
+void transpose(const Scalar* src, int rows, int cols, Scalar* dst, std::int64_t ldd) {
+  int whole_rows = 0, whole_cols = 0;
+#if defined(__AVX512F__)
+  if constexpr (std::is_same_v<Scalar, float>) {
+    whole_rows = rows / 16 * 16;
+    whole_cols = cols / 16 * 16;
+    for (int r0 = 0; r0 < whole_rows; r0 += 16)
+      for (int c0 = 0; c0 < whole_cols; c0 += 16) {
+        __m512 square[16];
+#pragma GCC unroll 16
+        for (int r = 0; r < 16; ++r) square[r] = _mm512_loadu_ps(src + (r0 + r) * cols + c0);
+        swap_off_diagonal<8>(square);
+        swap_off_diagonal<4>(square);
+        swap_off_diagonal<2>(square);
+        swap_off_diagonal<1>(square);
+#pragma GCC unroll 16
+        for (int c = 0; c < 16; ++c) _mm512_storeu_ps(dst + (c0 + c) * ldd + r0, square[c]);
+      }
+  }
+#endif
+  for (int r = 0; r < rows; ++r)
+    for (int c = r < whole_rows ? whole_cols : 0; c < cols; ++c) dst[c * ldd + r] = src[r * cols + c];
+}
 
 // One network's weights repacked for the tile kernels, with the parameters and layout it was made from.
 template <class Scalar>
@@ -149,14 +208,15 @@ struct Packed : PackedSource<Scalar> {
       total += out * padded<Scalar>(in);
     }
     base = aligned(storage, total);
-    std::fill(base, base + total, Scalar(0));
-    for (int l = 0; l < layers; ++l) {
+    for (int l = 0; l < layers; ++l) {  // every element is written once: the values, then zeros in the padding
       const int in = mlp.layer_in(l), out = mlp.layer_out(l);
       const Scalar* w = params + mlp.weight_offset(l);
       const std::int64_t out_p = padded<Scalar>(out);
-      for (int o = 0; o < out; ++o)
-        for (int i = 0; i < in; ++i) base[transposed[l] + i * out_p + o] = w[o * in + i];
+      transpose(w, out, in, base + transposed[l], out_p);
+      for (int i = 0; i < in; ++i)
+        std::fill(base + transposed[l] + i * out_p + out, base + transposed[l] + (i + 1) * out_p, Scalar(0));
       std::copy(params + mlp.bias_offset(l), params + mlp.bias_offset(l) + out, base + bias[l]);
+      std::fill(base + bias[l] + out, base + bias[l] + out_p, Scalar(0));
       load_padded(w, out, in, base + rows[l]);
     }
   }
@@ -192,19 +252,20 @@ const Scalar* forward_tile(const Mlp& mlp, const Packed<Scalar>& weights, const 
 // A tile of `rows` rows back through the layer stack from the head's output gradient dy [rows][ldy]:
 // each layer's weight and bias gradients are added into the chunk's sums, and the input gradient, times
 // the activation's derivative, flows down through buffers. input_of(l) is layer l's input for the tile,
-// [rows][padded in] (its padding zero).
+// [rows][padded in] (its padding zero). The chunk's first tile (`first`) writes the weight sums.
 template <class Scalar, class InputOf>
 void backward_tile(const Mlp& mlp, const Packed<Scalar>& weights, const Scalar* dy, std::int64_t ldy, int rows,
-                   InputOf input_of, Scalar* const buffers[2], const GradientSums<Scalar>& sums, Scalar* sum) {
+                   InputOf input_of, Scalar* const buffers[2], const GradientSums<Scalar>& sums, Scalar* sum,
+                   bool first) {
   int next = 0;
   for (int l = mlp.num_layers() - 1; l >= 0; --l) {
     const int in = mlp.layer_in(l), out = mlp.layer_out(l);
     const std::int64_t in_p = padded<Scalar>(in);
     const Scalar* x = input_of(l);
     if (sums.transposed[l])  // dy's rows are padded here: a hidden layer's gradient buffer
-      outer(x, in_p, in, rows, dy, padded<Scalar>(out), sum + sums.weight[l]);
+      outer(x, in_p, in, rows, dy, padded<Scalar>(out), sum + sums.weight[l], first);
     else
-      outer(dy, ldy, out, rows, x, in_p, sum + sums.weight[l]);
+      outer(dy, ldy, out, rows, x, in_p, sum + sums.weight[l], first);
     Scalar* bias = sum + sums.bias[l];
     for (int r = 0; r < rows; ++r)
       for (int o = 0; o < out; ++o) bias[o] += dy[r * ldy + o];
@@ -264,7 +325,7 @@ void fused_mlp_backward(const Mlp& mlp, const Scalar* params, const Scalar* inpu
   const Packed<Scalar>& weights = packed(mlp, params, params_version);
   thread_local std::vector<Scalar> sum_storage;
   const int widest = widest_padded<Scalar>(mlp);
-  const GradientSums<Scalar> sums(mlp, batch, sum_storage, true);
+  const GradientSums<Scalar> sums(mlp, batch, sum_storage, true, true);
   const std::int64_t chunks = sums.chunks;
 
   for_each_index(chunks, run_parallel(batch), [&](std::int64_t chunk) {
@@ -283,7 +344,7 @@ void fused_mlp_backward(const Mlp& mlp, const Scalar* params, const Scalar* inpu
         return static_cast<const Scalar*>(x_tile);
       };
       backward_tile(mlp, weights, d_output + row0 * mlp.output_dim(), mlp.output_dim(), rows, input_of, buffers, sums,
-                    sums.chunk(chunk));
+                    sums.chunk(chunk), row0 == chunk * kFusedMlpChunkRows);
     }
   });
 
@@ -296,7 +357,7 @@ void fused_mlp_train_pass(const Mlp& mlp, const Scalar* params, const Scalar* in
   const Packed<Scalar>& weights = packed(mlp, params, params_version);
   thread_local std::vector<Scalar> sum_storage, storage;
   const int widest = widest_padded<Scalar>(mlp), layers = mlp.num_layers();
-  const GradientSums<Scalar> sums(mlp, batch, sum_storage, true);
+  const GradientSums<Scalar> sums(mlp, batch, sum_storage, true, true);
   // Per tile: every layer's output [layers][kTileRows][widest], the padded input, two gradient buffers and
   // the head's gradient.
   const std::int64_t tile = kTileRows * widest;
@@ -318,7 +379,8 @@ void fused_mlp_train_pass(const Mlp& mlp, const Scalar* params, const Scalar* in
       load_padded(x, rows, mlp.input_dim(), x_tile);
       return static_cast<const Scalar*>(x_tile);
     };
-    backward_tile(mlp, weights, d_head, ld_head, rows, input_of, buffers, sums, sums.chunk(row0 / kFusedMlpChunkRows));
+    backward_tile(mlp, weights, d_head, ld_head, rows, input_of, buffers, sums, sums.chunk(row0 / kFusedMlpChunkRows),
+                  row0 % kFusedMlpChunkRows == 0);
   }
   sums.add_into(mlp, grads);
 }

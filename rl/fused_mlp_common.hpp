@@ -5,9 +5,14 @@
 // two files: plain C++, never seen by nvcc.
 #include <omp.h>
 
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -42,11 +47,54 @@ Scalar* aligned(std::vector<Scalar>& storage, std::int64_t count) {
 inline float tanh_of(float x) { return fast_tanh(x); }
 inline double tanh_of(double x) { return scalar_tanh(x); }
 
+// fast_tanh on 16 lanes in fewer instructions than the compiler makes of its loop, and the same bits for
+// every float (tests/test_fused_mlp_tanh.cpp). Each rounding operation is the one GCC makes of fast_tanh
+// (-ffp-contract=fast fuses its multiply-adds, across statements too), so this is GCC's only; what it
+// saves is bookkeeping: 2^k from the rounded exponent's low bits instead of a conversion, and the
+// selects folded into masked operations (the division only where |x| < 9, where fast_tanh's clamp to 9
+// yields 1; the series' last multiply only where |x| < 0.5; the sign flipped only where x < 0).
+#if defined(__AVX512F__) && defined(__GNUC__) && !defined(__clang__)
+#define SURGE_FAST_TANH_LANES 1
+inline __m512 fast_tanh_lanes(__m512 x) {
+  const __m512 one = _mm512_set1_ps(1.0f);
+  const __m512 a = _mm512_abs_ps(x), s = _mm512_mul_ps(x, x);
+  __m512 series = _mm512_fmadd_ps(s, _mm512_set1_ps(21844.0f / 6081075.0f), _mm512_set1_ps(-1382.0f / 155925));
+  series = _mm512_fmadd_ps(series, s, _mm512_set1_ps(62.0f / 2835));
+  series = _mm512_fmadd_ps(series, s, _mm512_set1_ps(-17.0f / 315));
+  series = _mm512_fmadd_ps(series, s, _mm512_set1_ps(2.0f / 15));
+  series = _mm512_fmadd_ps(series, s, _mm512_set1_ps(-1.0f / 3));
+  series = _mm512_fmadd_ps(series, s, one);
+  const __m512 to_base2 = _mm512_set1_ps(-2.0f * 1.44269504088896341f), rounder = _mm512_set1_ps(12582912.0f);
+  const __m512 rounded = _mm512_fmadd_ps(a, to_base2, rounder);  // the rounder plus k, an integer in [-26, 0]
+  const __m512 k = _mm512_sub_ps(rounded, rounder);
+  const __m512 g = _mm512_mul_ps(_mm512_fmsub_ps(a, to_base2, k), _mm512_set1_ps(0.693147180559945309f));
+  __m512 two_f = _mm512_fmadd_ps(g, _mm512_set1_ps(1.0f / 5040), _mm512_set1_ps(1.0f / 720));
+  for (const float c : {1.0f / 120, 1.0f / 24, 1.0f / 6, 1.0f / 2, 1.0f, 1.0f})
+    two_f = _mm512_fmadd_ps(two_f, g, _mm512_set1_ps(c));
+  typedef std::int32_t Int32Lanes __attribute__((vector_size(64)));
+  const Int32Lanes biased = (Int32Lanes)_mm512_castps_si512(rounded) + (127 - (Int32Lanes)_mm512_castps_si512(rounder));
+  const __m512 scale = (__m512)(biased << 23);
+  const __m512 numerator = _mm512_fnmadd_ps(two_f, scale, one), denominator = _mm512_fmadd_ps(two_f, scale, one);
+  const __mmask16 below_9 = _mm512_cmp_ps_mask(a, _mm512_set1_ps(9.0f), _CMP_LT_OQ);
+  const __mmask16 below_half = _mm512_cmp_ps_mask(a, _mm512_set1_ps(0.5f), _CMP_LT_OQ);
+  const __mmask16 negative = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ);
+  const __m512 magnitude =
+      _mm512_mask_mul_ps(_mm512_mask_div_ps(one, below_9, numerator, denominator), below_half, a, series);
+  const __m512i bits = _mm512_castps_si512(magnitude);
+  return _mm512_castsi512_ps(_mm512_mask_xor_epi32(bits, negative, bits, _mm512_set1_epi32(INT32_MIN)));
+}
+#endif
+
 template <class Scalar>
 void activate(Activation activation, Scalar* values, std::int64_t count) {
-  if (activation == Activation::Tanh)
-    for (std::int64_t i = 0; i < count; ++i) values[i] = tanh_of(values[i]);
-  else
+  if (activation == Activation::Tanh) {
+    std::int64_t i = 0;
+#if defined(SURGE_FAST_TANH_LANES)
+    if constexpr (std::is_same_v<Scalar, float>)
+      for (; i + 16 <= count; i += 16) _mm512_storeu_ps(values + i, fast_tanh_lanes(_mm512_loadu_ps(values + i)));
+#endif
+    for (; i < count; ++i) values[i] = tanh_of(values[i]);
+  } else
     for (std::int64_t i = 0; i < count; ++i) values[i] = values[i] > Scalar(0) ? values[i] : Scalar(0);
 }
 
@@ -63,10 +111,9 @@ void activation_backward(Activation activation, Scalar* gradient, const Scalar* 
 template <class Scalar>
 void load_padded(const Scalar* src, int rows, int width, Scalar* dst) {
   const std::int64_t stride = padded<Scalar>(width);
-  for (int r = 0; r < rows; ++r) {
-    std::copy(src + r * width, src + (r + 1) * width, dst + r * stride);
-    std::fill(dst + r * stride + width, dst + (r + 1) * stride, Scalar(0));
-  }
+  // One loop per row, not a copy and a fill: the compiler makes those two library calls for a few floats.
+  for (int r = 0; r < rows; ++r)
+    for (std::int64_t i = 0; i < stride; ++i) dst[r * stride + i] = i < width ? src[r * width + i] : Scalar(0);
 }
 
 template <class Scalar>
@@ -180,7 +227,9 @@ const Packed& packed_cache(const Mlp& mlp, const Scalar* params, std::uint64_t p
 // chunks' sums are added in chunk order, so the result does not depend on the number of threads. With
 // `transposable`, a hidden layer much narrower in than out (the first, on 4 observations) keeps its weight
 // sums as [in][padded out] instead: dW^T += x^T dy takes a quarter of the products that dW += dy^T x takes
-// with 4 inputs padded to 16 lanes, each element the same products added in the same order.
+// with 4 inputs padded to 16 lanes, each element the same products added in the same order. With
+// `first_tile_writes`, the caller's first tile of each chunk writes its weight sums instead of adding to
+// them (its products start from zero either way), so only the bias sums are zeroed here.
 template <class Scalar>
 struct GradientSums {
   std::vector<std::int64_t> weight, bias;
@@ -188,7 +237,8 @@ struct GradientSums {
   std::int64_t per_chunk = 0, chunks = 0;
   Scalar* base = nullptr;
 
-  GradientSums(const Mlp& mlp, std::int64_t batch, std::vector<Scalar>& storage, bool transposable = false)
+  GradientSums(const Mlp& mlp, std::int64_t batch, std::vector<Scalar>& storage, bool transposable = false,
+               bool first_tile_writes = false)
       : weight(mlp.num_layers()), bias(mlp.num_layers()), transposed(mlp.num_layers(), 0) {
     for (int l = 0; l < mlp.num_layers(); ++l) {
       const std::int64_t in = mlp.layer_in(l), out = mlp.layer_out(l);
@@ -200,7 +250,13 @@ struct GradientSums {
     }
     chunks = std::max<std::int64_t>(1, (batch + kFusedMlpChunkRows - 1) / kFusedMlpChunkRows);
     base = aligned(storage, chunks * per_chunk);
-    std::fill(base, base + chunks * per_chunk, Scalar(0));
+    if (!first_tile_writes || batch == 0) {
+      std::fill(base, base + chunks * per_chunk, Scalar(0));
+      return;
+    }
+    for (std::int64_t c = 0; c < chunks; ++c)
+      for (int l = 0; l < mlp.num_layers(); ++l)
+        std::fill(chunk(c) + bias[l], chunk(c) + bias[l] + padded<Scalar>(mlp.layer_out(l)), Scalar(0));
   }
   Scalar* chunk(std::int64_t c) const { return base + c * per_chunk; }
 

@@ -90,16 +90,23 @@ struct SampleLoss {
     return clipped_surrogate(normalised_advantage(advantage[i], norm_adv, stats, batch), log_ratio, clip, inv_batch);
   }
 
-  // Sample i of a categorical policy with logits row [count]: writes dloss/dlogits into d_row [count].
+  // Sample i of a categorical policy with logits row [count]: writes dloss/dlogits into d_row [count]. The
+  // probabilities wait in d_row between the entropy (categorical_entropy's sum, term for term) and the
+  // gradient, which reads them instead of taking each exponential again.
   SURGE_HD PolicySample<Scalar> categorical(std::int64_t i, const Scalar* row, int count, int action,
                                             Scalar* d_row) const {
     const Scalar log_z = log_partition(row, count);
-    const Scalar entropy = categorical_entropy(row, count, log_z);
+    Scalar entropy = Scalar(0);
+    for (int k = 0; k < count; ++k) {
+      const Scalar log_p = row[k] - log_z;
+      d_row[k] = scalar_exp(log_p);
+      entropy -= d_row[k] * log_p;
+    }
     const Scalar log_ratio = row[action] - log_z - old_logprob[i];
     const auto surrogate = this->surrogate(i, log_ratio);
     for (int k = 0; k < count; ++k) {
       const Scalar log_p = row[k] - log_z;
-      const Scalar p = scalar_exp(log_p);
+      const Scalar p = d_row[k];
       const Scalar d_policy = surrogate.d_logp * ((k == action ? Scalar(1) : Scalar(0)) - p);
       const Scalar d_entropy = -p * (log_p + entropy);  // dH/dlogit_k
       d_row[k] = d_policy - ent_coef * inv_batch * d_entropy;

@@ -310,6 +310,7 @@ def case_compare(tmp):
     [entry] = bench["configs"]
     assert (entry["num_envs"], entry["num_steps"], entry["agents"]) == (4, 16, 3), entry
     assert len(entry["batch_runs"]) == len(entry["one_runs"]) == 2 and entry["ratio"] > 0, entry
+    assert all(entry[f"{side}_{key}"] > 0 for side in ("batch", "one") for key in ("cpu_us_per_env_step", "cores_busy"))
     bad = subprocess.run(common + ["train", "--agents", "0"], cwd=tmp, capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stderr.startswith("agents_vs_sequential: --agents 0"), bad.stderr
     assert len(bad.stderr.splitlines()) == 1, bad.stderr

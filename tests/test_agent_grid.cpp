@@ -178,4 +178,7 @@ TEST_CASE("surge bench train --agents K counts every agent's steps; --preset giv
   CHECK(has(three.output(), "CPU per env-step, cpu "));
   CHECK(has(preset.output(), "num_envs x steps          4 x 128"));
   CHECK(run_surge("bench train --device cpu --agents 0").exit_code == 2);
+  // With agents on the CPU a repeat is one round of surge train --agents unless --iterations says otherwise.
+  const auto round = run_surge("bench train --device cpu --num-envs 4 --num-steps 4 --agents 2 --repeats 1");
+  CHECK(has(round.err, " repeats of 16 iterations"));
 }

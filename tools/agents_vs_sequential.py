@@ -11,7 +11,8 @@ over rounds of wall time, CPU time (user + system of the processes) and env-step
 agents), the ratio together / one after another, the load average before and after each round, and
 whether every agent's steps to the target equal its run alone's (they should: docs/agents.md).
 
-bench: `surge bench train --agents K` against `--agents 1` with the same per-agent settings, for each
+bench: `surge bench train --agents K` against `--agents 1` with the same per-agent settings (the same
+--iterations per timed repeat on both sides: 16 by default, one round of surge train --agents), for each
 --config (NxT: the scenario's built-in config at N envs x T steps; any other name: that --preset),
 alternating per round;
 the median env-steps/s of each side and the ratio, and the median CPU time per env-step of each side
@@ -167,7 +168,8 @@ def config_args(config):
 def bench_rate(args, workdir, config, agents):
     path = os.path.join(workdir, "bench.json")
     run_timed([args.surge, "bench", "train", "--device", args.device, "--scenario", args.scenario,
-               "--agents", str(agents), "--repeats", str(args.repeats), "--json", path] + config_args(config), workdir)
+               "--agents", str(agents), "--repeats", str(args.repeats), "--iterations", str(args.iterations), "--json",
+               path] + config_args(config), workdir)
     with open(path) as f:
         report = json.load(f)
     return report, report["num_envs"], report["num_steps"]
@@ -223,7 +225,8 @@ def measure_bench(args, workdir):
         print(line)
         configs.append(entry)
     return {"benchmark": "agents_vs_one_bench_train", "scenario": args.scenario, "device": args.device,
-            "rounds": args.rounds, "repeats": args.repeats, "cpu_count": os.cpu_count(), "configs": configs}
+            "rounds": args.rounds, "repeats": args.repeats, "iterations": args.iterations,
+            "cpu_count": os.cpu_count(), "configs": configs}
 
 
 def default_surge():
@@ -248,6 +251,9 @@ def main():
     parser.add_argument("--config", action="append", help="bench: NxT (the built-in config at N envs x T steps) or "
                         "a preset's name (repeatable) [default: 16x16 and cleanrl]")
     parser.add_argument("--repeats", type=int, default=5, help="bench: surge bench train --repeats [default: 5]")
+    parser.add_argument("--iterations", type=int, default=16,
+                        help="bench: surge bench train --iterations, both sides alike [default: 16, a round of the "
+                             "agents as surge train --agents runs them]")
     parser.add_argument("--roofline", action="store_true", help="bench: also the fraction of the SGEMM rate")
     parser.add_argument("--rounds", type=int, default=3, help="rounds, each running both sides [default: 3]")
     parser.add_argument("--json", help="write the report as JSON")
@@ -257,6 +263,8 @@ def main():
         fail(f"--agents {args.agents}: give at least 1")
     if args.rounds < 1:
         fail(f"--rounds {args.rounds}: give at least 1")
+    if args.iterations < 1:
+        fail(f"--iterations {args.iterations}: give at least 1")
     if not os.access(args.surge, os.X_OK) and not shutil.which(args.surge):
         fail(f"--surge {args.surge} is not a program; build it (cmake --build build-cpu) or give its path")
     args.surge = os.path.abspath(args.surge) if os.path.exists(args.surge) else args.surge

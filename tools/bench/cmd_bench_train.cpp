@@ -123,11 +123,14 @@ int bench_train(const Command& cmd) {
   const ScenarioSpec& spec = scenario_spec(scenario);
   const Device device = resolve_device(cmd.get("device"));
   const int repeats = static_cast<int>(cmd.get_int("repeats", 1, 1000));
-  const std::int64_t iterations = cmd.get_int("iterations", 1, 100000);
+  const std::int64_t agents = cmd.get_int("agents", 1, 65536);
+  // With agents on the CPU a repeat is, by default, one round of surge train --agents.
+  const std::int64_t iterations = cmd.has("iterations")           ? cmd.get_int("iterations", 1, 100000)
+                                  : agents > 1 && device.is_cpu() ? rl::kAgentIterationsPerRound
+                                                                  : 3;
   const std::string json_path = cmd.has("json") ? cmd.get("json") : "";
   if (!json_path.empty()) require_writable(json_path, "JSON report");
 
-  const std::int64_t agents = cmd.get_int("agents", 1, 65536);
   const std::string preset = cmd.get_all("preset").empty() ? "" : cmd.get("preset");
   rl::TrainConfig config = rl::load_train_config(default_train_config(scenario), default_train_config_name(scenario),
                                                  device.is_cuda(), preset);
@@ -302,7 +305,9 @@ int run_bench_train(const Args& args) {
               "1")
       .option("preset", "NAME", "a preset of the scenario's config (e.g. cleanrl), its num_envs and num_steps included")
       .option("repeats", "R", "timed repeats; the median is reported", "5")
-      .option("iterations", "I", "iterations back to back in one timed repeat", "3")
+      .option("iterations", "I",
+              "iterations back to back in one timed repeat [default: 3; with --agents above 1 on the CPU, 16: one "
+              "round of surge train --agents]")
       .repeated("set", "KEY=VALUE", "set a config key of the scenario's built-in config (e.g. hidden=[64,64])")
       .option("precision", "LIST",
               "measure these precisions side by side, their repeats alternating: fp32, tf32 (CUDA), bf16, or "

@@ -3,12 +3,72 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <deque>
 #include <exception>
+#include <mutex>
+#include <optional>
 #include <thread>
 
 #include "sim/error.hpp"
 
 namespace surge::rl {
+namespace {
+
+// A round's agents, handed to its threads. While more agents have iterations left than twice the threads,
+// a thread keeps the agent it took until that agent's run of iterations ends. With fewer (in_turns()), a
+// thread hands its agent back after every iteration and takes the one that waited longest, so the last
+// agents' iterations are shared out in turn and the threads end within about an iteration of each other,
+// not one agent's whole run apart. With no more agents left than threads, each keeps its agent to the end
+// (turns would only move agents between cores). An agent's iterations still run one at a time, in order.
+class RoundQueue {
+ public:
+  RoundQueue(const std::vector<std::int64_t>& limits, int threads) : threads_(static_cast<std::size_t>(threads)) {
+    for (std::size_t k = 0; k < limits.size(); ++k)
+      if (limits[k] > 0) ready_.push_back(k);
+    left_ = ready_.size();
+    update_turns();
+  }
+
+  // The next agent to iterate, none when every agent's run has ended; waits while the agents with
+  // iterations left are all on other threads.
+  std::optional<std::size_t> take() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [&] { return !ready_.empty() || left_ == 0; });
+    if (ready_.empty()) return std::nullopt;
+    const std::size_t agent = ready_.front();
+    ready_.pop_front();
+    return agent;
+  }
+
+  // Gives `agent` back after its iterations on this thread; `more` when its run goes on.
+  void give_back(std::size_t agent, bool more) {
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      if (more)
+        ready_.push_back(agent);
+      else
+        left_ -= 1;
+      update_turns();
+    }
+    changed_.notify_all();
+  }
+
+  bool in_turns() const { return in_turns_.load(std::memory_order_relaxed); }
+
+ private:
+  void update_turns() { in_turns_.store(left_ > threads_ && left_ <= 2 * threads_, std::memory_order_relaxed); }
+
+  const std::size_t threads_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<std::size_t> ready_;  // agents with iterations left that no thread holds, longest waiting first
+  std::size_t left_ = 0;           // agents with iterations left, held or not
+  std::atomic<bool> in_turns_{false};
+};
+
+}  // namespace
 
 int agent_threads(std::size_t agents) {
   const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
@@ -63,20 +123,24 @@ std::vector<std::int64_t> iterate_agents_for(const std::vector<Trainer*>& traine
   // An exception cannot leave an OpenMP region: the first is kept and thrown after it.
   std::exception_ptr failure;
   omp_set_max_active_levels(1);
-  const auto count = static_cast<std::int64_t>(trainers.size());
-#pragma omp parallel for schedule(dynamic, 1) num_threads(agent_threads(trainers.size()))
-  for (std::int64_t k = 0; k < count; ++k) {
-    const auto agent = static_cast<std::size_t>(k);
+  const int threads = agent_threads(trainers.size());
+  RoundQueue queue(limits, threads);
+#pragma omp parallel num_threads(threads)
+  while (const std::optional<std::size_t> next = queue.take()) {
+    const std::size_t agent = *next;
+    bool more = true;
     try {
-      while (done[agent] < limits[agent]) {
+      do {
         trainers[agent]->iterate();
         ++done[agent];
-        if (!after(agent)) break;
-      }
+        more = after(agent) && done[agent] < limits[agent];
+      } while (more && !queue.in_turns());
     } catch (...) {
+      more = false;
 #pragma omp critical(surge_agent_failure)
       if (!failure) failure = std::current_exception();
     }
+    queue.give_back(agent, more);
   }
   if (failure) std::rethrow_exception(failure);
   return done;

@@ -13,6 +13,12 @@
 
 namespace surge::rl {
 
+// The most iterations an agent runs between two joins of the CPU threads (a round of surge train --agents;
+// surge bench train --agents times one round per repeat by default). More make fewer joins and fewer
+// switches of a core from one agent's working set to another's; the progress line and Ctrl-C wait for
+// the round (64 CartPole agents: about a second on two cores).
+constexpr std::int64_t kAgentIterationsPerRound = 16;
+
 // The CPU threads that run `agents` learners side by side: one per core, at most one per agent.
 int agent_threads(std::size_t agents);
 

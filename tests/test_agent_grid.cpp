@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <string>
 
 #include "rl/agent_grid.hpp"
 #include "sim/error.hpp"
@@ -166,6 +167,18 @@ TEST_CASE("surge bench train --agents K counts every agent's steps; --preset giv
   CHECK(has(three.output(), "8 envs x 4 steps x 3 agents"));
   CHECK(has(three.output(), "agents                    3, "));
   CHECK((has(json_text, "\"agents\": 3") && has(json_text, "\"num_envs\": 8")));
+  // The timed repeats' CPU time per env-step and the cores it kept busy.
+  const auto number_after = [](const std::string& text, const std::string& key) {
+    const std::size_t at = text.find("\"" + key + "\": ");
+    return at == std::string::npos ? -1.0 : std::stod(text.substr(at + key.size() + 4));
+  };
+  const double cpu_us = number_after(json_text, "cpu_us_per_env_step"), busy = number_after(json_text, "cores_busy");
+  CHECK(cpu_us > 0);
+  CHECK(busy > 0);
+  CHECK(has(three.output(), "CPU per env-step, cpu "));
   CHECK(has(preset.output(), "num_envs x steps          4 x 128"));
   CHECK(run_surge("bench train --device cpu --agents 0").exit_code == 2);
+  // With agents on the CPU a repeat is one round of surge train --agents unless --iterations says otherwise.
+  const auto round = run_surge("bench train --device cpu --num-envs 4 --num-steps 4 --agents 2 --repeats 1");
+  CHECK(has(round.err, " repeats of 16 iterations"));
 }

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,33 @@ void check_same(const Outcome& together, const Outcome& solo) {
   }
 }
 
+// CartPole trainers of small configs, seeds first_seed, first_seed + 1, ..., each with its own engine.
+struct CartPoleAgents {
+  std::vector<TrainConfig> configs;
+  std::vector<std::unique_ptr<surge::Engine>> engines;
+  std::vector<std::unique_ptr<Trainer>> trainers;
+  std::vector<Trainer*> pointers;
+  std::vector<std::vector<IterationMetrics>> metrics;  // what `after` read, per agent
+
+  CartPoleAgents(int count, int iterations, std::uint64_t first_seed) : metrics(static_cast<std::size_t>(count)) {
+    for (int k = 0; k < count; ++k) {
+      configs.push_back(surge::testing::small_train_config(8, 16, iterations, {16, 16}, first_seed + k));
+      engines.push_back(surge::make_engine("cartpole", Device::cpu(), configs.back().num_envs, configs.back().seed));
+      trainers.push_back(std::make_unique<Trainer>(*engines.back(), configs.back()));
+      pointers.push_back(trainers.back().get());
+    }
+  }
+  // Reads agent k's metrics (on the thread that iterated it).
+  void read(std::size_t k) {
+    for (const auto& m : trainers[k]->ready_metrics()) metrics[k].push_back(m);
+  }
+  // Agent k against its run alone of `iterations`.
+  void check_alone(std::size_t k, int iterations) {
+    INFO("agent " << k);
+    check_same(outcome(*trainers[k], metrics[k]), alone("cartpole", configs[k], iterations));
+  }
+};
+
 }  // namespace
 
 TEST_CASE("trainers side by side equal each trainer alone, bit for bit", "[agent_set]") {
@@ -94,33 +122,42 @@ TEST_CASE("trainers side by side equal each trainer alone, bit for bit", "[agent
 
 TEST_CASE("several iterations per round equal each trainer alone, and stop where `after` says", "[agent_set]") {
   constexpr int kAgents = 3, kIterations = 5;
-  std::vector<TrainConfig> configs;
-  std::vector<std::unique_ptr<surge::Engine>> engines;
-  std::vector<std::unique_ptr<Trainer>> trainers;
-  std::vector<Trainer*> pointers;
-  for (int k = 0; k < kAgents; ++k) {
-    configs.push_back(surge::testing::small_train_config(8, 16, kIterations, {16, 16}, 21 + k));
-    engines.push_back(surge::make_engine("cartpole", Device::cpu(), configs.back().num_envs, configs.back().seed));
-    trainers.push_back(std::make_unique<Trainer>(*engines.back(), configs.back()));
-    pointers.push_back(trainers.back().get());
-  }
+  CartPoleAgents agents(kAgents, kIterations, 21);
   // Agent 0 runs its limit, agent 1 is stopped by `after` after its second iteration, agent 2 has a
   // smaller limit; a second round takes each to its end. Each agent's metrics are read on its thread.
-  std::vector<std::vector<IterationMetrics>> metrics(kAgents);
   auto after = [&](std::size_t k) {
-    for (const auto& m : trainers[k]->ready_metrics()) metrics[k].push_back(m);
-    return !(k == 1 && metrics[k].size() == 2);
+    agents.read(k);
+    return !(k == 1 && agents.metrics[k].size() == 2);
   };
-  const std::vector<std::int64_t> first = surge::rl::iterate_agents_for(pointers, {4, 4, 3}, after);
+  const std::vector<std::int64_t> first = surge::rl::iterate_agents_for(agents.pointers, {4, 4, 3}, after);
   CHECK(first == std::vector<std::int64_t>{4, 2, 3});
-  const std::vector<std::int64_t> second = surge::rl::iterate_agents_for(pointers, {1, 3, 2}, after);
+  const std::vector<std::int64_t> second = surge::rl::iterate_agents_for(agents.pointers, {1, 3, 2}, after);
   CHECK(second == std::vector<std::int64_t>{1, 3, 2});
-  for (int k = 0; k < kAgents; ++k) {
-    INFO("agent " << k);
-    check_same(outcome(*trainers[k], metrics[k]), alone("cartpole", configs[k], kIterations));
-  }
+  for (std::size_t k = 0; k < kAgents; ++k) agents.check_alone(k, kIterations);
   // A limit per trainer, or it is Surge's own error.
-  CHECK_THROWS_AS(surge::rl::iterate_agents_for(pointers, {1}, after), surge::Error);
+  CHECK_THROWS_AS(surge::rl::iterate_agents_for(agents.pointers, {1}, after), surge::Error);
+}
+
+TEST_CASE("a round's last agents, handed out in turns, still equal each trainer alone", "[agent_set]") {
+  // More agents than twice the threads of a two-core machine: the first run whole, the last ones one
+  // iteration at a time, moving between threads. An agent with no iterations is not touched.
+  constexpr int kAgents = 9;
+  CartPoleAgents agents(kAgents, 6, 31);
+  auto after = [&](std::size_t k) {
+    agents.read(k);
+    return !(k == 5 && agents.metrics[k].size() == 3);  // agent 5 stops after its third iteration
+  };
+  const std::vector<std::int64_t> done =
+      surge::rl::iterate_agents_for(agents.pointers, {6, 0, 6, 2, 6, 6, 1, 6, 4}, after);
+  CHECK(done == std::vector<std::int64_t>{6, 0, 6, 2, 6, 3, 1, 6, 4});
+  for (std::size_t k = 0; k < kAgents; ++k) agents.check_alone(k, static_cast<int>(done[k]));
+  // An agent's failure ends the round with that failure, once every thread has given its agent back.
+  auto failing = [&](std::size_t k) {
+    if (k == 2) throw std::runtime_error("agent 2 failed");
+    return true;
+  };
+  CHECK_THROWS_WITH(surge::rl::iterate_agents_for(agents.pointers, std::vector<std::int64_t>(kAgents, 1), failing),
+                    "agent 2 failed");
 }
 
 TEST_CASE("a failed capture falls back once, and nothing else is caught", "[agent_set]") {

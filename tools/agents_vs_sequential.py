@@ -11,10 +11,14 @@ over rounds of wall time, CPU time (user + system of the processes) and env-step
 agents), the ratio together / one after another, the load average before and after each round, and
 whether every agent's steps to the target equal its run alone's (they should: docs/agents.md).
 
-bench: `surge bench train --agents K` against `--agents 1` with the same per-agent settings, for each
+bench: `surge bench train --agents K` against `--agents 1` with the same per-agent settings (the same
+--iterations per timed repeat on both sides: 16 by default, one round of surge train --agents), for each
 --config (NxT: the scenario's built-in config at N envs x T steps; any other name: that --preset),
 alternating per round;
-the median env-steps/s of each side and the ratio. With --roofline, also how close the batch comes to
+the median env-steps/s of each side and the ratio, and the median CPU time per env-step of each side
+(user + system of the timed repeats, as bench train reports it) with the cores the batch kept busy: the
+rate is the one over the other, so this says whether a ratio short of the core count is CPU per step or
+cores left idle. With --roofline, also how close the batch comes to
 the SGEMM rate: the FLOPs of one env-step of training (from `surge bench roofline --what train` at
 the config's num_envs and num_steps) times the batch's env-steps/s, over the SGEMM rate that the same
 roofline run measured.
@@ -164,10 +168,11 @@ def config_args(config):
 def bench_rate(args, workdir, config, agents):
     path = os.path.join(workdir, "bench.json")
     run_timed([args.surge, "bench", "train", "--device", args.device, "--scenario", args.scenario,
-               "--agents", str(agents), "--repeats", str(args.repeats), "--json", path] + config_args(config), workdir)
+               "--agents", str(agents), "--repeats", str(args.repeats), "--iterations", str(args.iterations), "--json",
+               path] + config_args(config), workdir)
     with open(path) as f:
         report = json.load(f)
-    return report["env_steps_per_s"], report["num_envs"], report["num_steps"]
+    return report, report["num_envs"], report["num_steps"]
 
 
 def sgemm_fraction(args, workdir, num_envs, num_steps, rate):
@@ -186,25 +191,31 @@ def sgemm_fraction(args, workdir, num_envs, num_steps, rate):
 def measure_bench(args, workdir):
     configs = []
     for config in args.config:
-        rates = {"batch": [], "one": []}
+        rates, cpu_us, busy = {"batch": [], "one": []}, {"batch": [], "one": []}, {"batch": [], "one": []}
         shape = None
         loads = [load()]
         for r in range(args.rounds):
             order = [("batch", args.agents), ("one", 1)]
             for side, agents in (order if r % 2 == 0 else order[::-1]):
-                rate, envs, steps = bench_rate(args, workdir, config, agents)
-                rates[side].append(rate)
+                report, envs, steps = bench_rate(args, workdir, config, agents)
+                rates[side].append(report["env_steps_per_s"])
+                cpu_us[side].append(report["cpu_us_per_env_step"])
+                busy[side].append(report["cores_busy"])
                 shape = (envs, steps)
             loads.append(load())
         entry = {"config": config, "num_envs": shape[0], "num_steps": shape[1], "agents": args.agents,
                  "batch_env_steps_per_s": median(rates["batch"]), "one_env_steps_per_s": median(rates["one"]),
                  "batch_runs": rates["batch"], "one_runs": rates["one"],
+                 "batch_cpu_us_per_env_step": median(cpu_us["batch"]), "one_cpu_us_per_env_step": median(cpu_us["one"]),
+                 "batch_cores_busy": median(busy["batch"]), "one_cores_busy": median(busy["one"]),
                  "load_average": {"min": min(loads), "max": max(loads), "median": median(loads)}}
         entry["ratio"] = entry["batch_env_steps_per_s"] / entry["one_env_steps_per_s"]
         line = (f"{config} ({shape[0]} envs x {shape[1]} steps): {args.agents} agents "
                 f"{entry['batch_env_steps_per_s']:.4g} env-steps/s, 1 agent {entry['one_env_steps_per_s']:.4g} "
                 f"(ratio {entry['ratio']:.4g}, median of {args.rounds}; load average {min(loads):.3g} to "
-                f"{max(loads):.3g} on {os.cpu_count()} cores)")
+                f"{max(loads):.3g} on {os.cpu_count()} cores); CPU per env-step "
+                f"{entry['batch_cpu_us_per_env_step']:.4g} against {entry['one_cpu_us_per_env_step']:.4g} us, "
+                f"cores busy {entry['batch_cores_busy']:.4g} against {entry['one_cores_busy']:.4g}")
         if args.roofline:
             entry["sgemm"] = sgemm_fraction(args, workdir, shape[0], shape[1], entry["batch_env_steps_per_s"])
             s = entry["sgemm"]
@@ -214,7 +225,8 @@ def measure_bench(args, workdir):
         print(line)
         configs.append(entry)
     return {"benchmark": "agents_vs_one_bench_train", "scenario": args.scenario, "device": args.device,
-            "rounds": args.rounds, "repeats": args.repeats, "cpu_count": os.cpu_count(), "configs": configs}
+            "rounds": args.rounds, "repeats": args.repeats, "iterations": args.iterations,
+            "cpu_count": os.cpu_count(), "configs": configs}
 
 
 def default_surge():
@@ -239,6 +251,9 @@ def main():
     parser.add_argument("--config", action="append", help="bench: NxT (the built-in config at N envs x T steps) or "
                         "a preset's name (repeatable) [default: 16x16 and cleanrl]")
     parser.add_argument("--repeats", type=int, default=5, help="bench: surge bench train --repeats [default: 5]")
+    parser.add_argument("--iterations", type=int, default=16,
+                        help="bench: surge bench train --iterations, both sides alike [default: 16, a round of the "
+                             "agents as surge train --agents runs them]")
     parser.add_argument("--roofline", action="store_true", help="bench: also the fraction of the SGEMM rate")
     parser.add_argument("--rounds", type=int, default=3, help="rounds, each running both sides [default: 3]")
     parser.add_argument("--json", help="write the report as JSON")
@@ -248,6 +263,8 @@ def main():
         fail(f"--agents {args.agents}: give at least 1")
     if args.rounds < 1:
         fail(f"--rounds {args.rounds}: give at least 1")
+    if args.iterations < 1:
+        fail(f"--iterations {args.iterations}: give at least 1")
     if not os.access(args.surge, os.X_OK) and not shutil.which(args.surge):
         fail(f"--surge {args.surge} is not a program; build it (cmake --build build-cpu) or give its path")
     args.surge = os.path.abspath(args.surge) if os.path.exists(args.surge) else args.surge

@@ -303,13 +303,15 @@ def case_compare(tmp):
     assert all(r["agents"]["steps_to_target"] and all(r["agents"]["steps_to_target"])
                for r in report["rounds_detail"]), report
     assert report["wall_ratio"] > 0 and report["load_average"]["max"] >= 0, report
-    subprocess.run(common + ["bench", "--config", "4x16", "--repeats", "1", "--json", "b.json"], cwd=tmp, check=True,
-                   capture_output=True)
+    subprocess.run(common + ["bench", "--config", "4x16", "--repeats", "1", "--iterations", "2", "--json", "b.json"],
+                   cwd=tmp, check=True, capture_output=True)
     with open(os.path.join(tmp, "b.json")) as f:
         bench = json.load(f)
+    assert bench["iterations"] == 2, bench
     [entry] = bench["configs"]
     assert (entry["num_envs"], entry["num_steps"], entry["agents"]) == (4, 16, 3), entry
     assert len(entry["batch_runs"]) == len(entry["one_runs"]) == 2 and entry["ratio"] > 0, entry
+    assert all(entry[f"{side}_{key}"] > 0 for side in ("batch", "one") for key in ("cpu_us_per_env_step", "cores_busy"))
     bad = subprocess.run(common + ["train", "--agents", "0"], cwd=tmp, capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stderr.startswith("agents_vs_sequential: --agents 0"), bad.stderr
     assert len(bad.stderr.splitlines()) == 1, bad.stderr

@@ -1,4 +1,6 @@
 // surge bench train: end-to-end PPO throughput (rollout, GAE and updates), with CUDA graphs on and off.
+#include <time.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -39,7 +41,17 @@ struct Measurement {
   std::vector<double> rates;  // env-steps/s of each timed repeat, over every rank under mpirun
   double median = 0;
   double communication_s = 0, waiting_s = 0, timed_s = 0;  // all-reduces, waits in them, wall time (timed repeats)
+  // Of each timed repeat: the process's CPU time (user + system, every thread) per env-step of this rank,
+  // and over the repeat's wall time (the cores it kept busy).
+  std::vector<double> cpu_us_per_step, cores_busy;
 };
+
+// The CPU time (user + system) of every thread of this process so far.
+double process_cpu_seconds() {
+  timespec now{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+  return static_cast<double>(now.tv_sec) + 1e-9 * static_cast<double>(now.tv_nsec);
+}
 
 // Whole iterations back to back, timed from the first enqueue until the device has finished the last.
 // With several agents, each is an engine and a trainer of its own (seeds seed, seed + 1, ...), their
@@ -85,12 +97,17 @@ Measurement measure(const std::string& scenario, Device device, const rl::TrainC
   };
   for (int r = 0; r < repeats; ++r) {
     const auto start = std::chrono::steady_clock::now();
+    const double cpu_start = process_cpu_seconds();
     if (rounds)
       rl::iterate_agents_for(trainers, limits, read_metrics);
     else
       for (std::int64_t k = 0; k < iterations; ++k) iterate();
     for (rl::Trainer* trainer : trainers) trainer->drain();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double cpu_seconds = process_cpu_seconds() - cpu_start;
+    result.cpu_us_per_step.push_back(1e6 * cpu_seconds /
+                                     static_cast<double>(config.batch_size() * iterations * agents));
+    result.cores_busy.push_back(cpu_seconds / seconds);
     result.rates.push_back(static_cast<double>(config.batch_size() * iterations * ranks->size() * agents) / seconds);
     result.timed_s += seconds;
   }
@@ -106,11 +123,14 @@ int bench_train(const Command& cmd) {
   const ScenarioSpec& spec = scenario_spec(scenario);
   const Device device = resolve_device(cmd.get("device"));
   const int repeats = static_cast<int>(cmd.get_int("repeats", 1, 1000));
-  const std::int64_t iterations = cmd.get_int("iterations", 1, 100000);
+  const std::int64_t agents = cmd.get_int("agents", 1, 65536);
+  // With agents on the CPU a repeat is, by default, one round of surge train --agents.
+  const std::int64_t iterations = cmd.has("iterations")           ? cmd.get_int("iterations", 1, 100000)
+                                  : agents > 1 && device.is_cpu() ? rl::kAgentIterationsPerRound
+                                                                  : 3;
   const std::string json_path = cmd.has("json") ? cmd.get("json") : "";
   if (!json_path.empty()) require_writable(json_path, "JSON report");
 
-  const std::int64_t agents = cmd.get_int("agents", 1, 65536);
   const std::string preset = cmd.get_all("preset").empty() ? "" : cmd.get("preset");
   rl::TrainConfig config = rl::load_train_config(default_train_config(scenario), default_train_config_name(scenario),
                                                  device.is_cuda(), preset);
@@ -185,6 +205,9 @@ int bench_train(const Command& cmd) {
       results[k].communication_s += m.communication_s;
       results[k].waiting_s += m.waiting_s;
       results[k].timed_s += m.timed_s;
+      results[k].cpu_us_per_step.insert(results[k].cpu_us_per_step.end(), m.cpu_us_per_step.begin(),
+                                        m.cpu_us_per_step.end());
+      results[k].cores_busy.insert(results[k].cores_busy.end(), m.cores_busy.begin(), m.cores_busy.end());
     }
   for (Measurement& m : results) m.median = median_of(m.rates);
 
@@ -221,6 +244,12 @@ int bench_train(const Command& cmd) {
     std::printf("env-steps/s, %-12s %s   [min %s, max %s]\n", mode.c_str(), format_rate(r.median).c_str(),
                 format_rate(*std::min_element(r.rates.begin(), r.rates.end())).c_str(),
                 format_rate(*std::max_element(r.rates.begin(), r.rates.end())).c_str());
+    // The rate is the CPU time per env-step over the cores kept busy: with several agents, a rate below
+    // the threads' count times one agent's says which of the two fell short.
+    if (device.is_cpu())
+      std::printf("CPU per env-step, %-7s %s us, %s cores busy (user + system of all threads, medians)\n", mode.c_str(),
+                  format_significant(median_of(r.cpu_us_per_step)).c_str(),
+                  format_significant(median_of(r.cores_busy)).c_str());
   }
   if (results.size() == 2 && graphs.size() == 2)
     std::printf("graph speed-up            %.3gx\n", results[0].median / results[1].median);
@@ -249,6 +278,9 @@ int bench_train(const Command& cmd) {
                                  (cmd.has("precision") ? "_" + precision_modes[k] : std::string());
       json.add("env_steps_per_s" + suffix, results[k].median)
           .add("env_steps_per_s" + suffix + "_runs", results[k].rates);
+      if (device.is_cpu())
+        json.add("cpu_us_per_env_step" + suffix, median_of(results[k].cpu_us_per_step))
+            .add("cores_busy" + suffix, median_of(results[k].cores_busy));
     }
     write_atomically(json_path, json.str() + "\n");
   }
@@ -273,7 +305,9 @@ int run_bench_train(const Args& args) {
               "1")
       .option("preset", "NAME", "a preset of the scenario's config (e.g. cleanrl), its num_envs and num_steps included")
       .option("repeats", "R", "timed repeats; the median is reported", "5")
-      .option("iterations", "I", "iterations back to back in one timed repeat", "3")
+      .option("iterations", "I",
+              "iterations back to back in one timed repeat [default: 3; with --agents above 1 on the CPU, 16: one "
+              "round of surge train --agents]")
       .repeated("set", "KEY=VALUE", "set a config key of the scenario's built-in config (e.g. hidden=[64,64])")
       .option("precision", "LIST",
               "measure these precisions side by side, their repeats alternating: fp32, tf32 (CUDA), bf16, or "

@@ -29,12 +29,6 @@
 namespace surge::cli {
 namespace {
 
-// The most iterations an agent runs between two joins of the CPU threads (a round). More make fewer
-// joins; each round still ends with the threads waiting for the last agent's run (about half a run on
-// average), and the progress line and Ctrl-C wait for the round (64 CartPole agents: about a second on
-// two cores).
-constexpr std::int64_t kIterationsPerRound = 16;
-
 // One learner: an engine and a trainer of its own, and a folder agents/<k> that holds what a run of one
 // agent holds (config.toml, metrics.csv, checkpoint.h5), its TensorBoard events in RUN/tb/agent_<k>.
 struct Agent {
@@ -295,7 +289,7 @@ int train_agents(const AgentsPlan& plan, const std::string& out_dir) {
   // Each agent does what `surge train --seed s_k` alone does after an iteration: its rows, its evaluation
   // (best.h5 when it is the best so far), and with --target-return, once it has reached the target, it
   // stops there: its last rows and checkpoint are written and it iterates no more.
-  // On the CPU a round is up to kIterationsPerRound iterations of each agent, back to back on one thread
+  // On the CPU a round is up to rl::kAgentIterationsPerRound iterations of each agent, back to back on one thread
   // that also adds the agent's rows (metrics.csv, TensorBoard) after each; an agent's run of iterations
   // ends early at an iteration after which the host has work for it (evaluation, target, checkpoint); a
   // stop signal ends the run after the round. With --target-mode any or median the run ends in the round
@@ -304,8 +298,9 @@ int train_agents(const AgentsPlan& plan, const std::string& out_dir) {
   bool stop = false, written = true, said_fallback = false;
   double last_print = -1e300;
   const bool tty = ::isatty(STDERR_FILENO);
-  const std::int64_t per_round =
-      plan.device.is_cpu() && (std::isnan(plan.target) || plan.mode == TargetMode::All) ? kIterationsPerRound : 1;
+  const std::int64_t per_round = plan.device.is_cpu() && (std::isnan(plan.target) || plan.mode == TargetMode::All)
+                                     ? rl::kAgentIterationsPerRound
+                                     : 1;
   auto host_work_after = [&](const Agent& agent) {
     return agent.evaluator->due(agent.done) || (!std::isnan(plan.target) && !std::isnan(agent.target_time)) ||
            (plan.checkpoint_every > 0 && agent.done % plan.checkpoint_every == 0 && agent.done < iterations);

@@ -200,7 +200,7 @@ int h5_episodes(Args args) {
     std::cout << cmd.usage();
     return 0;
   }
-  Output output(cmd.has("out") ? cmd.get("out") : "");
+  if (cmd.has("out")) require_writable(cmd.get("out"), "output");  // refused before the reads
   const RolloutFile file(path);
   for (const char* name : {rl::kRewardField, rl::kTerminatedField, rl::kTruncatedField})
     if (!file.has_dataset(name))
@@ -232,6 +232,9 @@ int h5_episodes(Args args) {
     rollout.start_length = file.read(rl::kStartEpisodeLengthField).values;
   }
   const rl::EpisodeReconstruction rebuilt = rl::reconstruct_episodes(rollout);
+  // Made after the reads: HDF5 crashing on a damaged file ends the process at once (rl/io/hdf5_read_guard),
+  // with no destructor run to remove a temporary file.
+  Output output(cmd.has("out") ? cmd.get("out") : "");
   std::ostream& out = output.stream();
   out << "env_id,end_iteration,end_step,length,return,terminated,truncated\n";
   for (const rl::LoggedEpisode& e : rebuilt.episodes)

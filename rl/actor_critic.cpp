@@ -132,13 +132,9 @@ BufferTable PpoGradient<Scalar>::table(Device device, const ActorCritic& net, st
       // rl/cnn_encoder_device.hpp: cuDNN's layers and their workspace, planned here; a batch cuDNN cannot
       // take stops here, before anything is allocated (surge train plans with this table).
       check_cudnn_rows(*encoder, rows);
-#if !defined(SURGE_WITH_CUDNN)
-      // Refused here, where surge train plans its memory, and not at the first iteration's layers
-      // (rl/cnn_encoder_device.cu): by then the run's folder would hold its first files.
-      throw InputError("observation = \"pixels\" on " + device.str() +
-                       " convolves through cuDNN, which this build did not find; install cuDNN 9 for this CUDA and "
-                       "rebuild, or use --device cpu");
-#endif
+      // Refused here, where surge train plans its memory, and not only at the first iteration's layers:
+      // by then the run's folder would hold its first files.
+      require_cudnn(device);
       b.encoder_scratch = t.add<Scalar>("workspace.encoder_scratch", {device_scratch_size(*encoder, rows)},
                                         "[B][frame] + [2][B][widest]",
                                         "the frames scaled to float, and the encoder's backward gradients");

@@ -134,12 +134,11 @@ std::unique_ptr<ConvLayerPasses> make_layer(Device device, const CnnEncoder& enc
                                             [[maybe_unused]] std::size_t workspace_limit) {
   if (device.is_cpu()) return std::make_unique<Im2colLayer>(encoder.conv(l), rows, encoder.column_capacity(rows));
   check_cudnn_rows(encoder, rows);
+  require_cudnn(device);
 #if defined(SURGE_WITH_CUDNN)
   return std::make_unique<CudnnLayer>(device, encoder.conv(l), rows, allow_tf32, workspace_limit);
 #else
-  throw InputError("observation = \"pixels\" on " + device.str() +
-                   " convolves through cuDNN, which this build did not find; install cuDNN 9 for this CUDA and "
-                   "rebuild, or use --device cpu");
+  return nullptr;  // not reached: require_cudnn threw
 #endif
 }
 
@@ -156,6 +155,14 @@ std::int64_t cudnn_max_rows(const CnnEncoder& encoder) {
   std::int64_t widest = encoder.frame_size();
   for (int l = 0; l < encoder.num_convs(); ++l) widest = std::max(widest, encoder.conv(l).output_size());
   return std::numeric_limits<std::int32_t>::max() / widest;
+}
+
+void require_cudnn([[maybe_unused]] Device device) {
+#if !defined(SURGE_WITH_CUDNN)
+  throw InputError("observation = \"pixels\" on " + device.str() +
+                   " convolves through cuDNN, which this build did not find; install cuDNN 9 for this CUDA and "
+                   "rebuild, or use --device cpu");
+#endif
 }
 
 void check_cudnn_rows(const CnnEncoder& encoder, std::int64_t rows) {

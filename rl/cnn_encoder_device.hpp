@@ -52,6 +52,8 @@ std::int64_t device_scratch_size(const CnnEncoder& encoder, std::int64_t rows);
 // that throws InputError, naming `rows` and the way out, when a batch of `rows` rows would not fit.
 std::int64_t cudnn_max_rows(const CnnEncoder& encoder);
 void check_cudnn_rows(const CnnEncoder& encoder, std::int64_t rows);
+// Throws InputError (one line, the way out) when this build has no cuDNN to convolve with on `device`.
+void require_cudnn(Device device);
 
 // Every conv layer of `encoder` for exactly rows() rows on `device`: cuDNN on CUDA (throws Error in a
 // build without cuDNN), im2col on the CPU. Made once per row count and reused: no per-call search.

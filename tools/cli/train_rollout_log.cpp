@@ -103,8 +103,9 @@ std::unique_ptr<rl::RolloutLog> open_train_rollout_log(const RolloutLogRequest& 
                       "each env's physics parameters when the rollout began"});
 
   const rl::TrainConfig& config = trainer.config();
+  const int side = static_cast<int>(config.frame_size), channels = config.grayscale ? 1 : 3;
   if (frames) {
-    const int stack = frames->stack(), side = static_cast<int>(config.frame_size), channels = config.grayscale ? 1 : 3;
+    const int stack = frames->stack();
     SURGE_CHECK(frames->frame_bytes() == std::int64_t{side} * side * channels,
                 "the frame store does not fit the config");
     for (rl::LogField& field : rl::pixel_log_fields(frames->frames(-(stack - 1)), frames->first_flags(-(stack - 1)),
@@ -148,8 +149,7 @@ std::unique_ptr<rl::RolloutLog> open_train_rollout_log(const RolloutLogRequest& 
       {rl::kObsRawAttribute, std::int64_t{1}},
   };
   if (frames) {
-    const int side = static_cast<int>(config.frame_size);
-    for (rl::LogAttribute& attribute : rl::pixel_log_attributes(frames->stack(), side, side, config.grayscale ? 1 : 3))
+    for (rl::LogAttribute& attribute : rl::pixel_log_attributes(frames->stack(), side, side, channels))
       options.attributes.push_back(std::move(attribute));
   }
   return std::make_unique<rl::RolloutLog>(std::move(options), std::move(fields));

@@ -387,6 +387,17 @@ def run_cases(fx):
     for label, args in [("precision", ["--precision", "fp8"]), ("precision-empty", ["--precision", ","]),
                         ("agents-0", ["--agents", "0"])]:
         cases.append(Case(f"run/bench-train/{label}", ["bench", "train", "--device", "cpu"] + args, {}, ()))
+    # Pixel runs that are no longer refused as a whole (rollout logs, agents, bench train): their inputs.
+    pixels = ["--set", "observation=pixels", "--set", "frame_size=36", "--set", "encoder=small"]
+    for label, args, fls in [("log-no-folder", ["--log-rollouts", "nowhere/log.h5"], {}),
+                             ("log-is-folder", ["--log-rollouts", "d.h5"], {"d.h5": ("dir",)}),
+                             ("agents-frame-size-0", ["--agents", "2", "--set", "frame_size=0"], {}),
+                             ("agents-grid-encoder", ["--grid", "encoder=small,huge"], {})]:
+        cases.append(Case(f"run/train/pixels-{label}", TRAIN + pixels + args, fls, ("out",)))
+    for label, args in [("frame-size-0", ["--set", "frame_size=0"]), ("encoder", ["--set", "encoder=huge"]),
+                        ("frame-stack-0", ["--set", "frame_stack=0"]), ("agents-0", ["--agents", "0"])]:
+        cases.append(Case(f"run/bench-train/pixels-{label}", ["bench", "train", "--device", "cpu"] + pixels + args, {},
+                          ()))
     for label, args in [("observation", ["--observation", "rgb"]), ("frame-size", ["--frame-size", "0"]),
                         ("frame-stack", ["--observation", "pixels", "--frame-stack", "99"])]:
         cases.append(Case(f"run/bench-env/{label}", ["bench", "env", "--device", "cpu", "--scenario", "cartpole"] + args,

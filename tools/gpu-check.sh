@@ -379,6 +379,19 @@ if [[ -n $surge ]] && t=$(allow 60); then
 else
   skipped "bench train" "1024 agents"
 fi
+# Issue 15's GPU figure: 1024 CartPole agents of 64 environments each (seeds 1..1024, CartPole's own
+# config otherwise), until every agent's return_last100 reaches 475; the run's last lines (wall time, the
+# slowest agent's steps) go to gpu-check.log.
+if [[ -n $surge ]] && t=$(allow 150); then
+  stage_begins "train 1024 agents"
+  say "train: 1024 CartPole agents of 64 environments to 475"
+  rm -rf "$scratch/agents1024"
+  /usr/bin/time -f "train 1024 agents: %e s wall" timeout "$t" "$surge" train --scenario cartpole --device cuda \
+    --num-envs 64 --agents 1024 --seed 1 --target-return 475 --total-steps 20000000 --out "$scratch/agents1024" \
+    2>&1 | tail -6 | tee -a "$log"
+else
+  skipped "train 1024 agents" "to 475"
+fi
 
 # compute-sanitizer over a few short GPU test cases (TOOL TEST [CATCH2 FILTER]), each capped; the GPU
 # tests of the staging buffers, events and streams, where the build has them, under memcheck and synccheck.

@@ -29,7 +29,11 @@ struct CartPole {
 
   using Action = std::int32_t;
 
-  SURGE_HD_INLINE static void reset(State& s, const Params&, Rng& rng) {
+  // A reset draws four words, one Philox block, from any source with Rng's uniform(low, high): the CPU
+  // rollout gives it words it drew ahead for many environments side by side.
+  static constexpr int kResetWords = 4;
+  template <class Random>
+  SURGE_HD_INLINE static void reset(State& s, const Params&, Random& rng) {
     s.x = rng.uniform(-0.05f, 0.05f);
     s.x_dot = rng.uniform(-0.05f, 0.05f);
     s.theta = rng.uniform(-0.05f, 0.05f);

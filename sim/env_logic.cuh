@@ -71,6 +71,21 @@ concept HasSmallAngleStep = requires(const typename S::State& state) {
   { S::small_angles(state) } -> std::same_as<bool>;
 };
 
+// A scenario whose reset draws exactly one Philox block (kResetWords = 4) from any source of words with
+// Rng's uniform(low, high) lets the CPU rollout reset a tile's lanes side by side (see BlockWords).
+template <class S>
+concept HasBlockReset = requires {
+  requires S::kResetWords == 4;
+};
+
+// One reset's four words, drawn ahead, read in order as an Rng at the start of that block would give them.
+struct BlockWords {
+  std::uint32_t word[4];
+  int next = 0;
+  SURGE_HD_INLINE std::uint32_t next_u32() { return word[next++]; }
+  SURGE_HD_INLINE float uniform(float low, float high) { return uniform_in(next_u32(), low, high); }
+};
+
 template <class S>
 struct EnvLogic {
   using State = typename S::State;

@@ -89,15 +89,16 @@ SURGE_HD_INLINE void rollout_tile(const RolloutTile<S>& tile, std::int64_t first
 
 // The CPU's fused random-action rollout over a tile of up to kLanes consecutive environments, held
 // structure-of-arrays (one lane array per state field and per parameter, the latter in the scenario's
-// parameter type) so that the compiler vectorises across lanes. Each step runs step_env's parts in two
-// passes: advance() and the observation over all lanes, branch-free (with SmallAngleTrig where the scenario
-// has it and every lane's angles allow it); then, one lane at a time,
-// begin_next_episode() and the new first observation for the few lanes whose episode ended. Before every chunk of steps
-// a third pass draws the chunk's action words and the first blocks of the lanes' reset streams, each lane's Philox
-// blocks side by side (philox_block_lanes); a reset finds its block there, or computes it when its lane has ended
-// more episodes in the chunk than those blocks cover. Bit for bit what step_env with random_action(Rng&) gives. A
-// step's outputs gather in a staging tile and leave it together, in streaming stores when tile.streaming asks (and the
-// rows are aligned), else copied.
+// parameter type) so that the compiler vectorises across lanes. Each step runs step_env's parts in passes:
+// advance() over all lanes, branch-free (with SmallAngleTrig where the scenario has it and every lane's angles
+// allow it); then begin_next_episode() for the lanes whose episode ended, over all lanes branch-free where the
+// scenario's reset is one Philox block and the tile's physics is the table's (reset_pass), else one lane at a
+// time; then the observation of every lane. Before every chunk of steps a pass draws the chunk's action words and
+// the first blocks of the lanes' reset streams, each lane's Philox blocks side by side (philox_block_lanes); a
+// reset finds its block there, or computes it, one lane at a time, when its lane has ended more episodes in the
+// chunk than those blocks cover. Bit for bit what step_env with random_action(Rng&) gives. A step's outputs gather
+// in a staging tile and leave it together, in streaming stores when tile.streaming asks (and the rows are
+// aligned), else copied.
 template <int kLanes, class S>
 inline void rollout_lanes(const RolloutTile<S>& tile, std::int64_t first) {
   using Logic = EnvLogic<S>;
@@ -151,6 +152,11 @@ inline void rollout_lanes(const RolloutTile<S>& tile, std::int64_t first) {
   // would vectorise that pass 64 lanes at a time, more than the registers hold (mask spills).
   alignas(64) std::int32_t terminated_word[kLanes];
   alignas(64) std::int32_t truncated_word[kLanes];
+  alignas(64) std::int32_t pending_word[kLanes];  // 1 where an ended episode still needs the one-lane reset
+  // The lanes' episode tallies, kept here until the rollout ends.
+  alignas(64) double tally_episodes[kLanes];
+  alignas(64) double tally_return[kLanes];
+  alignas(64) double tally_length[kLanes];
   const bool streaming = tile.streaming;
   const auto copy_out = [streaming](void* dst, const void* src, std::size_t bytes) {
     if (streaming)
@@ -167,7 +173,23 @@ inline void rollout_lanes(const RolloutTile<S>& tile, std::int64_t first) {
     episode_return[l] = episode_returns[first + l];
     action_offset[l] = action_offsets[first + l];
     reset_offset[l] = rng_offsets[first + l];
+    tally_episodes[l] = tallies[first + l].episodes;
+    tally_return[l] = tallies[first + l].return_sum;
+    tally_length[l] = tallies[first + l].length_sum;
   }
+  // Resets a tile at a time: where the scenario's reset is one Philox block, no parameter is randomised and
+  // every lane's parameters are the table's (so that a reset leaves them as they are), and every lane's
+  // reset stream is at a block's start (so that it stays there, four words a reset).
+  bool block_resets = false;
+  if constexpr (HasBlockReset<S>) {
+    block_resets = physics.randomized_mask == 0u;
+    for (int l = 0; l < lanes; ++l) {
+      block_resets = block_resets && (reset_offset[l] & 3u) == 0;
+      for (int j = 0; j < kParamCount; ++j)
+        block_resets = block_resets && std::memcmp(&param[j][l], &physics.value[j], sizeof(ParamType)) == 0;
+    }
+  }
+  const Params table_params = std::bit_cast<Params>(physics.value);
   const std::uint64_t first_action_stream = rng_subsequence(RngPurpose::Action, static_cast<std::uint64_t>(first));
   const std::uint64_t first_reset_stream = rng_subsequence(RngPurpose::EnvReset, static_cast<std::uint64_t>(first));
   // Blocks of the lanes' streams, computed side by side: word m of lane l's block at `first_block[l] + b`
@@ -203,7 +225,31 @@ inline void rollout_lanes(const RolloutTile<S>& tile, std::int64_t first) {
       for (int j = 0; j < kStateDim; ++j) state[j][l] = state_fields[j];
       terminated_word[l] = terminated_flag;
       truncated_word[l] = truncated_flag;
-      S::observe(s, step_obs + l * S::kObsDim);
+    }
+  };
+  // begin_next_episode for every lane whose episode ended and whose reset block is among those drawn ahead,
+  // branch-free: the tally, the new state from the block's words, the zeroed counters. The rest (a lane that
+  // ended more episodes in the chunk than those blocks cover) are left pending for the one-lane path.
+  const auto reset_pass = [&] {
+    if constexpr (HasBlockReset<S>) {
+      for (int l = 0; l < lanes; ++l) {
+        const bool ended_now = (terminated_word[l] | truncated_word[l]) != 0;
+        const std::uint64_t block = (reset_offset[l] >> 2) - reset_first_block[l];
+        const bool take = ended_now && block < kResetBlocks;
+        BlockWords words;
+        for (int m = 0; m < 4; ++m) words.word[m] = block == 0 ? reset_words[m][l] : reset_words[4 + m][l];
+        State fresh;
+        S::reset(fresh, table_params, words);
+        const auto fresh_fields = std::bit_cast<std::array<float, kStateDim>>(fresh);
+        for (int j = 0; j < kStateDim; ++j) state[j][l] = take ? fresh_fields[j] : state[j][l];
+        tally_episodes[l] = take ? tally_episodes[l] + 1.0 : tally_episodes[l];
+        tally_return[l] = take ? tally_return[l] + static_cast<double>(episode_return[l]) : tally_return[l];
+        tally_length[l] = take ? tally_length[l] + static_cast<double>(episode_step[l]) : tally_length[l];
+        episode_step[l] = take ? 0 : episode_step[l];
+        episode_return[l] = take ? 0.0f : episode_return[l];
+        reset_offset[l] += take ? 4u : 0u;
+        pending_word[l] = ended_now && !take ? 1 : 0;
+      }
     }
   };
 
@@ -250,8 +296,12 @@ inline void rollout_lanes(const RolloutTile<S>& tile, std::int64_t first) {
       for (int l = 0; l < lanes; ++l) {
         step_terminated[l] = static_cast<std::uint8_t>(terminated_word[l]);
         step_truncated[l] = static_cast<std::uint8_t>(truncated_word[l]);
-        ended[l] = static_cast<std::uint8_t>(terminated_word[l] | truncated_word[l]);
       }
+      if (block_resets)
+        reset_pass();
+      else
+        for (int l = 0; l < lanes; ++l) pending_word[l] = terminated_word[l] | truncated_word[l];
+      for (int l = 0; l < lanes; ++l) ended[l] = static_cast<std::uint8_t>(pending_word[l]);
       // Eight lanes' flags at a time, as one word: most words are zero, and the set bytes are found
       // without a branch per lane.
       static_assert(std::endian::native == std::endian::little, "byte b of the word is lane group + b");
@@ -273,13 +323,18 @@ inline void rollout_lanes(const RolloutTile<S>& tile, std::int64_t first) {
                               PhiloxBlock{{reset_words[4 * block][l], reset_words[4 * block + 1][l],
                                            reset_words[4 * block + 2][l], reset_words[4 * block + 3][l]}})
                         : Logic::reset_rng(seed, i, reset_offset[l]);
-          Logic::begin_next_episode(physics, s, p, episode_step[l], episode_return[l], rng, tallies[i]);
+          EpisodeTally tally{tally_episodes[l], tally_return[l], tally_length[l]};
+          Logic::begin_next_episode(physics, s, p, episode_step[l], episode_return[l], rng, tally);
+          tally_episodes[l] = tally.episodes;
+          tally_return[l] = tally.return_sum;
+          tally_length[l] = tally.length_sum;
           reset_offset[l] = rng.offset();
           for (int j = 0; j < kStateDim; ++j) state[j][l] = state_fields[j];
           for (int j = 0; j < kParamCount; ++j) param[j][l] = param_fields[j];
-          S::observe(s, step_obs + l * S::kObsDim);
         }
       }
+      // The observation the policy acts on next: this step's, or the new episode's first.
+      for (int l = 0; l < lanes; ++l) S::observe(lane_state(l), step_obs + l * S::kObsDim);
       copy_out(obs + row * S::kObsDim, step_obs, sizeof(float) * S::kObsDim * lanes);
       copy_out(reward + row, step_reward, sizeof(float) * lanes);
       copy_out(terminated + row, step_terminated, lanes);
@@ -297,6 +352,7 @@ inline void rollout_lanes(const RolloutTile<S>& tile, std::int64_t first) {
     episode_returns[first + l] = episode_return[l];
     action_offsets[first + l] = action_offset[l];
     rng_offsets[first + l] = reset_offset[l];
+    tallies[first + l] = EpisodeTally{tally_episodes[l], tally_return[l], tally_length[l]};
   }
 }
 

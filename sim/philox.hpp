@@ -5,6 +5,7 @@
 // curand_init(seed, subsequence, offset, &state) followed by curand(&state), and uniform() the same
 // floats as curand_uniform(). Counter-based: a stream is (seed, subsequence), and the position in it
 // is a plain 64-bit counter that callers keep in flat arrays, so no generator state lives on the device.
+#include <bit>
 #include <cmath>
 #include <cstdint>
 
@@ -74,6 +75,16 @@ SURGE_HD_INLINE PhiloxBlock philox_block(std::uint64_t seed, std::uint64_t subse
   return philox4x32_10(counter, static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32));
 }
 
+// The largest float below `high`, for any `high` but NaN and -infinity: nextafterf(high, low) for any
+// low < high, as bit arithmetic rather than a library call, so that a loop over many lanes vectorises.
+// A positive float's successor downwards has the bits below its own; a negative one's (and -0's) the bits
+// above; +0 goes to the negative denormal -0x1p-149.
+SURGE_HD_INLINE float float_below(float high) {
+  const std::uint32_t bits = std::bit_cast<std::uint32_t>(high);
+  const std::uint32_t below = bits == 0u ? 0x80000001u : (bits >> 31) != 0u ? bits + 1u : bits - 1u;
+  return std::bit_cast<float>(below);
+}
+
 // A float uniform in [low, high) from 32 random bits: the top 24 bits scaled exactly into [0, 1), then
 // low + (high - low) * v. On the device the multiply and the add are rounded separately, as on the
 // host: nvcc would otherwise fuse them into one FMA and resets and randomised physics would differ
@@ -85,7 +96,7 @@ SURGE_HD_INLINE float uniform_in(std::uint32_t bits, float low, float high) {
 #else
   const float value = low + (high - low) * unit;
 #endif
-  return value < high || !(low < high) ? value : nextafterf(high, low);
+  return value < high || !(low < high) ? value : float_below(high);
 }
 
 // A cursor into one Philox stream. Cheap to build on every use from (seed, subsequence, offset): a block

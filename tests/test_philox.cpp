@@ -2,6 +2,8 @@
 // kat_vectors), and the cuRAND-compatible stream arithmetic of Rng.
 #include <catch2/catch.hpp>
 
+#include <bit>
+#include <cmath>
 #include <cstdint>
 
 #include "sim/philox.hpp"
@@ -119,4 +121,24 @@ TEST_CASE("an Rng given its block draws the words of one that computes it", "[ph
     for (int k = 0; k < 11; ++k) REQUIRE(given.next_u32() == computed.next_u32());
     CHECK(given.offset() == offset + 11);
   }
+}
+
+TEST_CASE("float_below is nextafterf towards anything lower", "[philox]") {
+  // The edges (zeros, denormals, the largest float, infinity, both signs) and a stride through every float.
+  const float edges[] = {0.0f,  -0.0f, 0x1p-149f, -0x1p-149f,    0x1p-126f,      -0x1p-126f, 1.0f,
+                         -1.0f, 0.05f, -0.05f,    3.4028235e38f, -3.4028235e38f, INFINITY};
+  for (const float high : edges) {
+    INFO(high);
+    CHECK(std::bit_cast<std::uint32_t>(surge::float_below(high)) ==
+          std::bit_cast<std::uint32_t>(std::nextafterf(high, -INFINITY)));
+  }
+  int checked = 0;
+  for (std::uint64_t bits = 0; bits < (std::uint64_t{1} << 32); bits += 65521) {
+    const float high = std::bit_cast<float>(static_cast<std::uint32_t>(bits));
+    if (std::isnan(high) || high == -INFINITY) continue;
+    REQUIRE(std::bit_cast<std::uint32_t>(surge::float_below(high)) ==
+            std::bit_cast<std::uint32_t>(std::nextafterf(high, -INFINITY)));
+    ++checked;
+  }
+  CHECK(checked > 60000);
 }

@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "scenarios/cartpole.hpp"
@@ -411,6 +412,59 @@ TEST_CASE("rollout_random() steps a pole set beyond the small-angle range as ste
   CHECK(std::abs(history.obs[odd_one * kObsDim + 2] - 0.1f) < 1e-5f);
   history.check_same_bits_as(rollout, stream);
   check_same_engine_state(*fused, *stepped, stream);
+}
+
+TEST_CASE("rollout_random() resets a tile's lanes side by side as step() resets each env", "[vec_env][rollout]") {
+  // Default physics: CartPole's resets go through the tile-wide pass, but for the tiles a guard sends to the
+  // one-lane path: env 3's masspole is not the table's (a reset must restore it) and env 70's reset stream is
+  // two words into a Philox block (its resets straddle two). Envs 128 to 199 have neither; there, a lane that
+  // ends a third episode within one chunk of 32 steps finds its reset block not drawn ahead and takes the
+  // one-lane path. Two calls of 300 and 210 steps, the second starting mid-episode.
+  const std::int64_t n = 200, first_steps = 300, second_steps = 210, steps = first_steps + second_steps;
+  const std::int64_t odd_params = 3, odd_stream = 70, plain_tiles = 128;
+  const Device cpu = Device::cpu();
+  Stream stream(cpu);
+  auto fused = surge::make_engine("cartpole", cpu, n, 9);
+  auto stepped = surge::make_engine("cartpole", cpu, n, 9);
+  const surge::ScenarioSpec& spec = surge::scenario_spec("cartpole");
+  const std::int64_t masspole = spec.param_index("masspole"), param_count = spec.param_count();
+  std::vector<double> params = surge::params_to_host(*fused, stream);
+  const double table_masspole = params[odd_params * param_count + masspole];
+  params[odd_params * param_count + masspole] = 0.2;
+  std::vector<std::uint64_t> offsets = host(fused->rng_offsets(), stream);
+  offsets[odd_stream] += 2;
+  for (Engine* engine : {fused.get(), stepped.get()}) {
+    surge::params_from_host(*engine, params, stream);
+    surge::from_host(engine->rng_offsets(), offsets, stream);
+  }
+
+  RolloutBuffers rollout(steps, n, kObsDim);
+  fused->rollout_random(first_steps, rollout.slice(0, first_steps), stream);
+  fused->rollout_random(second_steps, rollout.slice(first_steps, second_steps), stream);
+  const StepHistory history = step_randomly(*stepped, n, steps, stream);
+  history.check_same_bits_as(rollout, stream);
+  check_same_engine_state(*fused, *stepped, stream);
+
+  // Each guard's case happened: env 3 reset, which put the table's masspole back; env 70's stream is still
+  // two words into a block, four words a reset on.
+  CHECK(surge::params_to_host(*fused, stream)[odd_params * param_count + masspole] == table_masspole);
+  std::int64_t odd_stream_episodes = 0;
+  for (std::int64_t t = 0; t < steps; ++t)
+    odd_stream_episodes += history.terminated[t * n + odd_stream] | history.truncated[t * n + odd_stream];
+  CHECK(odd_stream_episodes > 0);
+  CHECK(host(fused->rng_offsets(), stream)[odd_stream] ==
+        offsets[odd_stream] + 4 * static_cast<std::uint64_t>(odd_stream_episodes));
+  // And in the plain tiles some lane ended three episodes or more within one chunk.
+  int most_in_a_chunk = 0;
+  for (const auto& [call_start, call_steps] : {std::pair{std::int64_t{0}, first_steps}, {first_steps, second_steps}})
+    for (std::int64_t chunk = call_start; chunk < call_start + call_steps; chunk += 32)
+      for (std::int64_t i = plain_tiles; i < n; ++i) {
+        int ended = 0;
+        for (std::int64_t t = chunk; t < std::min(chunk + 32, call_start + call_steps); ++t)
+          ended += history.terminated[t * n + i] | history.truncated[t * n + i];
+        most_in_a_chunk = std::max(most_in_a_chunk, ended);
+      }
+  CHECK(most_in_a_chunk >= 3);
 }
 
 TEST_CASE("rollout_random() equals random_actions() + step() bit for bit in every scenario", "[vec_env][rollout]") {

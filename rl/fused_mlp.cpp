@@ -58,10 +58,29 @@ inline const typename VecOf<Scalar>::in_memory& vec_at(const Scalar* p) {
 
 // ============================== register blocks ==============================
 
-// The one register block: c[r][0 .. NV lanes) = init[r][..] + sum_p a(r, p) b[p][..] for NR rows, where
-// a(r, p) = a[r * a_row + p * a_col] (so a or a^T), init [NR][init_ld] (init_ld 0: one row for all, as a
-// bias; null: 0).
-template <class Scalar, int NR, int NV>
+// What a product does to its accumulators before it stores them: nothing (gradients), or the hidden
+// layers' activation, applied in registers instead of in a sweep that reads the stored tile back.
+enum class Epilogue { None, Tanh, Relu };
+
+template <Epilogue epilogue, class Scalar>
+inline Vec<Scalar> finish(Vec<Scalar> values) {
+  if constexpr (epilogue == Epilogue::Relu) {
+    return values > Scalar(0) ? values : Vec<Scalar>{};
+  } else if constexpr (epilogue == Epilogue::Tanh) {
+#if defined(SURGE_FAST_TANH_LANES)
+    if constexpr (std::is_same_v<Scalar, float>) return (Vec<Scalar>)fast_tanh_lanes((__m512)values);
+#endif
+    for (int i = 0; i < kLanes<Scalar>; ++i) values[i] = tanh_of(values[i]);
+    return values;
+  } else {
+    return values;
+  }
+}
+
+// The one register block: c[r][0 .. NV lanes) = finish(init[r][..] + sum_p a(r, p) b[p][..]) for NR rows,
+// where a(r, p) = a[r * a_row + p * a_col] (so a or a^T), init [NR][init_ld] (init_ld 0: one row for all,
+// as a bias; null: 0).
+template <class Scalar, int NR, int NV, Epilogue epilogue>
 void block(const Scalar* a, std::int64_t a_row, std::int64_t a_col, int k, const Scalar* b, std::int64_t ldb,
            const Scalar* init, std::int64_t init_ld, Scalar* c, std::int64_t ldc) {
   constexpr int lanes = kLanes<Scalar>;
@@ -77,7 +96,7 @@ void block(const Scalar* a, std::int64_t a_row, std::int64_t a_col, int k, const
     }
   }
   for (int r = 0; r < NR; ++r)
-    for (int v = 0; v < NV; ++v) vec_at(c + r * ldc + v * lanes) = acc[r][v];
+    for (int v = 0; v < NV; ++v) vec_at(c + r * ldc + v * lanes) = finish<epilogue, Scalar>(acc[r][v]);
 }
 
 // Rows per register block for a block NV vectors wide, where a whole block of them remains: enough
@@ -92,18 +111,22 @@ constexpr int kWideRows[kBlockVecs] = {4, 4, 4, 4};
 #endif
 
 // c [rows][n_padded] (leading dimension ldc) = init + a(r, p) b [k][n_padded], in register blocks.
-template <class Scalar>
+template <class Scalar, Epilogue epilogue = Epilogue::None>
 void product(const Scalar* a, std::int64_t a_row, std::int64_t a_col, int rows, int k, const Scalar* b,
              std::int64_t n_padded, const Scalar* init, std::int64_t init_ld, Scalar* c, std::int64_t ldc) {
   using Block = void (*)(const Scalar*, std::int64_t, std::int64_t, int, const Scalar*, std::int64_t, const Scalar*,
                          std::int64_t, Scalar*, std::int64_t);
-#define SURGE_BLOCK_ROW(n) \
-  { block<Scalar, n, 1>, block<Scalar, n, 2>, block<Scalar, n, 3>, block<Scalar, n, 4> }
+#define SURGE_BLOCK_ROW(n)                                                                       \
+  {                                                                                              \
+    block<Scalar, n, 1, epilogue>, block<Scalar, n, 2, epilogue>, block<Scalar, n, 3, epilogue>, \
+        block<Scalar, n, 4, epilogue>                                                            \
+  }
   static constexpr Block blocks[kBlockRows][kBlockVecs] = {SURGE_BLOCK_ROW(1), SURGE_BLOCK_ROW(2), SURGE_BLOCK_ROW(3),
                                                            SURGE_BLOCK_ROW(4)};
 #undef SURGE_BLOCK_ROW
-  static constexpr Block wide_blocks[kBlockVecs] = {block<Scalar, kWideRows[0], 1>, block<Scalar, kWideRows[1], 2>,
-                                                    block<Scalar, kWideRows[2], 3>, block<Scalar, kWideRows[3], 4>};
+  static constexpr Block wide_blocks[kBlockVecs] = {
+      block<Scalar, kWideRows[0], 1, epilogue>, block<Scalar, kWideRows[1], 2, epilogue>,
+      block<Scalar, kWideRows[2], 3, epilogue>, block<Scalar, kWideRows[3], 4, epilogue>};
   constexpr int lanes = kLanes<Scalar>;
   for (std::int64_t c0 = 0; c0 < n_padded; c0 += kBlockVecs * lanes) {
     const int vecs = static_cast<int>(std::min<std::int64_t>(kBlockVecs, (n_padded - c0) / lanes));
@@ -117,11 +140,17 @@ void product(const Scalar* a, std::int64_t a_row, std::int64_t a_col, int rows, 
   }
 }
 
-// c [rows][ldc] = a [rows][k] (leading dimension lda) times b [k][n_padded] (+ bias [n_padded]).
+// c [rows][ldc] = a [rows][k] (leading dimension lda) times b [k][n_padded] (+ bias [n_padded]), then
+// the activation where one is given.
 template <class Scalar>
 void dense(const Scalar* a, std::int64_t lda, int rows, int k, const Scalar* b, std::int64_t n_padded,
-           const Scalar* bias, Scalar* c, std::int64_t ldc) {
-  product(a, lda, 1, rows, k, b, n_padded, bias, 0, c, ldc);
+           const Scalar* bias, Scalar* c, std::int64_t ldc, const Activation* activation = nullptr) {
+  if (!activation)
+    product(a, lda, 1, rows, k, b, n_padded, bias, 0, c, ldc);
+  else if (*activation == Activation::Tanh)
+    product<Scalar, Epilogue::Tanh>(a, lda, 1, rows, k, b, n_padded, bias, 0, c, ldc);
+  else
+    product<Scalar, Epilogue::Relu>(a, lda, 1, rows, k, b, n_padded, bias, 0, c, ldc);
 }
 
 // sum [m][n_padded] += dy^T x over `rows` rows: dy [rows][ldy] (its first m columns), x [rows][n_padded]; with
@@ -240,8 +269,9 @@ const Scalar* forward_tile(const Mlp& mlp, const Packed<Scalar>& weights, const 
     const int in = mlp.layer_in(l), out = mlp.layer_out(l);
     const std::int64_t out_p = padded<Scalar>(out);
     Scalar* y = output_of(l);
-    dense(x, ldx, rows, in, weights.base + weights.transposed[l], out_p, weights.base + weights.bias[l], y, out_p);
-    if (l + 1 < layers) activate(mlp.activation(), y, rows * out_p);
+    const Activation activation = mlp.activation();
+    dense(x, ldx, rows, in, weights.base + weights.transposed[l], out_p, weights.base + weights.bias[l], y, out_p,
+          l + 1 < layers ? &activation : nullptr);
     settle(l, y);
     x = y;
     ldx = out_p;

@@ -79,14 +79,20 @@ inline Vec<Scalar> finish(Vec<Scalar> values) {
 
 // The one register block: c[r][0 .. NV lanes) = finish(init[r][..] + sum_p a(r, p) b[p][..]) for NR rows,
 // where a(r, p) = a[r * a_row + p * a_col] (so a or a^T), init [NR][init_ld] (init_ld 0: one row for all,
-// as a bias; null: 0).
-template <class Scalar, int NR, int NV, Epilogue epilogue>
+// as a bias; null: 0). `by_rows`: a_col is 1 (a), else a_row is 1 (a^T); a stride known to the compiler
+// leaves one loop, whose accumulators GCC keeps in registers from the loads of init to the stores.
+template <class Scalar, int NR, int NV, Epilogue epilogue, bool by_rows>
 void block(const Scalar* a, std::int64_t a_row, std::int64_t a_col, int k, const Scalar* b, std::int64_t ldb,
            const Scalar* init, std::int64_t init_ld, Scalar* c, std::int64_t ldc) {
   constexpr int lanes = kLanes<Scalar>;
+  if constexpr (by_rows)
+    a_col = 1;
+  else
+    a_row = 1;
   Vec<Scalar> acc[NR][NV];
   for (int r = 0; r < NR; ++r)
     for (int v = 0; v < NV; ++v) acc[r][v] = init ? vec_at(init + r * init_ld + v * lanes) : Vec<Scalar>{};
+  if (k < 1) __builtin_unreachable();  // a layer's width or a tile's rows: knowing it saves a spill of acc
   for (int p = 0; p < k; ++p) {
     Vec<Scalar> row[NV];
     for (int v = 0; v < NV; ++v) row[v] = vec_at(b + p * ldb + v * lanes);
@@ -103,7 +109,8 @@ void block(const Scalar* a, std::int64_t a_row, std::int64_t a_col, int k, const
 // accumulators (NR x NV of the 32 AVX-512 registers) to hide the FMA's latency behind independent sums. A
 // 1-vector-wide product (a 2-wide head, a 4-wide input's weight gradient) in blocks of 4 rows waits on its
 // 4 chains. Every element is still init plus its products in the order of p, so the row blocking changes
-// no bit. Narrower registers keep 4 rows: a 64-byte vector is already 2 to 4 of them.
+// no bit. Narrower registers keep 4 rows: a 64-byte vector is already 2 to 4 of them. 4 x 4 stays: 6 x 4
+// (24 accumulators) was no faster on a 32-row tile, whose last 2 rows then take a block of their own.
 #if defined(__AVX512F__)
 constexpr int kWideRows[kBlockVecs] = {16, 8, 4, 4};
 #else
@@ -111,22 +118,22 @@ constexpr int kWideRows[kBlockVecs] = {4, 4, 4, 4};
 #endif
 
 // c [rows][n_padded] (leading dimension ldc) = init + a(r, p) b [k][n_padded], in register blocks.
-template <class Scalar, Epilogue epilogue = Epilogue::None>
+template <class Scalar, bool by_rows, Epilogue epilogue = Epilogue::None>
 void product(const Scalar* a, std::int64_t a_row, std::int64_t a_col, int rows, int k, const Scalar* b,
              std::int64_t n_padded, const Scalar* init, std::int64_t init_ld, Scalar* c, std::int64_t ldc) {
   using Block = void (*)(const Scalar*, std::int64_t, std::int64_t, int, const Scalar*, std::int64_t, const Scalar*,
                          std::int64_t, Scalar*, std::int64_t);
-#define SURGE_BLOCK_ROW(n)                                                                       \
-  {                                                                                              \
-    block<Scalar, n, 1, epilogue>, block<Scalar, n, 2, epilogue>, block<Scalar, n, 3, epilogue>, \
-        block<Scalar, n, 4, epilogue>                                                            \
+#define SURGE_BLOCK_ROW(n)                                                             \
+  {                                                                                    \
+    block<Scalar, n, 1, epilogue, by_rows>, block<Scalar, n, 2, epilogue, by_rows>,    \
+        block<Scalar, n, 3, epilogue, by_rows>, block<Scalar, n, 4, epilogue, by_rows> \
   }
   static constexpr Block blocks[kBlockRows][kBlockVecs] = {SURGE_BLOCK_ROW(1), SURGE_BLOCK_ROW(2), SURGE_BLOCK_ROW(3),
                                                            SURGE_BLOCK_ROW(4)};
 #undef SURGE_BLOCK_ROW
   static constexpr Block wide_blocks[kBlockVecs] = {
-      block<Scalar, kWideRows[0], 1, epilogue>, block<Scalar, kWideRows[1], 2, epilogue>,
-      block<Scalar, kWideRows[2], 3, epilogue>, block<Scalar, kWideRows[3], 4, epilogue>};
+      block<Scalar, kWideRows[0], 1, epilogue, by_rows>, block<Scalar, kWideRows[1], 2, epilogue, by_rows>,
+      block<Scalar, kWideRows[2], 3, epilogue, by_rows>, block<Scalar, kWideRows[3], 4, epilogue, by_rows>};
   constexpr int lanes = kLanes<Scalar>;
   for (std::int64_t c0 = 0; c0 < n_padded; c0 += kBlockVecs * lanes) {
     const int vecs = static_cast<int>(std::min<std::int64_t>(kBlockVecs, (n_padded - c0) / lanes));
@@ -146,11 +153,11 @@ template <class Scalar>
 void dense(const Scalar* a, std::int64_t lda, int rows, int k, const Scalar* b, std::int64_t n_padded,
            const Scalar* bias, Scalar* c, std::int64_t ldc, const Activation* activation = nullptr) {
   if (!activation)
-    product(a, lda, 1, rows, k, b, n_padded, bias, 0, c, ldc);
+    product<Scalar, true>(a, lda, 1, rows, k, b, n_padded, bias, 0, c, ldc);
   else if (*activation == Activation::Tanh)
-    product<Scalar, Epilogue::Tanh>(a, lda, 1, rows, k, b, n_padded, bias, 0, c, ldc);
+    product<Scalar, true, Epilogue::Tanh>(a, lda, 1, rows, k, b, n_padded, bias, 0, c, ldc);
   else
-    product<Scalar, Epilogue::Relu>(a, lda, 1, rows, k, b, n_padded, bias, 0, c, ldc);
+    product<Scalar, true, Epilogue::Relu>(a, lda, 1, rows, k, b, n_padded, bias, 0, c, ldc);
 }
 
 // sum [m][n_padded] += dy^T x over `rows` rows: dy [rows][ldy] (its first m columns), x [rows][n_padded]; with
@@ -158,7 +165,7 @@ void dense(const Scalar* a, std::int64_t lda, int rows, int k, const Scalar* b, 
 template <class Scalar>
 void outer(const Scalar* dy, std::int64_t ldy, int m, int rows, const Scalar* x, std::int64_t n_padded, Scalar* sum,
            bool start) {
-  product(dy, 1, ldy, m, rows, x, n_padded, start ? nullptr : sum, n_padded, sum, n_padded);
+  product<Scalar, false>(dy, 1, ldy, m, rows, x, n_padded, start ? nullptr : sum, n_padded, sum, n_padded);
 }
 
 // ============================== the network, repacked ==============================

@@ -360,9 +360,10 @@ void fused_mlp_backward(const Mlp& mlp, const Scalar* params, const Scalar* inpu
                         const Scalar* activations, const Scalar* d_output, Scalar* grads,
                         std::uint64_t params_version) {
   const Packed<Scalar>& weights = packed(mlp, params, params_version);
-  thread_local std::vector<Scalar> sum_storage;
+  thread_local GradientSums<Scalar> sums_of_thread;
+  GradientSums<Scalar>& sums = sums_of_thread;  // one name for every thread of the loop below
+  sums.plan(mlp, batch, true, true);
   const int widest = widest_padded<Scalar>(mlp);
-  const GradientSums<Scalar> sums(mlp, batch, sum_storage, true, true);
   const std::int64_t chunks = sums.chunks;
 
   for_each_index(chunks, run_parallel(batch), [&](std::int64_t chunk) {
@@ -392,9 +393,10 @@ template <class Scalar>
 void fused_mlp_train_pass(const Mlp& mlp, const Scalar* params, const Scalar* input, std::int64_t batch,
                           HeadGradient<Scalar> head, Scalar* grads, std::uint64_t params_version) {
   const Packed<Scalar>& weights = packed(mlp, params, params_version);
-  thread_local std::vector<Scalar> sum_storage, storage;
+  thread_local GradientSums<Scalar> sums;
+  thread_local std::vector<Scalar> storage;
+  sums.plan(mlp, batch, true, true);
   const int widest = widest_padded<Scalar>(mlp), layers = mlp.num_layers();
-  const GradientSums<Scalar> sums(mlp, batch, sum_storage, true, true);
   // Per tile: every layer's output [layers][kTileRows][widest], the padded input, two gradient buffers and
   // the head's gradient.
   const std::int64_t tile = kTileRows * widest;

@@ -58,13 +58,19 @@ inline const typename VecOf<Scalar>::in_memory& vec_at(const Scalar* p) {
 
 // ============================== register blocks ==============================
 
-// What a product does to its accumulators before it stores them: nothing (gradients), or the hidden
-// layers' activation, applied in registers instead of in a sweep that reads the stored tile back.
-enum class Epilogue { None, Tanh, Relu };
+// What a product does to its accumulators before it stores them: nothing (weight gradients, the head),
+// a hidden layer's activation (forward), or the activation's derivative, expressed in the layer's output
+// `gate` (an input gradient): applied in registers instead of in a sweep that reads the stored tile back.
+enum class Epilogue { None, Tanh, Relu, TanhGradient, ReluGradient };
 
 template <Epilogue epilogue, class Scalar>
-inline Vec<Scalar> finish(Vec<Scalar> values) {
-  if constexpr (epilogue == Epilogue::Relu) {
+inline Vec<Scalar> finish(Vec<Scalar> values, const Scalar* gate) {
+  if constexpr (epilogue == Epilogue::TanhGradient) {
+    const Vec<Scalar> output = vec_at(gate);
+    return values * (Scalar(1) - output * output);
+  } else if constexpr (epilogue == Epilogue::ReluGradient) {
+    return vec_at(gate) > Scalar(0) ? values : Vec<Scalar>{};
+  } else if constexpr (epilogue == Epilogue::Relu) {
     return values > Scalar(0) ? values : Vec<Scalar>{};
   } else if constexpr (epilogue == Epilogue::Tanh) {
 #if defined(SURGE_FAST_TANH_LANES)
@@ -79,11 +85,12 @@ inline Vec<Scalar> finish(Vec<Scalar> values) {
 
 // The one register block: c[r][0 .. NV lanes) = finish(init[r][..] + sum_p a(r, p) b[p][..]) for NR rows,
 // where a(r, p) = a[r * a_row + p * a_col] (so a or a^T), init [NR][init_ld] (init_ld 0: one row for all,
-// as a bias; null: 0). `by_rows`: a_col is 1 (a), else a_row is 1 (a^T); a stride known to the compiler
-// leaves one loop, whose accumulators GCC keeps in registers from the loads of init to the stores.
+// as a bias; null: 0), gate [NR][ldc] for the gradient epilogues. `by_rows`: a_col is 1 (a), else a_row
+// is 1 (a^T); a stride known to the compiler leaves one loop, whose accumulators GCC keeps in registers
+// from the loads of init to the stores.
 template <class Scalar, int NR, int NV, Epilogue epilogue, bool by_rows>
 void block(const Scalar* a, std::int64_t a_row, std::int64_t a_col, int k, const Scalar* b, std::int64_t ldb,
-           const Scalar* init, std::int64_t init_ld, Scalar* c, std::int64_t ldc) {
+           const Scalar* init, std::int64_t init_ld, Scalar* c, std::int64_t ldc, const Scalar* gate) {
   constexpr int lanes = kLanes<Scalar>;
   if constexpr (by_rows)
     a_col = 1;
@@ -102,7 +109,8 @@ void block(const Scalar* a, std::int64_t a_row, std::int64_t a_col, int k, const
     }
   }
   for (int r = 0; r < NR; ++r)
-    for (int v = 0; v < NV; ++v) vec_at(c + r * ldc + v * lanes) = finish<epilogue, Scalar>(acc[r][v]);
+    for (int v = 0; v < NV; ++v)
+      vec_at(c + r * ldc + v * lanes) = finish<epilogue, Scalar>(acc[r][v], gate + r * ldc + v * lanes);
 }
 
 // Rows per register block for a block NV vectors wide, where a whole block of them remains: enough
@@ -117,12 +125,14 @@ constexpr int kWideRows[kBlockVecs] = {16, 8, 4, 4};
 constexpr int kWideRows[kBlockVecs] = {4, 4, 4, 4};
 #endif
 
-// c [rows][n_padded] (leading dimension ldc) = init + a(r, p) b [k][n_padded], in register blocks.
+// c [rows][n_padded] (leading dimension ldc) = init + a(r, p) b [k][n_padded], in register blocks, then
+// the epilogue (gate, for a gradient's, [rows][ldc]).
 template <class Scalar, bool by_rows, Epilogue epilogue = Epilogue::None>
 void product(const Scalar* a, std::int64_t a_row, std::int64_t a_col, int rows, int k, const Scalar* b,
-             std::int64_t n_padded, const Scalar* init, std::int64_t init_ld, Scalar* c, std::int64_t ldc) {
+             std::int64_t n_padded, const Scalar* init, std::int64_t init_ld, Scalar* c, std::int64_t ldc,
+             const Scalar* gate = nullptr) {
   using Block = void (*)(const Scalar*, std::int64_t, std::int64_t, int, const Scalar*, std::int64_t, const Scalar*,
-                         std::int64_t, Scalar*, std::int64_t);
+                         std::int64_t, Scalar*, std::int64_t, const Scalar*);
 #define SURGE_BLOCK_ROW(n)                                                             \
   {                                                                                    \
     block<Scalar, n, 1, epilogue, by_rows>, block<Scalar, n, 2, epilogue, by_rows>,    \
@@ -141,7 +151,7 @@ void product(const Scalar* a, std::int64_t a_row, std::int64_t a_col, int rows, 
       const int wide = kWideRows[vecs - 1], step = rows - r0 >= wide ? wide : std::min(kBlockRows, rows - r0);
       const Block run = step == wide ? wide_blocks[vecs - 1] : blocks[step - 1][vecs - 1];
       run(a + r0 * a_row, a_row, a_col, k, b + c0, n_padded, init ? init + r0 * init_ld + c0 : nullptr, init_ld,
-          c + r0 * ldc + c0, ldc);
+          c + r0 * ldc + c0, ldc, gate ? gate + r0 * ldc + c0 : nullptr);
       r0 += step;
     }
   }
@@ -158,6 +168,17 @@ void dense(const Scalar* a, std::int64_t lda, int rows, int k, const Scalar* b, 
     product<Scalar, true, Epilogue::Tanh>(a, lda, 1, rows, k, b, n_padded, bias, 0, c, ldc);
   else
     product<Scalar, true, Epilogue::Relu>(a, lda, 1, rows, k, b, n_padded, bias, 0, c, ldc);
+}
+
+// dx [rows][n_padded] = (dy [rows][k] (leading dimension ldy) times w [k][n_padded]) times the activation's
+// derivative at the layer's input x [rows][n_padded] (the layer below's output).
+template <class Scalar>
+void input_gradient(const Scalar* dy, std::int64_t ldy, int rows, int k, const Scalar* w, std::int64_t n_padded,
+                    Activation activation, const Scalar* x, Scalar* dx) {
+  if (activation == Activation::Tanh)
+    product<Scalar, true, Epilogue::TanhGradient>(dy, ldy, 1, rows, k, w, n_padded, nullptr, 0, dx, n_padded, x);
+  else
+    product<Scalar, true, Epilogue::ReluGradient>(dy, ldy, 1, rows, k, w, n_padded, nullptr, 0, dx, n_padded, x);
 }
 
 // sum [m][n_padded] += dy^T x over `rows` rows: dy [rows][ldy] (its first m columns), x [rows][n_padded]; with
@@ -308,8 +329,7 @@ void backward_tile(const Mlp& mlp, const Packed<Scalar>& weights, const Scalar* 
       for (int o = 0; o < out; ++o) bias[o] += dy[r * ldy + o];
     if (l == 0) break;
     Scalar* dx = buffers[next ^= 1];
-    dense<Scalar>(dy, ldy, rows, out, weights.base + weights.rows[l], in_p, nullptr, dx, in_p);
-    activation_backward(mlp.activation(), dx, x, rows * in_p);
+    input_gradient(dy, ldy, rows, out, weights.base + weights.rows[l], in_p, mlp.activation(), x, dx);
     dy = dx;
     ldy = in_p;
   }

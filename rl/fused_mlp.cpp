@@ -58,16 +58,48 @@ inline const typename VecOf<Scalar>::in_memory& vec_at(const Scalar* p) {
 
 // ============================== register blocks ==============================
 
-// The one register block: c[r][0 .. NV lanes) = init[r][..] + sum_p a(r, p) b[p][..] for NR rows, where
-// a(r, p) = a[r * a_row + p * a_col] (so a or a^T), init [NR][init_ld] (init_ld 0: one row for all, as a
-// bias; null: 0).
-template <class Scalar, int NR, int NV>
+// What a product does to its accumulators before it stores them: nothing (weight gradients, the head),
+// a hidden layer's activation (forward), or the activation's derivative, expressed in the layer's output
+// `gate` (an input gradient): applied in registers instead of in a sweep that reads the stored tile back.
+enum class Epilogue { None, Tanh, Relu, TanhGradient, ReluGradient };
+
+template <Epilogue epilogue, class Scalar>
+inline Vec<Scalar> finish(Vec<Scalar> values, const Scalar* gate) {
+  if constexpr (epilogue == Epilogue::TanhGradient) {
+    const Vec<Scalar> output = vec_at(gate);
+    return values * (Scalar(1) - output * output);
+  } else if constexpr (epilogue == Epilogue::ReluGradient) {
+    return vec_at(gate) > Scalar(0) ? values : Vec<Scalar>{};
+  } else if constexpr (epilogue == Epilogue::Relu) {
+    return values > Scalar(0) ? values : Vec<Scalar>{};
+  } else if constexpr (epilogue == Epilogue::Tanh) {
+#if defined(SURGE_FAST_TANH_LANES)
+    if constexpr (std::is_same_v<Scalar, float>) return (Vec<Scalar>)fast_tanh_lanes((__m512)values);
+#endif
+    for (int i = 0; i < kLanes<Scalar>; ++i) values[i] = tanh_of(values[i]);
+    return values;
+  } else {
+    return values;
+  }
+}
+
+// The one register block: c[r][0 .. NV lanes) = finish(init[r][..] + sum_p a(r, p) b[p][..]) for NR rows,
+// where a(r, p) = a[r * a_row + p * a_col] (so a or a^T), init [NR][init_ld] (init_ld 0: one row for all,
+// as a bias; null: 0), gate [NR][ldc] for the gradient epilogues. `by_rows`: a_col is 1 (a), else a_row
+// is 1 (a^T); a stride known to the compiler leaves one loop, whose accumulators GCC keeps in registers
+// from the loads of init to the stores.
+template <class Scalar, int NR, int NV, Epilogue epilogue, bool by_rows>
 void block(const Scalar* a, std::int64_t a_row, std::int64_t a_col, int k, const Scalar* b, std::int64_t ldb,
-           const Scalar* init, std::int64_t init_ld, Scalar* c, std::int64_t ldc) {
+           const Scalar* init, std::int64_t init_ld, Scalar* c, std::int64_t ldc, const Scalar* gate) {
   constexpr int lanes = kLanes<Scalar>;
+  if constexpr (by_rows)
+    a_col = 1;
+  else
+    a_row = 1;
   Vec<Scalar> acc[NR][NV];
   for (int r = 0; r < NR; ++r)
     for (int v = 0; v < NV; ++v) acc[r][v] = init ? vec_at(init + r * init_ld + v * lanes) : Vec<Scalar>{};
+  if (k < 1) __builtin_unreachable();  // a layer's width or a tile's rows: knowing it saves a spill of acc
   for (int p = 0; p < k; ++p) {
     Vec<Scalar> row[NV];
     for (int v = 0; v < NV; ++v) row[v] = vec_at(b + p * ldb + v * lanes);
@@ -77,33 +109,41 @@ void block(const Scalar* a, std::int64_t a_row, std::int64_t a_col, int k, const
     }
   }
   for (int r = 0; r < NR; ++r)
-    for (int v = 0; v < NV; ++v) vec_at(c + r * ldc + v * lanes) = acc[r][v];
+    for (int v = 0; v < NV; ++v)
+      vec_at(c + r * ldc + v * lanes) = finish<epilogue, Scalar>(acc[r][v], gate + r * ldc + v * lanes);
 }
 
 // Rows per register block for a block NV vectors wide, where a whole block of them remains: enough
 // accumulators (NR x NV of the 32 AVX-512 registers) to hide the FMA's latency behind independent sums. A
 // 1-vector-wide product (a 2-wide head, a 4-wide input's weight gradient) in blocks of 4 rows waits on its
 // 4 chains. Every element is still init plus its products in the order of p, so the row blocking changes
-// no bit. Narrower registers keep 4 rows: a 64-byte vector is already 2 to 4 of them.
+// no bit. Narrower registers keep 4 rows: a 64-byte vector is already 2 to 4 of them. 4 x 4 stays: 6 x 4
+// (24 accumulators) was no faster on a 32-row tile, whose last 2 rows then take a block of their own.
 #if defined(__AVX512F__)
 constexpr int kWideRows[kBlockVecs] = {16, 8, 4, 4};
 #else
 constexpr int kWideRows[kBlockVecs] = {4, 4, 4, 4};
 #endif
 
-// c [rows][n_padded] (leading dimension ldc) = init + a(r, p) b [k][n_padded], in register blocks.
-template <class Scalar>
+// c [rows][n_padded] (leading dimension ldc) = init + a(r, p) b [k][n_padded], in register blocks, then
+// the epilogue (gate, for a gradient's, [rows][ldc]).
+template <class Scalar, bool by_rows, Epilogue epilogue = Epilogue::None>
 void product(const Scalar* a, std::int64_t a_row, std::int64_t a_col, int rows, int k, const Scalar* b,
-             std::int64_t n_padded, const Scalar* init, std::int64_t init_ld, Scalar* c, std::int64_t ldc) {
+             std::int64_t n_padded, const Scalar* init, std::int64_t init_ld, Scalar* c, std::int64_t ldc,
+             const Scalar* gate = nullptr) {
   using Block = void (*)(const Scalar*, std::int64_t, std::int64_t, int, const Scalar*, std::int64_t, const Scalar*,
-                         std::int64_t, Scalar*, std::int64_t);
-#define SURGE_BLOCK_ROW(n) \
-  { block<Scalar, n, 1>, block<Scalar, n, 2>, block<Scalar, n, 3>, block<Scalar, n, 4> }
+                         std::int64_t, Scalar*, std::int64_t, const Scalar*);
+#define SURGE_BLOCK_ROW(n)                                                             \
+  {                                                                                    \
+    block<Scalar, n, 1, epilogue, by_rows>, block<Scalar, n, 2, epilogue, by_rows>,    \
+        block<Scalar, n, 3, epilogue, by_rows>, block<Scalar, n, 4, epilogue, by_rows> \
+  }
   static constexpr Block blocks[kBlockRows][kBlockVecs] = {SURGE_BLOCK_ROW(1), SURGE_BLOCK_ROW(2), SURGE_BLOCK_ROW(3),
                                                            SURGE_BLOCK_ROW(4)};
 #undef SURGE_BLOCK_ROW
-  static constexpr Block wide_blocks[kBlockVecs] = {block<Scalar, kWideRows[0], 1>, block<Scalar, kWideRows[1], 2>,
-                                                    block<Scalar, kWideRows[2], 3>, block<Scalar, kWideRows[3], 4>};
+  static constexpr Block wide_blocks[kBlockVecs] = {
+      block<Scalar, kWideRows[0], 1, epilogue, by_rows>, block<Scalar, kWideRows[1], 2, epilogue, by_rows>,
+      block<Scalar, kWideRows[2], 3, epilogue, by_rows>, block<Scalar, kWideRows[3], 4, epilogue, by_rows>};
   constexpr int lanes = kLanes<Scalar>;
   for (std::int64_t c0 = 0; c0 < n_padded; c0 += kBlockVecs * lanes) {
     const int vecs = static_cast<int>(std::min<std::int64_t>(kBlockVecs, (n_padded - c0) / lanes));
@@ -111,17 +151,34 @@ void product(const Scalar* a, std::int64_t a_row, std::int64_t a_col, int rows, 
       const int wide = kWideRows[vecs - 1], step = rows - r0 >= wide ? wide : std::min(kBlockRows, rows - r0);
       const Block run = step == wide ? wide_blocks[vecs - 1] : blocks[step - 1][vecs - 1];
       run(a + r0 * a_row, a_row, a_col, k, b + c0, n_padded, init ? init + r0 * init_ld + c0 : nullptr, init_ld,
-          c + r0 * ldc + c0, ldc);
+          c + r0 * ldc + c0, ldc, gate ? gate + r0 * ldc + c0 : nullptr);
       r0 += step;
     }
   }
 }
 
-// c [rows][ldc] = a [rows][k] (leading dimension lda) times b [k][n_padded] (+ bias [n_padded]).
+// c [rows][ldc] = a [rows][k] (leading dimension lda) times b [k][n_padded] (+ bias [n_padded]), then
+// the activation where one is given.
 template <class Scalar>
 void dense(const Scalar* a, std::int64_t lda, int rows, int k, const Scalar* b, std::int64_t n_padded,
-           const Scalar* bias, Scalar* c, std::int64_t ldc) {
-  product(a, lda, 1, rows, k, b, n_padded, bias, 0, c, ldc);
+           const Scalar* bias, Scalar* c, std::int64_t ldc, const Activation* activation = nullptr) {
+  if (!activation)
+    product<Scalar, true>(a, lda, 1, rows, k, b, n_padded, bias, 0, c, ldc);
+  else if (*activation == Activation::Tanh)
+    product<Scalar, true, Epilogue::Tanh>(a, lda, 1, rows, k, b, n_padded, bias, 0, c, ldc);
+  else
+    product<Scalar, true, Epilogue::Relu>(a, lda, 1, rows, k, b, n_padded, bias, 0, c, ldc);
+}
+
+// dx [rows][n_padded] = (dy [rows][k] (leading dimension ldy) times w [k][n_padded]) times the activation's
+// derivative at the layer's input x [rows][n_padded] (the layer below's output).
+template <class Scalar>
+void input_gradient(const Scalar* dy, std::int64_t ldy, int rows, int k, const Scalar* w, std::int64_t n_padded,
+                    Activation activation, const Scalar* x, Scalar* dx) {
+  if (activation == Activation::Tanh)
+    product<Scalar, true, Epilogue::TanhGradient>(dy, ldy, 1, rows, k, w, n_padded, nullptr, 0, dx, n_padded, x);
+  else
+    product<Scalar, true, Epilogue::ReluGradient>(dy, ldy, 1, rows, k, w, n_padded, nullptr, 0, dx, n_padded, x);
 }
 
 // sum [m][n_padded] += dy^T x over `rows` rows: dy [rows][ldy] (its first m columns), x [rows][n_padded]; with
@@ -129,7 +186,7 @@ void dense(const Scalar* a, std::int64_t lda, int rows, int k, const Scalar* b, 
 template <class Scalar>
 void outer(const Scalar* dy, std::int64_t ldy, int m, int rows, const Scalar* x, std::int64_t n_padded, Scalar* sum,
            bool start) {
-  product(dy, 1, ldy, m, rows, x, n_padded, start ? nullptr : sum, n_padded, sum, n_padded);
+  product<Scalar, false>(dy, 1, ldy, m, rows, x, n_padded, start ? nullptr : sum, n_padded, sum, n_padded);
 }
 
 // ============================== the network, repacked ==============================
@@ -240,8 +297,9 @@ const Scalar* forward_tile(const Mlp& mlp, const Packed<Scalar>& weights, const 
     const int in = mlp.layer_in(l), out = mlp.layer_out(l);
     const std::int64_t out_p = padded<Scalar>(out);
     Scalar* y = output_of(l);
-    dense(x, ldx, rows, in, weights.base + weights.transposed[l], out_p, weights.base + weights.bias[l], y, out_p);
-    if (l + 1 < layers) activate(mlp.activation(), y, rows * out_p);
+    const Activation activation = mlp.activation();
+    dense(x, ldx, rows, in, weights.base + weights.transposed[l], out_p, weights.base + weights.bias[l], y, out_p,
+          l + 1 < layers ? &activation : nullptr);
     settle(l, y);
     x = y;
     ldx = out_p;
@@ -271,8 +329,7 @@ void backward_tile(const Mlp& mlp, const Packed<Scalar>& weights, const Scalar* 
       for (int o = 0; o < out; ++o) bias[o] += dy[r * ldy + o];
     if (l == 0) break;
     Scalar* dx = buffers[next ^= 1];
-    dense<Scalar>(dy, ldy, rows, out, weights.base + weights.rows[l], in_p, nullptr, dx, in_p);
-    activation_backward(mlp.activation(), dx, x, rows * in_p);
+    input_gradient(dy, ldy, rows, out, weights.base + weights.rows[l], in_p, mlp.activation(), x, dx);
     dy = dx;
     ldy = in_p;
   }
@@ -323,9 +380,10 @@ void fused_mlp_backward(const Mlp& mlp, const Scalar* params, const Scalar* inpu
                         const Scalar* activations, const Scalar* d_output, Scalar* grads,
                         std::uint64_t params_version) {
   const Packed<Scalar>& weights = packed(mlp, params, params_version);
-  thread_local std::vector<Scalar> sum_storage;
+  thread_local GradientSums<Scalar> sums_of_thread;
+  GradientSums<Scalar>& sums = sums_of_thread;  // one name for every thread of the loop below
+  sums.plan(mlp, batch, true, true);
   const int widest = widest_padded<Scalar>(mlp);
-  const GradientSums<Scalar> sums(mlp, batch, sum_storage, true, true);
   const std::int64_t chunks = sums.chunks;
 
   for_each_index(chunks, run_parallel(batch), [&](std::int64_t chunk) {
@@ -355,9 +413,10 @@ template <class Scalar>
 void fused_mlp_train_pass(const Mlp& mlp, const Scalar* params, const Scalar* input, std::int64_t batch,
                           HeadGradient<Scalar> head, Scalar* grads, std::uint64_t params_version) {
   const Packed<Scalar>& weights = packed(mlp, params, params_version);
-  thread_local std::vector<Scalar> sum_storage, storage;
+  thread_local GradientSums<Scalar> sums;
+  thread_local std::vector<Scalar> storage;
+  sums.plan(mlp, batch, true, true);
   const int widest = widest_padded<Scalar>(mlp), layers = mlp.num_layers();
-  const GradientSums<Scalar> sums(mlp, batch, sum_storage, true, true);
   // Per tile: every layer's output [layers][kTileRows][widest], the padded input, two gradient buffers and
   // the head's gradient.
   const std::int64_t tile = kTileRows * widest;

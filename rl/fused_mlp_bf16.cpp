@@ -252,9 +252,10 @@ void fused_mlp_bf16_backward(const Mlp& mlp, const float* params, const float* i
                              const float* activations, const float* d_output, float* grads, Bf16Kernel kernel,
                              std::uint64_t params_version) {
   const PackedBf16& weights = packed_cache<PackedBf16>(mlp, params, params_version);
-  thread_local std::vector<float> sum_storage;
+  thread_local GradientSums<float> sums_of_thread;
+  GradientSums<float>& sums = sums_of_thread;  // one name for every thread of the loop below
   const int widest = widest_padded<float>(mlp), layers = mlp.num_layers();
-  const GradientSums<float> sums(mlp, batch, sum_storage);
+  sums.plan(mlp, batch);
 
   for_each_index(sums.chunks, run_parallel(batch), [&](std::int64_t chunk) {
     thread_local std::vector<float> storage;

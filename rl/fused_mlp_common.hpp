@@ -159,13 +159,14 @@ struct PackedSource {
   // Per layer, where pack() put the layer's forward operand (W^T), backward operand (W) and bias.
   std::vector<std::int64_t> transposed, rows, bias;
 
-  static std::vector<std::int64_t> layout_of(const Mlp& mlp) {
-    std::vector<std::int64_t> layout{mlp.input_dim()};
+  // In place: the vector's storage, like the others', is reused by every later packing of this entry.
+  void set_layout(const Mlp& mlp) {
+    layout.clear();
+    layout.push_back(mlp.input_dim());
     for (int l = 0; l < mlp.num_layers(); ++l)
       layout.insert(layout.end(), {mlp.layer_out(l), mlp.weight_offset(l), mlp.bias_offset(l)});
-    return layout;
   }
-  bool same_layout(const Mlp& mlp) const {  // without building layout_of(mlp): this runs on every call
+  bool same_layout(const Mlp& mlp) const {  // without building the layout: this runs on every call
     if (layout.size() != static_cast<std::size_t>(1 + 3 * mlp.num_layers()) || layout[0] != mlp.input_dim())
       return false;
     for (int l = 0; l < mlp.num_layers(); ++l)
@@ -192,7 +193,7 @@ struct PackedSource {
     owner = &mlp;
     at = params;
     version = params_version;
-    layout = layout_of(mlp);
+    set_layout(mlp);
     transposed.assign(mlp.num_layers(), 0);
     rows.assign(mlp.num_layers(), 0);
     bias.assign(mlp.num_layers(), 0);
@@ -229,17 +230,21 @@ const Packed& packed_cache(const Mlp& mlp, const Scalar* params, std::uint64_t p
 // sums as [in][padded out] instead: dW^T += x^T dy takes a quarter of the products that dW += dy^T x takes
 // with 4 inputs padded to 16 lanes, each element the same products added in the same order. With
 // `first_tile_writes`, the caller's first tile of each chunk writes its weight sums instead of adding to
-// them (its products start from zero either way), so only the bias sums are zeroed here.
+// them (its products start from zero either way), so only the bias sums are zeroed here. A pass keeps one
+// per thread and plans it again on every call: its vectors keep their storage, so nothing is allocated.
 template <class Scalar>
 struct GradientSums {
   std::vector<std::int64_t> weight, bias;
   std::vector<char> transposed;  // per layer: weight sums [in][padded out]
   std::int64_t per_chunk = 0, chunks = 0;
   Scalar* base = nullptr;
+  std::vector<Scalar> storage;
 
-  GradientSums(const Mlp& mlp, std::int64_t batch, std::vector<Scalar>& storage, bool transposable = false,
-               bool first_tile_writes = false)
-      : weight(mlp.num_layers()), bias(mlp.num_layers()), transposed(mlp.num_layers(), 0) {
+  void plan(const Mlp& mlp, std::int64_t batch, bool transposable = false, bool first_tile_writes = false) {
+    weight.assign(mlp.num_layers(), 0);
+    bias.assign(mlp.num_layers(), 0);
+    transposed.assign(mlp.num_layers(), 0);
+    per_chunk = 0;
     for (int l = 0; l < mlp.num_layers(); ++l) {
       const std::int64_t in = mlp.layer_in(l), out = mlp.layer_out(l);
       transposed[l] = transposable && l + 1 < mlp.num_layers() && in * padded<Scalar>(out) < out * padded<Scalar>(in);

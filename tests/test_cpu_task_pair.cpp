@@ -1,5 +1,6 @@
 // run_task_pair (rl/cpu_task_pair.hpp): both tasks run once, on the caller alone or with the helper thread,
-// and a task that throws, on either thread, hands its exception to the caller after both are done.
+// and a task that throws, on either thread, hands its exception to the caller after both are done; a caller
+// that sleeps waiting for the helper's task is woken when it ends, and not before.
 #include <catch2/catch.hpp>
 
 #include <atomic>
@@ -24,6 +25,8 @@ struct Pair {
   std::atomic<int> runs[2] = {0, 0};
   std::atomic<int> started{0};
   std::atomic<bool> on_helper[2] = {false, false};
+  std::chrono::milliseconds linger_on_helper{0};  // a task on another thread then takes this long
+  std::atomic<bool> finished[2] = {false, false};
 
   static void task(void* self, int index) {
     Pair& pair = *static_cast<Pair*>(self);
@@ -37,6 +40,8 @@ struct Pair {
     }
     if (index == pair.throw_index) throw std::runtime_error("task " + std::to_string(index));
     if (pair.throw_on_helper && elsewhere) throw std::runtime_error("helper task " + std::to_string(index));
+    if (elsewhere) std::this_thread::sleep_for(pair.linger_on_helper);
+    pair.finished[index] = true;
   }
 };
 
@@ -117,4 +122,21 @@ TEST_CASE("an exception thrown on the helper thread reaches the caller", "[cpu_t
   run_task_pair(&Pair::task, &after, true);
   CHECK(after.runs[0] == 1);
   CHECK(after.runs[1] == 1);
+}
+
+TEST_CASE("a caller waiting for the helper's task returns once it has ended", "[cpu_task_pair]") {
+  // The helper's task outlasts the caller's spin by far, so the caller sleeps on the done count; it must be
+  // woken by the helper (else this test hangs) and only after that task finished. Try until the helper
+  // has taken a task, as above.
+  bool helper_ran = false;
+  for (int attempt = 0; attempt < 20 && !helper_ran; ++attempt) {
+    Pair pair;
+    pair.meet = true;
+    pair.linger_on_helper = std::chrono::milliseconds(30);
+    run_task_pair(&Pair::task, &pair, true);
+    CHECK(pair.finished[0]);
+    CHECK(pair.finished[1]);
+    helper_ran = pair.on_helper[0] || pair.on_helper[1];
+  }
+  REQUIRE(helper_ran);
 }

@@ -258,7 +258,8 @@ void PpoGradient<Scalar>::compute(const Stream& stream, const PpoLossConfig& con
                                   const MinibatchView<Scalar>& minibatch, const Scalar* params, Scalar* grads,
                                   double* terms) {
   compute_forward(stream, minibatch, params);
-  compute_backward(stream, config, minibatch, params, grads, terms);
+  const OwnAgentHyper hyper(stream, loss_hyper(config));
+  compute_backward(stream, hyper.get(), 0, minibatch, params, grads, terms);
 }
 
 template <class Scalar>
@@ -269,24 +270,24 @@ void PpoGradient<Scalar>::compute_forward(const Stream& stream, const MinibatchV
 }
 
 template <class Scalar>
-void PpoGradient<Scalar>::compute_backward(const Stream& stream, const PpoLossConfig& config,
+void PpoGradient<Scalar>::compute_backward(const Stream& stream, const AgentHyper* hyper, int agent,
                                            const MinibatchView<Scalar>& minibatch, const Scalar* params, Scalar* grads,
                                            double* terms, const Collective* ranks) {
   const std::int64_t batch = minibatch.size;
   if (net_->continuous()) {
     const int dims = net_->action_dim();
     Scalar* d_log_std = grads + net_->log_std_offset();
-    gaussian_ppo_loss<Scalar>(stream, config, minibatch, dims, arena_.data(b_.logits), params + net_->log_std_offset(),
-                              arena_.data(b_.values), arena_.data(b_.advantage_stats), arena_.data(b_.reduce_scratch),
-                              arena_.data(b_.d_logits), arena_.data(b_.d_log_std_rows), arena_.data(b_.d_values), terms,
-                              ranks);
+    gaussian_ppo_loss<Scalar>(stream, hyper, agent, minibatch, dims, arena_.data(b_.logits),
+                              params + net_->log_std_offset(), arena_.data(b_.values), arena_.data(b_.advantage_stats),
+                              arena_.data(b_.reduce_scratch), arena_.data(b_.d_logits), arena_.data(b_.d_log_std_rows),
+                              arena_.data(b_.d_values), terms, ranks);
     // d log_std [1][dims] = ones [1][B] x rows [B][dims]: a fixed-order sum, as the bias gradients are.
     gemm<Scalar>(stream, Transpose::No, Transpose::No, 1, dims, batch, Scalar(1), arena_.data(b_.ones), batch,
                  arena_.data(b_.d_log_std_rows), dims, Scalar(0), d_log_std, dims);
   } else {
-    ppo_loss<Scalar>(stream, config, minibatch, net_->num_actions(), arena_.data(b_.logits), arena_.data(b_.values),
-                     arena_.data(b_.advantage_stats), arena_.data(b_.reduce_scratch), arena_.data(b_.d_logits),
-                     arena_.data(b_.d_values), terms, ranks);
+    ppo_loss<Scalar>(stream, hyper, agent, minibatch, net_->num_actions(), arena_.data(b_.logits),
+                     arena_.data(b_.values), arena_.data(b_.advantage_stats), arena_.data(b_.reduce_scratch),
+                     arena_.data(b_.d_logits), arena_.data(b_.d_values), terms, ranks);
   }
   const Scalar* obs = net_->pixels() ? arena_.data(b_.features) : minibatch.obs;
   mlp_backward<Scalar>(stream, net_->actor(), params, obs, batch, arena_.data(b_.actor_activations),

@@ -111,9 +111,11 @@ class PpoGradient {
   // compute() in its two halves, for timing them apart: both networks' forward pass on the minibatch,
   // then the loss and both backward passes, which read what the forward pass left in the workspace.
   void compute_forward(const Stream& stream, const MinibatchView<Scalar>& minibatch, const Scalar* params);
-  // With `ranks`, the advantages are normalised over every rank's minibatch (rl/ppo_loss.hpp).
-  void compute_backward(const Stream& stream, const PpoLossConfig& config, const MinibatchView<Scalar>& minibatch,
-                        const Scalar* params, Scalar* grads, double* terms, const Collective* ranks = nullptr);
+  // The loss reads hyper[agent]'s scalars (device memory, rl/agent_hyper.hpp); compute() puts config's
+  // there. With `ranks`, the advantages are normalised over every rank's minibatch (rl/ppo_loss.hpp).
+  void compute_backward(const Stream& stream, const AgentHyper* hyper, int agent,
+                        const MinibatchView<Scalar>& minibatch, const Scalar* params, Scalar* grads, double* terms,
+                        const Collective* ranks = nullptr);
 
   // Says that the parameters this workspace is given (always the same buffer) hold new values. Until the
   // first call, the CPU's fused passes compare the parameters with the weights they packed on every call;

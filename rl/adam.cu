@@ -40,6 +40,18 @@ struct AdamUpdate {
   }
 };
 
+// The update on the device, eps read from the agent's scalars there.
+struct AgentAdamUpdate {
+  AdamUpdate update;
+  const AgentHyper* hyper;
+  int agent;
+  SURGE_HD_INLINE void operator()(std::int64_t i) const {
+    AdamUpdate with_eps = update;
+    with_eps.eps = static_cast<float>(hyper[agent].adam_eps);
+    with_eps(i);
+  }
+};
+
 // This update's scalars from the gradient norm and the step count (one thread).
 SURGE_HD_INLINE void update_scalars(OptimizerScalars* s, double beta1, double beta2, double max_norm) {
   if (s->frozen) return;
@@ -124,13 +136,17 @@ void gradient_norm_sq_reference(const Stream& stream, Span<const float> grads, d
   parallel_reduce<1>(stream, grads.size, detail::SquaredGradient{grads.data}, scratch, out);
 }
 
-void adam_step(const Stream& stream, const AdamConfig& config, Span<float> params, Span<const float> grads,
-               Span<float> m, Span<float> v, OptimizerScalars* scalars, double* scratch) {
+void adam_step(const Stream& stream, const AdamConfig& config, const AgentHyper* hyper, int agent, Span<float> params,
+               Span<const float> grads, Span<float> m, Span<float> v, OptimizerScalars* scalars, double* scratch) {
   const std::int64_t count = params.size;
   SURGE_CHECK(grads.size == count && m.size == count && v.size == count, "Adam buffers differ in size");
-  const double beta1 = config.beta1, beta2 = config.beta2, max_norm = config.max_grad_norm;
+  const double beta1 = config.beta1, beta2 = config.beta2;
+  const detail::AdamUpdate update{
+      params.data, m.data, v.data, grads.data, scalars, static_cast<float>(beta1), static_cast<float>(beta2), 0.0f};
   if (stream.device().is_cpu()) {
-    // The stream's work runs in order on the calling thread: the scalars are ready for the update.
+    // The stream's work runs in order on the calling thread: the agent's scalars and this update's are
+    // read here as a kernel would read them.
+    const AdamConfig agent_config = adam_config(hyper[agent], config);
     double partial[kCpuNormChunks];
     if (cpu_loop_forks(count >= 4096)) {  // a region whose `if` is false would still enter libgomp
 #pragma omp parallel for schedule(static)
@@ -140,16 +156,26 @@ void adam_step(const Stream& stream, const AdamConfig& config, Span<float> param
       for (std::int64_t group = 0; group < kCpuNormChunks; group += detail::kInterleave)
         detail::interleaved_chunks(grads.data, count, group, partial);
     }
-    cpu_adam_scalars(config, partial, scalars);
-  } else {
-    gradient_norm_sq_reference(stream, grads, scratch, &scalars->grad_norm_sq);
-    OptimizerScalars* s = scalars;
-    parallel_for(stream, 1, [=] SURGE_HD(std::int64_t) { detail::update_scalars(s, beta1, beta2, max_norm); });
+    cpu_adam_scalars(agent_config, partial, scalars);
+    detail::AdamUpdate cpu_update = update;
+    cpu_update.eps = static_cast<float>(agent_config.adam_eps);
+    parallel_for(stream, count, cpu_update);
+    return;
   }
+  gradient_norm_sq_reference(stream, grads, scratch, &scalars->grad_norm_sq);
+  OptimizerScalars* s = scalars;
+  parallel_for(stream, 1,
+               [=] SURGE_HD(std::int64_t) { detail::update_scalars(s, beta1, beta2, hyper[agent].max_grad_norm); });
+  parallel_for(stream, count, detail::AgentAdamUpdate{update, hyper, agent});
+}
 
-  parallel_for(stream, count,
-               detail::AdamUpdate{params.data, m.data, v.data, grads.data, scalars, static_cast<float>(beta1),
-                                  static_cast<float>(beta2), static_cast<float>(config.adam_eps)});
+void adam_step(const Stream& stream, const AdamConfig& config, Span<float> params, Span<const float> grads,
+               Span<float> m, Span<float> v, OptimizerScalars* scalars, double* scratch) {
+  AgentHyper values{};
+  values.max_grad_norm = config.max_grad_norm;
+  values.adam_eps = config.adam_eps;
+  const OwnAgentHyper hyper(stream, values);
+  adam_step(stream, config, hyper.get(), 0, params, grads, m, v, scalars, scratch);
 }
 
 }  // namespace surge::rl

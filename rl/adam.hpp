@@ -5,6 +5,7 @@
 // the host waiting for anything.
 #include <cstdint>
 
+#include "rl/agent_hyper.hpp"
 #include "rl/learner_configs.hpp"
 #include "sim/memory.hpp"
 #include "sim/stream.hpp"
@@ -28,6 +29,10 @@ static_assert(sizeof(OptimizerScalars) == 7 * sizeof(double));
 // norm reduction, a one-thread kernel that turns it and the step count into this update's scalars, and
 // the element-wise update. Like PyTorch's clip_grad_norm_, gradients are scaled by
 // min(1, max_grad_norm / (norm + 1e-6)). `scratch` holds reduce_scratch_size(device, 1) doubles.
+// max_grad_norm and adam_eps are hyper[agent]'s (device memory); config gives beta1 and beta2.
+void adam_step(const Stream& stream, const AdamConfig& config, const AgentHyper* hyper, int agent, Span<float> params,
+               Span<const float> grads, Span<float> m, Span<float> v, OptimizerScalars* scalars, double* scratch);
+// The same with config's max_grad_norm and adam_eps (put in a device array of their own; waits).
 void adam_step(const Stream& stream, const AdamConfig& config, Span<float> params, Span<const float> grads,
                Span<float> m, Span<float> v, OptimizerScalars* scalars, double* scratch);
 

@@ -37,9 +37,12 @@ std::vector<double> evaluate_policy(Engine& engine, const ActorCritic& network, 
                   (frames && frames->num_envs() == n && frames->stack_bytes() == network.encoder()->frame_size()),
               "a pixel policy needs a frame store of the evaluation's environments");
   Stream stream(device);
-  // In place, with the frozen statistics.
+  // In place, with the frozen statistics; the clip in a device array of its own for the whole evaluation.
+  AgentHyper clip{};
+  clip.obs_clip = normalization.clip;
+  const OwnAgentHyper clip_on_device(stream, clip);
   auto normalize = [&](float* rows) {
-    if (normalized) normalize_rows(stream, rows, n, spec.obs_dim, normalization.moments.data, normalization.clip);
+    if (normalized) normalize_rows(stream, rows, n, spec.obs_dim, normalization.moments.data, clip_on_device.get(), 0);
   };
   PpoGradient<float> workspace(device, network, n);
   const int action_dim = network.action_dim();

@@ -79,14 +79,15 @@ void update_moments(const Stream& stream, const float* samples, std::int64_t cou
   });
 }
 
-void normalize_rows(const Stream& stream, float* rows, std::int64_t count, int dim, const double* moments, double clip,
-                    const std::uint8_t* terminated, const std::uint8_t* truncated) {
+void normalize_rows(const Stream& stream, float* rows, std::int64_t count, int dim, const double* moments,
+                    const AgentHyper* hyper, int agent, const std::uint8_t* terminated, const std::uint8_t* truncated) {
   const bool masked = terminated != nullptr;
   SURGE_CHECK(!masked || truncated != nullptr, "normalize_rows: give both flags or neither");
   parallel_for(
       stream, count,
       [=] SURGE_HD(std::int64_t n) {
         if (masked && !(terminated[n] || truncated[n])) return;
+        const double clip = hyper[agent].obs_clip;
         for (int k = 0; k < dim; ++k) {
           const double x = static_cast<double>(rows[n * dim + k]);
           rows[n * dim + k] = clamp_to((x - moments[k]) / sqrt(moments[dim + k] + kNormalizationEpsilon), clip);
@@ -95,8 +96,16 @@ void normalize_rows(const Stream& stream, float* rows, std::int64_t count, int d
       dim);
 }
 
-void scale_rewards(const Stream& stream, std::int64_t num_steps, std::int64_t num_envs, double gamma, double clip,
-                   const float* reward, const std::uint8_t* terminated, const std::uint8_t* truncated,
+void normalize_rows(const Stream& stream, float* rows, std::int64_t count, int dim, const double* moments, double clip,
+                    const std::uint8_t* terminated, const std::uint8_t* truncated) {
+  AgentHyper values{};
+  values.obs_clip = clip;
+  const OwnAgentHyper hyper(stream, values);
+  normalize_rows(stream, rows, count, dim, moments, hyper.get(), 0, terminated, truncated);
+}
+
+void scale_rewards(const Stream& stream, std::int64_t num_steps, std::int64_t num_envs, const AgentHyper* hyper,
+                   int agent, const float* reward, const std::uint8_t* terminated, const std::uint8_t* truncated,
                    float* accumulator, float* scaled, double* moments, double* step_sums, double* scratch,
                    double* shifts, const Collective* ranks) {
   const std::int64_t steps = num_steps, n = num_envs;
@@ -104,10 +113,10 @@ void scale_rewards(const Stream& stream, std::int64_t num_steps, std::int64_t nu
   SURGE_CHECK(scaled != reward, "scale_rewards: scaled must be a buffer of its own");
   // Every env's accumulator after each step, before the reset at an episode's end, into `scaled`.
   float* discounted = scaled;
-  const float gamma_f = static_cast<float>(gamma);
   parallel_for(
       stream, n,
       [=] SURGE_HD(std::int64_t i) {
+        const float gamma_f = static_cast<float>(hyper[agent].gamma);
         float running = accumulator[i];
         for (std::int64_t t = 0; t < steps; ++t) {
           const std::int64_t slot = t * n + i;
@@ -156,8 +165,20 @@ void scale_rewards(const Stream& stream, std::int64_t num_steps, std::int64_t nu
     }
   });
   parallel_for(stream, steps * n, [=] SURGE_HD(std::int64_t slot) {
-    scaled[slot] = clamp_to(static_cast<double>(reward[slot]) / step_sums[2 * (slot / n)], clip);
+    scaled[slot] = clamp_to(static_cast<double>(reward[slot]) / step_sums[2 * (slot / n)], hyper[agent].reward_clip);
   });
+}
+
+void scale_rewards(const Stream& stream, std::int64_t num_steps, std::int64_t num_envs, double gamma, double clip,
+                   const float* reward, const std::uint8_t* terminated, const std::uint8_t* truncated,
+                   float* accumulator, float* scaled, double* moments, double* step_sums, double* scratch,
+                   double* shifts, const Collective* ranks) {
+  AgentHyper values{};
+  values.gamma = gamma;
+  values.reward_clip = clip;
+  const OwnAgentHyper hyper(stream, values);
+  scale_rewards(stream, num_steps, num_envs, hyper.get(), 0, reward, terminated, truncated, accumulator, scaled,
+                moments, step_sums, scratch, shifts, ranks);
 }
 
 // ============================== the trainer's state ==============================
@@ -193,12 +214,29 @@ BufferTable Normalization::table(Device device, const NormalizationConfig& confi
 }
 
 Normalization::Normalization(Device device, const NormalizationConfig& config, int obs_dim, std::int64_t num_steps,
-                             std::int64_t num_envs, const Stream& stream, const Collective* ranks)
-    : config_(config), obs_dim_(obs_dim), num_steps_(num_steps), num_envs_(num_envs), ranks_(ranks) {
+                             std::int64_t num_envs, const Stream& stream, const Collective* ranks,
+                             const AgentHyper* hyper, int agent)
+    : config_(config),
+      obs_dim_(obs_dim),
+      num_steps_(num_steps),
+      num_envs_(num_envs),
+      ranks_(ranks),
+      hyper_(hyper),
+      agent_(agent) {
   if (config.normalize_obs && (obs_dim < 1 || obs_dim > kMaxNormalizedDim))
     throw InputError("normalize_obs handles observations of up to " + std::to_string(kMaxNormalizedDim) +
                      " values, and this scenario has " + std::to_string(obs_dim) + "; set normalize_obs = false");
   arena_ = BufferArena(device, table(device, config, obs_dim, num_steps, num_envs, b_), stream);
+  if (!hyper_) {
+    AgentHyper own{};
+    own.gamma = config.gamma;
+    own.obs_clip = config.obs_clip;
+    own.reward_clip = config.reward_clip;
+    own_hyper_ = DeviceBuffer<AgentHyper>(device, 1);
+    from_host(own_hyper_.span(), std::vector<AgentHyper>{own}, stream);
+    hyper_ = own_hyper_.data();
+    agent_ = 0;
+  }
 }
 
 void Normalization::reset(const Stream& stream) {
@@ -214,19 +252,18 @@ void Normalization::observe(const Stream& stream, float* obs, float* final_obs, 
   if (!config_.normalize_obs) return;
   double* moments = data(b_.obs_moments);
   update_moments(stream, obs, num_envs_, obs_dim_, moments, data(b_.obs_batch_sums), data(b_.scratch), ranks_);
-  normalize_rows(stream, obs, num_envs_, obs_dim_, moments, config_.obs_clip);
-  if (final_obs)
-    normalize_rows(stream, final_obs, num_envs_, obs_dim_, moments, config_.obs_clip, terminated, truncated);
+  normalize_rows(stream, obs, num_envs_, obs_dim_, moments, hyper_, agent_);
+  if (final_obs) normalize_rows(stream, final_obs, num_envs_, obs_dim_, moments, hyper_, agent_, terminated, truncated);
 }
 
 void Normalization::normalize(const Stream& stream, float* obs) const {
-  if (config_.normalize_obs) normalize_rows(stream, obs, num_envs_, obs_dim_, data(b_.obs_moments), config_.obs_clip);
+  if (config_.normalize_obs) normalize_rows(stream, obs, num_envs_, obs_dim_, data(b_.obs_moments), hyper_, agent_);
 }
 
 const float* Normalization::scale(const Stream& stream, const float* reward, const std::uint8_t* terminated,
                                   const std::uint8_t* truncated) {
   if (config_.normalize_reward)
-    scale_rewards(stream, num_steps_, num_envs_, config_.gamma, config_.reward_clip, reward, terminated, truncated,
+    scale_rewards(stream, num_steps_, num_envs_, hyper_, agent_, reward, terminated, truncated,
                   data(b_.reward_accumulator), data(b_.scaled_reward), data(b_.reward_moments),
                   data(b_.reward_step_sums), data(b_.scratch), data(b_.reward_shifts), ranks_);
   return learner_rewards(reward);

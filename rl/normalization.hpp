@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "rl/actor_critic.hpp"
+#include "rl/agent_hyper.hpp"
 #include "rl/learner_configs.hpp"
 #include "sim/buffer_table.hpp"
 #include "sim/memory.hpp"
@@ -39,8 +40,13 @@ void reset_moments(const Stream& stream, int dim, double* moments);
 void update_moments(const Stream& stream, const float* samples, std::int64_t count, int dim, double* moments,
                     double* batch_sums, double* scratch, const Collective* ranks = nullptr);
 
-// In place, rows[count][dim]: x = clamp((x - mean) / sqrt(var + 1e-8), -clip, clip). Where `ended` is
-// given, only the rows n with terminated[n] or truncated[n] set (final observations).
+// In place, rows[count][dim]: x = clamp((x - mean) / sqrt(var + 1e-8), -clip, clip), clip being
+// hyper[agent].obs_clip (device memory). Where `ended` is given, only the rows n with terminated[n] or
+// truncated[n] set (final observations).
+void normalize_rows(const Stream& stream, float* rows, std::int64_t count, int dim, const double* moments,
+                    const AgentHyper* hyper, int agent, const std::uint8_t* terminated = nullptr,
+                    const std::uint8_t* truncated = nullptr);
+// The same with clip given (put in a device array of its own; waits).
 void normalize_rows(const Stream& stream, float* rows, std::int64_t count, int dim, const double* moments, double clip,
                     const std::uint8_t* terminated = nullptr, const std::uint8_t* truncated = nullptr);
 
@@ -52,7 +58,12 @@ void normalize_rows(const Stream& stream, float* rows, std::int64_t count, int d
 // moments: [3]; accumulator: [N], carried across calls; step_sums: [2*T]. `scaled` holds the discounted
 // returns until the last pass, so it must not be `reward`. Each step's sums are shifted by the first
 // environment's accumulator; with `ranks` (every rank's N accumulators are one batch) that of rank 0,
-// which `shifts` [T] carries to every rank.
+// which `shifts` [T] carries to every rank. gamma and clip are hyper[agent].gamma and .reward_clip
+// (device memory); the overload that takes them puts them in a device array of their own (and waits).
+void scale_rewards(const Stream& stream, std::int64_t num_steps, std::int64_t num_envs, const AgentHyper* hyper,
+                   int agent, const float* reward, const std::uint8_t* terminated, const std::uint8_t* truncated,
+                   float* accumulator, float* scaled, double* moments, double* step_sums, double* scratch,
+                   double* shifts = nullptr, const Collective* ranks = nullptr);
 void scale_rewards(const Stream& stream, std::int64_t num_steps, std::int64_t num_envs, double gamma, double clip,
                    const float* reward, const std::uint8_t* terminated, const std::uint8_t* truncated,
                    float* accumulator, float* scaled, double* moments, double* step_sums, double* scratch,
@@ -62,9 +73,12 @@ void scale_rewards(const Stream& stream, std::int64_t num_steps, std::int64_t nu
 class Normalization {
  public:
   // Enqueues the zeroing of its buffers on `stream`. With `ranks`, the statistics are those of every
-  // rank's environments together, the same on each.
+  // rank's environments together, the same on each. The kernels read gamma and the clips from
+  // hyper[agent] (a trainer's device array, which must outlive this); without one, from a copy of
+  // config's own (a normalisation outside a trainer).
   Normalization(Device device, const NormalizationConfig& config, int obs_dim, std::int64_t num_steps,
-                std::int64_t num_envs, const Stream& stream, const Collective* ranks = nullptr);
+                std::int64_t num_envs, const Stream& stream, const Collective* ranks = nullptr,
+                const AgentHyper* hyper = nullptr, int agent = 0);
 
   const NormalizationConfig& config() const { return config_; }
   // Starting statistics and zero accumulators.
@@ -113,6 +127,9 @@ class Normalization {
   const Collective* ranks_;
   Buffers b_;
   BufferArena arena_;
+  DeviceBuffer<AgentHyper> own_hyper_;  // [1] config's scalars, where no hyper was given
+  const AgentHyper* hyper_;
+  int agent_;
 };
 
 }  // namespace surge::rl

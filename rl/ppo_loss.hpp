@@ -4,6 +4,7 @@
 // value loss, entropy bonus, and advantages normalised within the minibatch.
 #include <cstdint>
 
+#include "rl/agent_hyper.hpp"
 #include "rl/learner_configs.hpp"
 #include "sim/stream.hpp"
 
@@ -38,6 +39,13 @@ enum LossTerm : int { kPolicyLoss = 0, kValueLoss, kEntropy, kApproxKl, kClipFra
 // scratch holds reduce_scratch_size(device, 2 and kLossTermCount) doubles, advantage_stats 2 doubles.
 // With `ranks` (data parallelism) the minibatch is the union of every rank's: the advantages are
 // normalised by the mean and std over all of them (the term sums and the gradient stay this rank's).
+// c, ent_coef, vf_coef, clip_vloss and norm_adv are hyper[agent]'s (device memory; rl/agent_hyper.hpp);
+// the advantage sums are taken whether norm_adv is on or not, since the host does not know.
+template <class Scalar>
+void ppo_loss(const Stream& stream, const AgentHyper* hyper, int agent, const MinibatchView<Scalar>& minibatch,
+              int num_actions, const Scalar* logits, const Scalar* values, double* advantage_stats, double* scratch,
+              Scalar* d_logits, Scalar* d_values, double* terms, const Collective* ranks = nullptr);
+// The same with config's scalars (put in a device array of their own; waits).
 template <class Scalar>
 void ppo_loss(const Stream& stream, const PpoLossConfig& config, const MinibatchView<Scalar>& minibatch,
               int num_actions, const Scalar* logits, const Scalar* values, double* advantage_stats, double* scratch,
@@ -47,6 +55,11 @@ void ppo_loss(const Stream& stream, const PpoLossConfig& config, const Minibatch
 // [action_dim] (a parameter slice), the sampled actions in minibatch.continuous_actions. Writes
 // dloss/dmeans [B][action_dim], the per-sample terms of dloss/dlog_std into d_log_std_rows
 // [B][action_dim] (their column sums are the gradient), dloss/dvalues [B] and the term sums.
+template <class Scalar>
+void gaussian_ppo_loss(const Stream& stream, const AgentHyper* hyper, int agent, const MinibatchView<Scalar>& minibatch,
+                       int action_dim, const Scalar* means, const Scalar* log_std, const Scalar* values,
+                       double* advantage_stats, double* scratch, Scalar* d_means, Scalar* d_log_std_rows,
+                       Scalar* d_values, double* terms, const Collective* ranks = nullptr);
 template <class Scalar>
 void gaussian_ppo_loss(const Stream& stream, const PpoLossConfig& config, const MinibatchView<Scalar>& minibatch,
                        int action_dim, const Scalar* means, const Scalar* log_std, const Scalar* values,

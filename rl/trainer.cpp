@@ -61,6 +61,8 @@ BufferTable Trainer::table(const TrainConfig& config, const ActorCritic& net, in
   b.grads = table.add<float>("learner.grads", {p}, "[P]", "the latest minibatch's gradient");
   b.adam_m = table.add<float>("learner.adam_m", {p}, "[P]", "Adam's first moment", kSaved | kAgent);
   b.adam_v = table.add<float>("learner.adam_v", {p}, "[P]", "Adam's second moment", kSaved | kAgent);
+  b.hyper = table.add<AgentHyper>(DType::Float64, "learner.hyper", {1}, "[K]",
+                                  "the agent's grid-variable scalars (rl/agent_hyper.hpp); K = 1 per trainer");
   b.optimizer = table.add<OptimizerScalars>(DType::Float64, "learner.optimizer", {1}, "[1]",
                                             "learning rate, step and the latest update's scalars", kSaved);
   b.state = table.add<TrainState>(DType::Int64, "learner.train_state", {1}, "[1]",
@@ -114,10 +116,12 @@ Trainer::Trainer(Engine& engine, const TrainConfig& config, const Collective& ra
       minibatch_size_(config.minibatch_size()),
       arena_(device_, table(config, network_, engine.spec().obs_dim, device_, ranks.size(), b_), stream_),
       workspace_(device_, network_, std::max(config.num_envs, config.minibatch_size())),
-      normalization_(device_, config, engine.spec().obs_dim, config.num_steps, config.num_envs, stream_, &ranks),
+      normalization_(device_, config, engine.spec().obs_dim, config.num_steps, config.num_envs, stream_, &ranks,
+                     data(b_.hyper), 0),
       permutation_(Permutation::make(config.batch_size(), config.seed, 0)),
       graph_(stream_),
       metrics_mirror_(device_, sizeof(IterationMetrics), 2) {
+  from_host(arena_[b_.hyper], std::vector<AgentHyper>{rl::agent_hyper(config)}, stream_);
   check_precision(network_, device_);
   prepare_gemm(device_);  // the iteration graph captures GEMMs: cuBLASLt must exist before
   if (device_.is_cuda()) set_cuda_gemm_tf32(config.precision == "tf32");
@@ -194,8 +198,7 @@ void Trainer::enqueue_iteration() {
 
 void Trainer::start_iteration() {
   const PhaseMark mark(clock_, TrainPhase::Other);
-  begin_iteration(stream_, data(b_.state), data(b_.optimizer), config_.learning_rate, config_.anneal_lr,
-                  num_iterations());
+  begin_iteration(stream_, data(b_.hyper), 0, data(b_.state), data(b_.optimizer), num_iterations());
   if (frames_) frames_->next_iteration(stream_);  // as obs[T] -> obs[0] below
   const std::size_t obs_bytes = static_cast<std::size_t>(config_.num_envs * rollout_.obs_dim()) * sizeof(float);
   copy_bytes(rollout_.obs(0), device_, rollout_.obs(config_.num_steps), device_, obs_bytes, stream_);
@@ -271,9 +274,9 @@ void Trainer::track_episodes() {
 void Trainer::advantages() {
   const PhaseMark mark(clock_, TrainPhase::Gae);
   const float* reward = normalization_.learner_rewards(rollout_.reward(0));
-  compute_gae(stream_, config_.num_steps, config_.num_envs, static_cast<float>(config_.gamma),
-              static_cast<float>(config_.gae_lambda), reward, rollout_.terminated(0), rollout_.truncated(0),
-              rollout_.value(0), rollout_.final_value(0), rollout_.advantage(0), rollout_.returns(0));
+  compute_gae(stream_, config_.num_steps, config_.num_envs, data(b_.hyper), 0, reward, rollout_.terminated(0),
+              rollout_.truncated(0), rollout_.value(0), rollout_.final_value(0), rollout_.advantage(0),
+              rollout_.returns(0));
 }
 
 void Trainer::episode_statistics() {

@@ -10,6 +10,7 @@
 
 #include "rl/actor_critic.hpp"
 #include "rl/adam.hpp"
+#include "rl/agent_hyper.hpp"
 #include "rl/collective.hpp"
 #include "rl/device_graph.hpp"
 #include "rl/normalization.hpp"
@@ -94,6 +95,9 @@ class Trainer {
   Span<float> gradients() const { return arena_[b_.grads]; }  // of the latest minibatch
   Span<float> adam_first_moment() const { return arena_[b_.adam_m]; }
   Span<float> adam_second_moment() const { return arena_[b_.adam_v]; }
+  // The grid-variable scalars the learner's kernels read, [K] on the device (K = 1: this trainer's agent,
+  // index 0), written from the config when the trainer is made (rl/agent_hyper.hpp).
+  Span<AgentHyper> agent_hyper() const { return arena_[b_.hyper]; }
   // Host copies of the small device structs (they wait for the stream).
   OptimizerScalars optimizer_scalars() const { return to_host(arena_[b_.optimizer], stream_)[0]; }
   TrainState train_state() const { return to_host(arena_[b_.state], stream_)[0]; }
@@ -125,6 +129,7 @@ class Trainer {
  private:
   struct Buffers {
     Slot<float> params, grads, adam_m, adam_v;
+    Slot<AgentHyper> hyper;
     Slot<OptimizerScalars> optimizer;
     Slot<TrainState> state;
     Slot<float> rollout_head, env_actions, action_bounds;

@@ -9,12 +9,13 @@
 
 namespace surge::rl {
 
-void begin_iteration(const Stream& stream, TrainState* state, OptimizerScalars* optimizer, double learning_rate,
-                     bool anneal, std::int64_t num_iterations) {
+void begin_iteration(const Stream& stream, const AgentHyper* hyper, int agent, TrainState* state,
+                     OptimizerScalars* optimizer, std::int64_t num_iterations) {
   const double iterations = static_cast<double>(num_iterations);
   parallel_for(stream, 1, [=] SURGE_HD(std::int64_t) {
-    const double fraction = anneal ? 1.0 - static_cast<double>(state->iteration) / iterations : 1.0;
-    optimizer->learning_rate = fraction * learning_rate;
+    const AgentHyper& h = hyper[agent];
+    const double fraction = h.anneal_lr != 0.0 ? 1.0 - static_cast<double>(state->iteration) / iterations : 1.0;
+    optimizer->learning_rate = fraction * h.learning_rate;
     optimizer->frozen = 0.0;
     state->epochs_applied = 0;
   });
@@ -114,11 +115,12 @@ void gather_minibatch(const Stream& stream, const Permutation& permutation, cons
                64 * detail::kGatherTileRows);
 }
 
-void end_epoch(const Stream& stream, TrainState* state, OptimizerScalars* optimizer, const double* last_terms,
-               std::int64_t minibatch_size, double target_kl) {
+void end_epoch(const Stream& stream, const AgentHyper* hyper, int agent, TrainState* state, OptimizerScalars* optimizer,
+               const double* last_terms, std::int64_t minibatch_size) {
   const double batch = static_cast<double>(minibatch_size);
   parallel_for(stream, 1, [=] SURGE_HD(std::int64_t) {
     if (optimizer->frozen) return;
+    const double target_kl = hyper[agent].target_kl;
     state->epochs_applied += 1;
     if (target_kl > 0.0 && last_terms[kApproxKl] / batch > target_kl) optimizer->frozen = 1.0;
   });

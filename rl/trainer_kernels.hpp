@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "rl/adam.hpp"
+#include "rl/agent_hyper.hpp"
 #include "rl/shuffle.hpp"
 #include "rl/train_state.hpp"
 #include "sim/stream.hpp"
@@ -11,9 +12,9 @@
 namespace surge::rl {
 
 // Sets this iteration's learning rate, lr0 * (1 - iteration / num_iterations) when annealing (CleanRL's
-// schedule), thaws the optimiser and clears the epoch count. One thread.
-void begin_iteration(const Stream& stream, TrainState* state, OptimizerScalars* optimizer, double learning_rate,
-                     bool anneal, std::int64_t num_iterations);
+// schedule; lr0 and anneal_lr from hyper[agent]), thaws the optimiser and clears the epoch count. One thread.
+void begin_iteration(const Stream& stream, const AgentHyper* hyper, int agent, TrainState* state,
+                     OptimizerScalars* optimizer, std::int64_t num_iterations);
 
 // values[count] *= factor (the ranks' summed gradients into their mean).
 void scale_values(const Stream& stream, float* values, std::int64_t count, float factor);
@@ -48,10 +49,10 @@ void gather_minibatch(const Stream& stream, const Permutation& permutation, cons
                       const BatchView& batch, const MinibatchBuffers& out);
 
 // After an epoch: counts it as applied unless the optimiser was frozen, then freezes the optimiser for
-// the rest of the iteration when target_kl > 0 and the epoch's last minibatch had approx_kl above it
-// (CleanRL's check). last_terms are that minibatch's loss term sums. One thread.
-void end_epoch(const Stream& stream, TrainState* state, OptimizerScalars* optimizer, const double* last_terms,
-               std::int64_t minibatch_size, double target_kl);
+// the rest of the iteration when target_kl (hyper[agent]'s) > 0 and the epoch's last minibatch had approx_kl
+// above it (CleanRL's check). last_terms are that minibatch's loss term sums. One thread.
+void end_epoch(const Stream& stream, const AgentHyper* hyper, int agent, TrainState* state, OptimizerScalars* optimizer,
+               const double* last_terms, std::int64_t minibatch_size);
 
 // Per environment over the rollout: adds rewards to its running return and, where an episode ends,
 // writes the finished return into ended_return[t][n] and starts again at 0.

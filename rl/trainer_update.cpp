@@ -18,8 +18,9 @@ bool Trainer::fused_update(std::int64_t epoch, std::int64_t m) {
   if (clock_ || ranks_.size() > 1 || !fused_ppo_update_applies(network_, device_)) return false;
   double* terms = data(b_.loss_terms) + (epoch * config_.num_minibatches + m) * kLossTermCount;
   const LearnerBuffers learner{data(b_.params), data(b_.grads), data(b_.adam_m), data(b_.adam_v), data(b_.optimizer)};
-  fused_ppo_update(network_, config_, config_, minibatch_, learner, terms, workspace_.params_version(),
-                   fused_ppo_update_threads(config_.cpu_threads));
+  const AgentHyper& hyper = data(b_.hyper)[0];  // the fused update runs on the CPU, where the host reads it
+  fused_ppo_update(network_, loss_config(hyper), adam_config(hyper, config_), minibatch_, learner, terms,
+                   workspace_.params_version(), fused_ppo_update_threads(config_.cpu_threads));
   workspace_.parameters_changed();
   return true;
 }
@@ -32,7 +33,7 @@ void Trainer::update_forward() {
 void Trainer::update_backward(std::int64_t epoch, std::int64_t m) {
   const PhaseMark mark(clock_, TrainPhase::UpdateBackward);
   double* terms = data(b_.loss_terms) + (epoch * config_.num_minibatches + m) * kLossTermCount;
-  workspace_.compute_backward(stream_, config_, minibatch_, data(b_.params), data(b_.grads), terms, &ranks_);
+  workspace_.compute_backward(stream_, data(b_.hyper), 0, minibatch_, data(b_.params), data(b_.grads), terms, &ranks_);
 }
 
 void Trainer::average_gradients(std::int64_t epoch, std::int64_t m) {
@@ -48,8 +49,8 @@ void Trainer::average_gradients(std::int64_t epoch, std::int64_t m) {
 
 void Trainer::optimiser_step() {
   const PhaseMark mark(clock_, TrainPhase::Optimiser);
-  adam_step(stream_, config_, arena_[b_.params], arena_[b_.grads], arena_[b_.adam_m], arena_[b_.adam_v],
-            data(b_.optimizer), data(b_.reduce_scratch));
+  adam_step(stream_, config_, data(b_.hyper), 0, arena_[b_.params], arena_[b_.grads], arena_[b_.adam_m],
+            arena_[b_.adam_v], data(b_.optimizer), data(b_.reduce_scratch));
   workspace_.parameters_changed();
 }
 
@@ -57,8 +58,8 @@ void Trainer::end_epoch(std::int64_t epoch) {
   const PhaseMark mark(clock_, TrainPhase::Other);
   const double* last_terms =
       data(b_.loss_terms) + (epoch * config_.num_minibatches + config_.num_minibatches - 1) * kLossTermCount;
-  rl::end_epoch(stream_, data(b_.state), data(b_.optimizer), last_terms, minibatch_size_ * ranks_.size(),
-                config_.target_kl);
+  rl::end_epoch(stream_, data(b_.hyper), 0, data(b_.state), data(b_.optimizer), last_terms,
+                minibatch_size_ * ranks_.size());
 }
 
 }  // namespace surge::rl

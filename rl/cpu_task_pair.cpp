@@ -45,12 +45,11 @@ class Helper {
     state_.store(((state_.load(std::memory_order_relaxed) >> 8) + 1) << 8, std::memory_order_release);
     state_.notify_one();
     while (claim_one()) {}
-    // The helper took a task and runs it: spin a little (the two tasks are about the same size), then
-    // sleep until it is done. Yielding in a loop instead kept the core busy for as long as the helper
-    // was preempted: CPU time the machine's other work could have had.
-    for (int spins = 0; spins < kSpinsBeforeSleep && done_.load(std::memory_order_acquire) < 2; ++spins) spin_pause();
-    for (int done = done_.load(std::memory_order_acquire); done < 2; done = done_.load(std::memory_order_acquire))
-      done_.wait(done, std::memory_order_acquire);
+    // The helper took a task and runs it: wait, giving the core up now and then in case it was preempted.
+    for (int spins = 1; done_.load(std::memory_order_acquire) < 2; ++spins) {
+      spin_pause();
+      if (spins % kSpinsBeforeYield == 0) std::this_thread::yield();
+    }
   }
 
  private:
@@ -58,7 +57,7 @@ class Helper {
   // update posts its pairs microseconds apart, a rollout none for much longer. On a busy machine every
   // spin is time the process's other thread could have had.
   static constexpr int kSpins = 500;
-  static constexpr int kSpinsBeforeSleep = 256;
+  static constexpr int kSpinsBeforeYield = 256;
 
   Helper() {
     std::thread([this] { serve(); }).detach();
@@ -71,7 +70,6 @@ class Helper {
         const int index = static_cast<int>(state & 0xff);
         run_task(task_, context_, index, errors_);  // published to the caller by the release below
         done_.fetch_add(1, std::memory_order_release);
-        done_.notify_one();  // no system call unless the caller sleeps
         return true;
       }
     }

@@ -108,9 +108,13 @@ void block(const Scalar* a, std::int64_t a_row, std::int64_t a_col, int k, const
       for (int v = 0; v < NV; ++v) acc[r][v] += s * row[v];
     }
   }
+  // The gate (the layer's output, for a derivative) is read only by the gradients' epilogues, and is null
+  // for the others: no offset is added to it there.
+  constexpr bool gated = epilogue == Epilogue::TanhGradient || epilogue == Epilogue::ReluGradient;
   for (int r = 0; r < NR; ++r)
     for (int v = 0; v < NV; ++v)
-      vec_at(c + r * ldc + v * lanes) = finish<epilogue, Scalar>(acc[r][v], gate + r * ldc + v * lanes);
+      vec_at(c + r * ldc + v * lanes) =
+          finish<epilogue, Scalar>(acc[r][v], gated ? gate + r * ldc + v * lanes : nullptr);
 }
 
 // Rows per register block for a block NV vectors wide, where a whole block of them remains: enough

@@ -232,6 +232,7 @@ inline void rollout_lanes(const RolloutTile<S>& tile, std::int64_t first) {
   // ended more episodes in the chunk than those blocks cover) are left pending for the one-lane path.
   const auto reset_pass = [&] {
     if constexpr (HasBlockReset<S>) {
+      static_assert(kResetBlocks == 2, "the words below are those of block 0 or of block 1");
       for (int l = 0; l < lanes; ++l) {
         const bool ended_now = (terminated_word[l] | truncated_word[l]) != 0;
         const std::uint64_t block = (reset_offset[l] >> 2) - reset_first_block[l];

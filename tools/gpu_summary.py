@@ -21,7 +21,7 @@ import sys
 
 # Every stage of the check, in its order; a stage with neither a result nor a "skipped" record did not run.
 STAGES = ["build", "kernel report", "GPU tests", "surge train per scenario", "CartPole to 475", "pixels on CUDA",
-          "bench env sweep", "bench train", "compute-sanitizer", "throughput sweeps", "CPU tests"]
+          "bench env sweep", "bench train", "1024 agents to 475", "compute-sanitizer", "throughput sweeps", "CPU tests"]
 LOSS_COLUMNS = ("policy_loss", "value_loss", "entropy", "approx_kl")
 TRAIN_RUNS = ["cartpole", "acrobot", "mountain_car", "pendulum", "mountain_car_continuous",
               "cartpole --physics masspole=0.05:0.2,length=0.4:0.6"]
@@ -316,6 +316,16 @@ def section_target(records):
     return lines + target_lines(r, "`surge train --scenario cartpole --device cuda --target-return 475`")
 
 
+def section_agents(records):
+    lines = ["## 1024 CartPole agents of 64 environments to 475 on CUDA (issue 15)", ""]
+    r = next((r for r in records if r["kind"] == "agents_475"), None)
+    if not r:
+        return lines + ["Not run.", ""]
+    return lines + target_lines(r, "`surge train --scenario cartpole --device cuda --num-envs 64 --agents 1024 "
+                                   "--target-return 475` (the first row at 475 is the fastest agent's; the run's "
+                                   "last line says when all got there)")
+
+
 def section_pixels(records):
     lines = ["## Pixel CartPole on CUDA (scenarios/configs/cartpole_pixels.toml)", ""]
     r = next((r for r in records if r["kind"] == "pixels_475"), None)
@@ -435,7 +445,7 @@ def summary(outdir):
         "surge train per scenario": "train" in kinds, "CartPole to 475": "target_475" in kinds,
         "pixels on CUDA": "pixels_475" in kinds or "pixels_size" in kinds,
         "bench env sweep": "bench_env" in kinds, "bench train": "bench_train" in kinds,
-        "compute-sanitizer": "sanitizer" in kinds or "sanitizer_note" in kinds,
+        "1024 agents to 475": "agents_475" in kinds, "compute-sanitizer": "sanitizer" in kinds or "sanitizer_note" in kinds,
         "throughput sweeps": os.path.getsize(os.path.join(outdir, "throughput.jsonl")) > 0
         if os.path.exists(os.path.join(outdir, "throughput.jsonl")) else False,
         "CPU tests": bool(cpu_tests)}
@@ -449,6 +459,7 @@ def summary(outdir):
     lines += section_pixels(records)
     lines += section_env(records)
     lines += section_bench_train(records)
+    lines += section_agents(records)
     lines += section_throughput(outdir)
     lines += section_tests("CPU tests (ctest -L cpu -LE slow)", cpu_tests)
     lines += section_skipped(records, log, results_by_stage)

@@ -16,6 +16,7 @@
 #include "sim/memory.hpp"
 #include "tests/support/randomized_physics.hpp"
 #include "tests/support/run_surge.hpp"
+#include "tests/test_physics_table_trainer.hpp"
 
 using surge::Device;
 using surge::DeviceBuffer;
@@ -260,4 +261,8 @@ TEST_CASE("surge train --dry-run lists engine.physics in the memory plan", "[phy
     const std::string line = run.out.substr(at, run.out.find('\n', at) - at);
     CHECK(line.find("[1][4][params]") != std::string::npos);
   }
+}
+
+TEST_CASE("a trainer's iterations draw resets from the physics table set between them", "[physics_table]") {
+  surge::testing::check_iterations_follow_set_physics(Device::cpu());
 }

@@ -115,6 +115,11 @@ class Engine {
   virtual std::int64_t first_env() const { return 0; }
   virtual std::uint64_t seed() const = 0;
   virtual const PhysicsConfig& physics() const = 0;
+  // Rewrites the physics every later reset draws from (the device buffer engine.physics, which the kernels
+  // read, so a captured CUDA graph picks it up too), ordered on `stream` after the work already enqueued;
+  // the parameters of episodes under way stay as they were drawn. Between steps or iterations, not inside
+  // a graph's capture. Throws InputError, changing nothing, when `physics` makes no sense for the scenario.
+  virtual void set_physics(const PhysicsConfig& physics, const Stream& stream) = 0;
 
   // Starts every environment afresh: counters cleared, parameters redrawn where randomised.
   virtual void reset(const Stream& stream) = 0;

@@ -25,13 +25,22 @@
 
 namespace surge {
 
-// Physics as the kernels see it, in the scenario's parameter type: fixed-size, passed by value.
+// Physics as the kernels see it, in the scenario's parameter type: what each parameter is, and the range a
+// reset draws it from where randomised. It lives in the engine's device buffer `engine.physics`, which the
+// kernels read through a pointer, never as an argument, so a captured CUDA graph reads the table as it is
+// when it runs. Every field is a T, so the buffer reads as [1][4][params] of the parameter type.
 template <class T, int kCount>
 struct PhysicsTable {
   T value[kCount];
   T low[kCount];
   T high[kCount];
-  std::uint32_t randomized_mask;
+  T randomized[kCount];  // 1: drawn from U(low, high) at every reset; 0: value
+
+  SURGE_HD_INLINE bool any_randomized() const {
+    bool any = false;
+    for (int j = 0; j < kCount; ++j) any = any || randomized[j] != T(0);
+    return any;
+  }
 };
 
 // A parameter drawn from U(low, high) with one random word: in float32 exactly as Rng::uniform draws;
@@ -95,7 +104,6 @@ struct EnvLogic {
   static constexpr int kParamCount = static_cast<int>(S::kParams.size());
   static constexpr int kStateDim = static_cast<int>(S::kStateNames.size());
   using Physics = PhysicsTable<ParamType, kParamCount>;
-  static_assert(kParamCount <= 32, "the randomisation mask holds 32 parameters");
   static_assert(std::is_same_v<ParamType, float> || std::is_same_v<ParamType, double>,
                 "parameters are float or double");
   static_assert(sizeof(Params) == kParamCount * sizeof(ParamType),
@@ -116,7 +124,7 @@ struct EnvLogic {
     ParamType* fields = reinterpret_cast<ParamType*>(&params);
     for (int j = 0; j < kParamCount; ++j)
       fields[j] =
-          (physics.randomized_mask >> j & 1u) ? draw_param(rng, physics.low[j], physics.high[j]) : physics.value[j];
+          physics.randomized[j] != ParamType(0) ? draw_param(rng, physics.low[j], physics.high[j]) : physics.value[j];
     S::reset(state, params, rng);
   }
   SURGE_HD_INLINE static Rng reset_rng(std::uint64_t seed, std::int64_t i, std::uint64_t rng_offset) {

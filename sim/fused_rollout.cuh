@@ -33,7 +33,7 @@ struct RolloutTile {
   std::uint8_t* truncated;   // [T][N]
   std::int64_t num_envs, num_steps;
   std::uint64_t seed;
-  typename EnvLogic<S>::Physics physics;
+  const typename EnvLogic<S>::Physics* physics;  // the engine's table, on the device
   bool streaming;  // CPU: each step's outputs leave in streaming stores (a rollout larger than the caches)
 };
 
@@ -71,7 +71,7 @@ SURGE_HD_INLINE void rollout_tile(const RolloutTile<S>& tile, std::int64_t first
       const std::int64_t slot = t * num_envs + i;
       const auto action = Logic::random_action(action_rng[l]);
       reward[slot] =
-          Logic::step_env(seed, i, physics, state[l], param[l], episode_step[l], episode_return[l], rng_offset[l],
+          Logic::step_env(seed, i, *physics, state[l], param[l], episode_step[l], episode_return[l], rng_offset[l],
                           tally[l], action, terminated[slot], truncated[slot], obs + slot * S::kObsDim, nullptr);
     }
   }
@@ -128,7 +128,7 @@ inline void rollout_lanes(const RolloutTile<S>& tile, std::int64_t first) {
   std::uint8_t* __restrict__ const truncated = tile.truncated;
   const std::int64_t num_envs = tile.num_envs, num_steps = tile.num_steps;
   const std::uint64_t seed = tile.seed;
-  const typename Logic::Physics physics = tile.physics;
+  const typename Logic::Physics physics = *tile.physics;  // the table, read once per tile
   const int lanes = static_cast<int>(num_envs - first < kLanes ? num_envs - first : kLanes);
 
   alignas(64) float state[kStateDim][kLanes];
@@ -182,7 +182,7 @@ inline void rollout_lanes(const RolloutTile<S>& tile, std::int64_t first) {
   // reset stream is at a block's start (so that it stays there, four words a reset).
   bool block_resets = false;
   if constexpr (HasBlockReset<S>) {
-    block_resets = physics.randomized_mask == 0u;
+    block_resets = !physics.any_randomized();
     for (int l = 0; l < lanes; ++l) {
       block_resets = block_resets && (reset_offset[l] & 3u) == 0;
       for (int j = 0; j < kParamCount; ++j)

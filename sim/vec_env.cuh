@@ -30,7 +30,7 @@ struct StepKernel {
   float* episode_returns;
   std::uint64_t* rng_offsets;
   EpisodeTally* tallies;
-  typename EnvLogic<S>::Physics physics;
+  const typename EnvLogic<S>::Physics* physics;  // [1], read at resets
   std::uint64_t seed;
   std::int64_t first_env;        // the global index of environment 0: its random streams' number
   const std::int32_t* discrete;  // [N] or null
@@ -43,7 +43,7 @@ struct StepKernel {
 
   SURGE_HD_INLINE void operator()(std::int64_t i) const {
     const auto action = Logic::load_action(discrete, continuous, i);
-    reward[i] = Logic::step_env(seed, first_env + i, physics, states[i], params[i], episode_steps[i],
+    reward[i] = Logic::step_env(seed, first_env + i, *physics, states[i], params[i], episode_steps[i],
                                 episode_returns[i], rng_offsets[i], tallies[i], action, terminated[i], truncated[i],
                                 obs + i * S::kObsDim, final_obs ? final_obs + i * S::kObsDim : nullptr);
   }
@@ -81,6 +81,7 @@ class VecEnv final : public Engine {
   using State = typename S::State;
   using Params = typename S::Params;
   using ParamType = typename S::ParamType;
+  using Physics = typename Logic::Physics;
   static constexpr int kParamCount = Logic::kParamCount;
   static constexpr int kStateDim = Logic::kStateDim;
 
@@ -106,16 +107,9 @@ class VecEnv final : public Engine {
       throw InputError("the number of environments must be at least 1, got " + std::to_string(num_envs));
     SURGE_CHECK(first_env >= 0, "negative first environment index");
     physics.validate(spec_);
-    for (int j = 0; j < kParamCount; ++j) {
-      table_.value[j] = static_cast<ParamType>(physics.value[j]);
-      table_.low[j] = static_cast<ParamType>(physics.low[j]);
-      table_.high[j] = static_cast<ParamType>(physics.high[j]);
-    }
-    table_.randomized_mask = 0;
-    for (int j = 0; j < kParamCount; ++j)
-      if (physics.randomized[j]) table_.randomized_mask |= 1u << j;
     Stream stream(device);
     arena_ = BufferArena(device, table(device, num_envs, b_), stream);  // zeroed: the RNG offsets start at 0
+    write_physics(physics, stream);
     reset(stream);
     stream.synchronize();
   }
@@ -127,6 +121,13 @@ class VecEnv final : public Engine {
   std::uint64_t seed() const override { return seed_; }
   const PhysicsConfig& physics() const override { return physics_config_; }
 
+  void set_physics(const PhysicsConfig& physics, const Stream& stream) override {
+    check_stream(stream);
+    physics.validate(spec_);
+    write_physics(physics, stream);
+    physics_config_ = physics;
+  }
+
   void reset(const Stream& stream) override {
     check_stream(stream);
     const auto states = arena_[b_.states];
@@ -134,11 +135,11 @@ class VecEnv final : public Engine {
     const auto steps = arena_[b_.episode_steps];
     const auto returns = arena_[b_.episode_returns];
     const auto offsets = arena_[b_.rng_offsets];
-    const auto table = table_;
+    const auto* table = arena_.data(b_.physics);
     const auto seed = seed_;
     const std::int64_t first = first_env_;
     parallel_for(stream, num_envs_, [=] SURGE_HD(std::int64_t i) {
-      Logic::reset_env(seed, first + i, table, states[i], params[i], offsets[i]);
+      Logic::reset_env(seed, first + i, *table, states[i], params[i], offsets[i]);
       steps[i] = 0;
       returns[i] = 0.0f;
     });
@@ -167,7 +168,7 @@ class VecEnv final : public Engine {
                                arena_.data(b_.episode_returns),
                                arena_.data(b_.rng_offsets),
                                arena_.data(b_.tallies),
-                               table_,
+                               arena_.data(b_.physics),
                                seed_,
                                first_env_,
                                actions.discrete.data,
@@ -213,7 +214,7 @@ class VecEnv final : public Engine {
                         n,
                         num_steps,
                         seed_,
-                        table_,
+                        arena_.data(b_.physics),
                         streaming};
     // Environments stay in registers (GPU) or in a small tile on the stack (CPU) for all T steps; only the
     // rollout outputs touch memory. On the CPU a tile of envs advances in lockstep, vectorised across
@@ -319,6 +320,7 @@ class VecEnv final : public Engine {
     Slot<float> episode_returns;
     Slot<std::uint64_t> rng_offsets, action_offsets;
     Slot<EpisodeTally> tallies;
+    Slot<Physics> physics;
     Slot<double> reduce_scratch;
   };
   // kSaved marks what a resumable checkpoint keeps of the environments.
@@ -337,9 +339,25 @@ class VecEnv final : public Engine {
         t.add<std::uint64_t>("engine.action_offsets", {n}, "[N]", "words used of each env's random-action stream");
     b.tallies =
         t.add<EpisodeTally>(DType::Float64, "engine.tallies", {n}, "[N][3]", "finished episodes since the last clear");
+    b.physics = t.add<Physics>(dtype_of<ParamType>, "engine.physics", {1}, "[1][4][params]",
+                               "what resets draw the parameters from: value, low, high, randomised (1 or 0)");
     b.reduce_scratch = t.add<double>("engine.reduce_scratch", {reduce_scratch_size(device, kEpisodeStatsWidth)},
                                      "[SMs*4][3]", "partial sums of the episode statistics");
     return t;
+  }
+
+  // The table of `physics` (validated) into engine.physics, ordered on `stream`; waits, so the host table
+  // may go.
+  void write_physics(const PhysicsConfig& physics, const Stream& stream) {
+    Physics table{};
+    for (int j = 0; j < kParamCount; ++j) {
+      table.value[j] = static_cast<ParamType>(physics.value[j]);
+      table.low[j] = static_cast<ParamType>(physics.low[j]);
+      table.high[j] = static_cast<ParamType>(physics.high[j]);
+      table.randomized[j] = physics.randomized[j] ? ParamType(1) : ParamType(0);
+    }
+    copy_bytes(arena_.data(b_.physics), device_, &table, Device::cpu(), sizeof table, stream);
+    stream.synchronize();
   }
 
   void check_stream(const Stream& stream) const {
@@ -366,7 +384,6 @@ class VecEnv final : public Engine {
   std::int64_t first_env_;
   std::uint64_t seed_;
   PhysicsConfig physics_config_;
-  typename Logic::Physics table_{};
   Buffers b_;
   BufferArena arena_;  // the table above, one allocation
 };

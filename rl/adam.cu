@@ -2,9 +2,12 @@
 #include "rl/adam.hpp"
 
 #include <cmath>
+#include <vector>
 
+#include "rl/batched_kernels.hpp"
 #include "sim/error.hpp"
 #include "sim/parallel.cuh"
+#include "sim/parallel_segments.cuh"
 
 namespace surge::rl {
 
@@ -49,6 +52,31 @@ struct AgentAdamUpdate {
     AdamUpdate with_eps = update;
     with_eps.eps = static_cast<float>(hyper[agent].adam_eps);
     with_eps(i);
+  }
+};
+
+// Agent k = i / count's squared gradients, summed as SquaredGradient sums one agent's.
+struct AgentSquaredGradients {
+  PerAgent<const float> grads;
+  SURGE_HD_INLINE void operator()(std::int64_t agent, std::int64_t i, double* acc) const {
+    SquaredGradient{grads[agent]}(i, acc);
+  }
+};
+
+// Element i of agent k = i / count: AgentAdamUpdate's update of element i % count with that agent's arrays,
+// scalars and eps.
+struct BatchedAdamUpdate {
+  AdamBatch batch;
+  OptimizerScalars* optimizer;
+  const AgentHyper* hyper;
+  std::int64_t count;
+  float beta1, beta2;
+  SURGE_HD_INLINE void operator()(std::int64_t i) const {
+    const std::int64_t agent = i / count;
+    const AdamUpdate update{
+        batch.params[agent], batch.m[agent], batch.v[agent], batch.grads[agent],
+        optimizer + agent,   beta1,          beta2,          static_cast<float>(hyper[agent].adam_eps)};
+    update(i % count);
   }
 };
 
@@ -167,6 +195,45 @@ void adam_step(const Stream& stream, const AdamConfig& config, const AgentHyper*
   parallel_for(stream, 1,
                [=] SURGE_HD(std::int64_t) { detail::update_scalars(s, beta1, beta2, hyper[agent].max_grad_norm); });
   parallel_for(stream, count, detail::AgentAdamUpdate{update, hyper, agent});
+}
+
+void gradient_norm_sq_batched(const Stream& stream, int agents, PerAgent<const float> grads, std::int64_t count,
+                              double* scratch, double* out, std::int64_t out_stride) {
+  parallel_reduce_segments<1>(stream, agents, count, detail::AgentSquaredGradients{grads}, scratch, out, out_stride);
+}
+
+void adam_step_batched(const Stream& stream, const AdamConfig& config, int agents, const AgentHyper* hyper,
+                       const AdamBatch& batch, std::int64_t count, OptimizerScalars* optimizer, double* scratch) {
+  const double beta1 = config.beta1, beta2 = config.beta2;
+  if (stream.device().is_cpu()) {
+    // adam_step's CPU chunks per agent (the same bits), the groups of every agent on the cores together.
+    std::vector<double> partials(static_cast<std::size_t>(agents * kCpuNormChunks));
+    double* const partial = partials.data();
+    constexpr std::int64_t kGroup = detail::kInterleave, kGroups = kCpuNormChunks / kGroup;
+    const auto norm_group = [&](std::int64_t item) {
+      const std::int64_t agent = item / kGroups, first = item % kGroups * kGroup;
+      cpu_squared_norm_chunks(batch.grads[agent], count, first, first + kGroup, partial + agent * kCpuNormChunks);
+    };
+    const std::int64_t items = agents * kGroups;
+    if (cpu_loop_forks(agents * count >= 4096)) {
+#pragma omp parallel for schedule(static)
+      for (std::int64_t item = 0; item < items; ++item) norm_group(item);
+    } else {
+      for (std::int64_t item = 0; item < items; ++item) norm_group(item);
+    }
+    for (int agent = 0; agent < agents; ++agent)
+      cpu_adam_scalars(adam_config(hyper[agent], config), partial + agent * kCpuNormChunks, optimizer + agent);
+  } else {
+    constexpr std::int64_t kScalarsStride = sizeof(OptimizerScalars) / sizeof(double);
+    gradient_norm_sq_batched(stream, agents, batch.grads, count, scratch, &optimizer->grad_norm_sq, kScalarsStride);
+    OptimizerScalars* const s = optimizer;
+    parallel_for(stream, agents, [=] SURGE_HD(std::int64_t agent) {
+      detail::update_scalars(s + agent, beta1, beta2, hyper[agent].max_grad_norm);
+    });
+  }
+  parallel_for(
+      stream, agents * count,
+      detail::BatchedAdamUpdate{batch, optimizer, hyper, count, static_cast<float>(beta1), static_cast<float>(beta2)});
 }
 
 void adam_step(const Stream& stream, const AdamConfig& config, Span<float> params, Span<const float> grads,

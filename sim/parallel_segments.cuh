@@ -20,21 +20,19 @@ template <int kWidth, class F>
 __global__ void reduce_segment_partials_kernel(std::int64_t n, F f, double* partials) {
   __shared__ double tree[kWidth][kReduceThreads];
   const std::int64_t segment = blockIdx.y;
-  double sums[kWidth];
-  for (int w = 0; w < kWidth; ++w) sums[w] = 0.0;
-  const std::int64_t step = static_cast<std::int64_t>(blockDim.x) * gridDim.x;
-  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step)
-    f(segment, i, sums);
-  for (int w = 0; w < kWidth; ++w) tree[w][threadIdx.x] = sums[w];
-  __syncthreads();
-  for (int width = kReduceThreads / 2; width > 0; width /= 2) {
-    if (static_cast<int>(threadIdx.x) < width)
-      for (int w = 0; w < kWidth; ++w) tree[w][threadIdx.x] += tree[w][threadIdx.x + width];
+  const unsigned lane = threadIdx.x;
+  double sums[kWidth] = {};
+  const std::int64_t first = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + lane;
+  for (std::int64_t i = first; i < n; i += static_cast<std::int64_t>(blockDim.x) * gridDim.x) f(segment, i, sums);
+  for (int w = 0; w < kWidth; ++w) tree[w][lane] = sums[w];
+  // The halving tree of reduce_partials_kernel: lane t adds lane t + half, half = 128, 64, ..., 1.
+  for (unsigned half = kReduceThreads / 2; half > 0; half /= 2) {
     __syncthreads();
+    if (lane < half)
+      for (int w = 0; w < kWidth; ++w) tree[w][lane] += tree[w][lane + half];
   }
-  if (threadIdx.x != 0) return;
-  double* const own = partials + (segment * gridDim.x + blockIdx.x) * kWidth;
-  for (int w = 0; w < kWidth; ++w) own[w] = tree[w][0];
+  if (lane == 0)  // lane 0 wrote the last level itself
+    for (int w = 0; w < kWidth; ++w) partials[(segment * gridDim.x + blockIdx.x) * kWidth + w] = tree[w][0];
 }
 
 // One thread per segment folds its blocks' partials in block order, as reduce_final_kernel does.

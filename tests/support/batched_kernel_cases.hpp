@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <vector>
 
 #include "rl/adam.hpp"
@@ -35,12 +36,28 @@ std::vector<T> download(const Stream& stream, const DeviceBuffer<T>& buffer) {
   return to_host(buffer.cspan(), stream);
 }
 
-// Whether agent k's `count` elements from `offset` (at k * stride) are the same bits in a and b.
+// Per agent: whether its `count` elements at k * stride are the same bits in `got` and `want`.
 template <class T>
-bool same_agent_bits(const std::vector<T>& a, const std::vector<T>& b, int agent, std::int64_t stride,
-                     std::int64_t count, std::int64_t offset = 0) {
-  const std::size_t begin = static_cast<std::size_t>(agent * stride + offset);
-  return std::memcmp(a.data() + begin, b.data() + begin, static_cast<std::size_t>(count) * sizeof(T)) == 0;
+std::vector<bool> agents_equal(const Stream& stream, int agents, std::int64_t stride, std::int64_t count,
+                               const DeviceBuffer<T>& got, const DeviceBuffer<T>& want) {
+  const std::vector<T> a = download(stream, got), b = download(stream, want);
+  std::vector<bool> equal(static_cast<std::size_t>(agents));
+  for (int k = 0; k < agents; ++k)
+    equal[static_cast<std::size_t>(k)] =
+        std::memcmp(&a[static_cast<std::size_t>(k * stride)], &b[static_cast<std::size_t>(k * stride)],
+                    static_cast<std::size_t>(count) * sizeof(T)) == 0;
+  return equal;
+}
+
+// The agents equal in every one of `outputs`.
+inline int agents_equal_in_all(std::initializer_list<std::vector<bool>> outputs) {
+  int matching = 0;
+  for (std::size_t k = 0; k < outputs.begin()->size(); ++k) {
+    bool all = true;
+    for (const std::vector<bool>& equal : outputs) all = all && equal[k];
+    matching += all;
+  }
+  return matching;
 }
 
 inline std::vector<float> random_floats(std::int64_t count, std::uint64_t seed, float low, float high) {
@@ -137,13 +154,8 @@ inline int agents_matching_gae(Device device, int agents, std::int64_t steps, st
                     trunc.data() + at, value.data() + at, final_value.data() + at, adv_single.data() + at,
                     ret_single.data() + at);
   }
-  const std::vector<float> got_adv = download(stream, adv), want_adv = download(stream, adv_single);
-  const std::vector<float> got_ret = download(stream, ret), want_ret = download(stream, ret_single);
-  int matching = 0;
-  for (int k = 0; k < agents; ++k)
-    matching +=
-        same_agent_bits(got_adv, want_adv, k, stride, slots) && same_agent_bits(got_ret, want_ret, k, stride, slots);
-  return matching;
+  return agents_equal_in_all({agents_equal(stream, agents, stride, slots, adv, adv_single),
+                              agents_equal(stream, agents, stride, slots, ret, ret_single)});
 }
 
 // Three Adam steps of K agents: learning rates, clip norms and eps differ; agent 1 (of 3) is frozen on the
@@ -182,16 +194,10 @@ inline int agents_matching_adam(Device device, int agents, std::int64_t count, i
                     {v_single.data() + at, count, device}, scalars_single.data() + k, scratch.data());
     }
   }
-  const std::vector<float> got_p = download(stream, params), want_p = download(stream, params_single);
-  const std::vector<float> got_m = download(stream, m), want_m = download(stream, m_single);
-  const std::vector<float> got_v = download(stream, v), want_v = download(stream, v_single);
-  const std::vector<rl::OptimizerScalars> got_s = download(stream, scalars), want_s = download(stream, scalars_single);
-  int matching = 0;
-  for (int k = 0; k < agents; ++k)
-    matching += same_agent_bits(got_p, want_p, k, stride, stride) &&
-                same_agent_bits(got_m, want_m, k, stride, stride) &&
-                same_agent_bits(got_v, want_v, k, stride, stride) && same_agent_bits(got_s, want_s, k, 1, 1);
-  return matching;
+  return agents_equal_in_all({agents_equal(stream, agents, stride, stride, params, params_single),
+                              agents_equal(stream, agents, stride, stride, m, m_single),
+                              agents_equal(stream, agents, stride, stride, v, v_single),
+                              agents_equal(stream, agents, 1, 1, scalars, scalars_single)});
 }
 
 // begin_iteration, then two end_epochs whose last minibatches' KL straddles the agents' target KLs.
@@ -226,13 +232,8 @@ inline int agents_matching_iteration_bookkeeping(Device device, int agents, int 
       rl::end_epoch(stream, hyper.data(), scalars_of, state_single.data() + k, optimizer_single.data() + k,
                     last_terms.data() + k * terms_stride, minibatch);
   }
-  const std::vector<rl::TrainState> got_state = download(stream, state), want_state = download(stream, state_single);
-  const std::vector<rl::OptimizerScalars> got_opt = download(stream, optimizer),
-                                          want_opt = download(stream, optimizer_single);
-  int matching = 0;
-  for (int k = 0; k < agents; ++k)
-    matching += same_agent_bits(got_state, want_state, k, 1, 1) && same_agent_bits(got_opt, want_opt, k, 1, 1);
-  return matching;
+  return agents_equal_in_all({agents_equal(stream, agents, 1, 1, state, state_single),
+                              agents_equal(stream, agents, 1, 1, optimizer, optimizer_single)});
 }
 
 // Categorical draws of K agents, each from its own seed and its own counter (the TrainState's iteration,
@@ -271,49 +272,45 @@ inline int agents_matching_actions(Device device, int agents, std::int64_t envs,
     rl::sample_actions(stream, logits.data() + k * stride, envs, kActions, solo, greedy,
                        actions_single.data() + k * out_stride, logprob_single.data() + k * out_stride);
   }
-  const std::vector<std::int32_t> got_a = download(stream, actions), want_a = download(stream, actions_single);
-  const std::vector<float> got_l = download(stream, logprob), want_l = download(stream, logprob_single);
-  int matching = 0;
-  for (int k = 0; k < agents; ++k)
-    matching +=
-        same_agent_bits(got_a, want_a, k, out_stride, envs) && same_agent_bits(got_l, want_l, k, out_stride, envs);
-  return matching;
+  return agents_equal_in_all({agents_equal(stream, agents, out_stride, envs, actions, actions_single),
+                              agents_equal(stream, agents, out_stride, envs, logprob, logprob_single)});
 }
 
-// The checks each test runs on its device: K = 1 and 3, odd sizes (some over the CPU's 4096-element fork),
-// and one shifted comparison that must fail for every agent.
-inline void check_batched_gradient_norms(Device device) {
-  for (const std::int64_t count : {1, 63, 301, 4099, 100003}) {
-    INFO("count " << count);
-    CHECK(agents_matching_gradient_norms(device, 1, count, 0) == 1);
-    CHECK(agents_matching_gradient_norms(device, 3, count, 0) == 3);
+// The checks each test runs on its device: K = 1 and 3 for every size (odd, some over the CPU's 4096-element
+// fork), and K = 3 with agents shifted by `shift` on the first size, which must fail for every agent.
+// matching(agents, size, shift) is one of the counts above.
+template <class Matching>
+void check_agents_match(std::initializer_list<std::int64_t> sizes, int shift, Matching matching) {
+  for (const std::int64_t size : sizes) {
+    INFO("size " << size);
+    CHECK(matching(1, size, 0) == 1);
+    CHECK(matching(3, size, 0) == 3);
   }
-  CHECK(agents_matching_gradient_norms(device, 3, 301, 1) == 0);
+  CHECK(matching(3, *sizes.begin(), shift) == 0);
+}
+
+inline void check_batched_gradient_norms(Device device) {
+  check_agents_match({301, 1, 63, 4099, 100003}, 1, [&](int agents, std::int64_t count, int shift) {
+    return agents_matching_gradient_norms(device, agents, count, shift);
+  });
 }
 
 inline void check_batched_explained_variance(Device device) {
-  for (const std::int64_t slots : {5, 640, 4097}) {
-    INFO("slots " << slots);
-    CHECK(agents_matching_explained_variance(device, 1, slots, 0) == 1);
-    CHECK(agents_matching_explained_variance(device, 3, slots, 0) == 3);
-  }
-  CHECK(agents_matching_explained_variance(device, 3, 640, 2) == 0);
+  check_agents_match({640, 5, 4097}, 2, [&](int agents, std::int64_t slots, int shift) {
+    return agents_matching_explained_variance(device, agents, slots, shift);
+  });
 }
 
-inline void check_batched_gae(Device device) {
-  CHECK(agents_matching_gae(device, 1, 9, 13, 0) == 1);
-  CHECK(agents_matching_gae(device, 3, 9, 13, 0) == 3);
-  CHECK(agents_matching_gae(device, 3, 17, 4099, 0) == 3);
-  CHECK(agents_matching_gae(device, 3, 9, 13, 1) == 0);
+inline void check_batched_gae(Device device) {  // 9 steps of `envs` environments
+  check_agents_match({13, 4099}, 1, [&](int agents, std::int64_t envs, int shift) {
+    return agents_matching_gae(device, agents, 9, envs, shift);
+  });
 }
 
 inline void check_batched_adam(Device device) {
-  for (const std::int64_t count : {7, 301, 5001}) {
-    INFO("count " << count);
-    CHECK(agents_matching_adam(device, 1, count, 0) == 1);
-    CHECK(agents_matching_adam(device, 3, count, 0) == 3);
-  }
-  CHECK(agents_matching_adam(device, 3, 301, 1) == 0);
+  check_agents_match({301, 7, 5001}, 1, [&](int agents, std::int64_t count, int shift) {
+    return agents_matching_adam(device, agents, count, shift);
+  });
 }
 
 inline void check_batched_iteration_bookkeeping(Device device) {
@@ -323,12 +320,10 @@ inline void check_batched_iteration_bookkeeping(Device device) {
 }
 
 inline void check_batched_actions(Device device) {
-  for (const bool greedy : {false, true}) {
-    INFO("greedy " << greedy);
-    CHECK(agents_matching_actions(device, 1, 37, greedy, 0) == 1);
-    CHECK(agents_matching_actions(device, 3, 37, greedy, 0) == 3);
-  }
-  CHECK(agents_matching_actions(device, 3, 37, false, 1) == 0);  // greedy draws use no seed
+  check_agents_match({37, 1, 4099}, 1, [&](int agents, std::int64_t envs, int shift) {
+    return agents_matching_actions(device, agents, envs, false, shift);
+  });
+  CHECK(agents_matching_actions(device, 3, 37, true, 0) == 3);  // greedy: the argmax, no seed read
 }
 
 }  // namespace surge::testing

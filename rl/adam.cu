@@ -197,6 +197,45 @@ void adam_step(const Stream& stream, const AdamConfig& config, const AgentHyper*
   parallel_for(stream, count, detail::AgentAdamUpdate{update, hyper, agent});
 }
 
+namespace detail {
+
+// f(item) for items [0, count): on every core when the loop is worth a fork (cpu_loop_forks), else inline.
+template <class F>
+void cpu_items(std::int64_t count, bool worth_forking, F f) {
+  if (cpu_loop_forks(worth_forking)) {
+#pragma omp parallel for schedule(static)
+    for (std::int64_t item = 0; item < count; ++item) f(item);
+  } else {
+    for (std::int64_t item = 0; item < count; ++item) f(item);
+  }
+}
+
+// adam_step's CPU path for each agent, the same bits: its chunked sum of squares (cpu_squared_norm_chunks),
+// its scalars, its element-wise update (cpu_adam_update), the agents' groups of chunks and blocks of
+// parameters spread over the cores together. One loop per element kind, so the update vectorises.
+void cpu_adam_step_batched(const AdamConfig& config, int agents, const AgentHyper* hyper, const AdamBatch& batch,
+                           std::int64_t count, OptimizerScalars* optimizer) {
+  const bool worth_forking = agents * count >= 4096;
+  std::vector<double> partials(static_cast<std::size_t>(agents * kCpuNormChunks));
+  double* const partial = partials.data();
+  constexpr std::int64_t kGroups = kCpuNormChunks / kInterleave;
+  cpu_items(agents * kGroups, worth_forking, [&](std::int64_t item) {
+    const std::int64_t agent = item / kGroups, first = item % kGroups * kInterleave;
+    cpu_squared_norm_chunks(batch.grads[agent], count, first, first + kInterleave, partial + agent * kCpuNormChunks);
+  });
+  for (int agent = 0; agent < agents; ++agent)
+    cpu_adam_scalars(adam_config(hyper[agent], config), partial + agent * kCpuNormChunks, optimizer + agent);
+  constexpr std::int64_t kBlock = 4096;
+  const std::int64_t blocks = (count + kBlock - 1) / kBlock;
+  cpu_items(agents * blocks, worth_forking, [&](std::int64_t item) {
+    const std::int64_t agent = item / blocks, begin = item % blocks * kBlock;
+    cpu_adam_update(adam_config(hyper[agent], config), optimizer[agent], batch.params[agent], batch.grads[agent],
+                    batch.m[agent], batch.v[agent], begin, begin + kBlock < count ? begin + kBlock : count);
+  });
+}
+
+}  // namespace detail
+
 void gradient_norm_sq_batched(const Stream& stream, int agents, PerAgent<const float> grads, std::int64_t count,
                               double* scratch, double* out, std::int64_t out_stride) {
   parallel_reduce_segments<1>(stream, agents, count, detail::AgentSquaredGradients{grads}, scratch, out, out_stride);
@@ -206,31 +245,15 @@ void adam_step_batched(const Stream& stream, const AdamConfig& config, int agent
                        const AdamBatch& batch, std::int64_t count, OptimizerScalars* optimizer, double* scratch) {
   const double beta1 = config.beta1, beta2 = config.beta2;
   if (stream.device().is_cpu()) {
-    // adam_step's CPU chunks per agent (the same bits), the groups of every agent on the cores together.
-    std::vector<double> partials(static_cast<std::size_t>(agents * kCpuNormChunks));
-    double* const partial = partials.data();
-    constexpr std::int64_t kGroup = detail::kInterleave, kGroups = kCpuNormChunks / kGroup;
-    const auto norm_group = [&](std::int64_t item) {
-      const std::int64_t agent = item / kGroups, first = item % kGroups * kGroup;
-      cpu_squared_norm_chunks(batch.grads[agent], count, first, first + kGroup, partial + agent * kCpuNormChunks);
-    };
-    const std::int64_t items = agents * kGroups;
-    if (cpu_loop_forks(agents * count >= 4096)) {
-#pragma omp parallel for schedule(static)
-      for (std::int64_t item = 0; item < items; ++item) norm_group(item);
-    } else {
-      for (std::int64_t item = 0; item < items; ++item) norm_group(item);
-    }
-    for (int agent = 0; agent < agents; ++agent)
-      cpu_adam_scalars(adam_config(hyper[agent], config), partial + agent * kCpuNormChunks, optimizer + agent);
-  } else {
-    constexpr std::int64_t kScalarsStride = sizeof(OptimizerScalars) / sizeof(double);
-    gradient_norm_sq_batched(stream, agents, batch.grads, count, scratch, &optimizer->grad_norm_sq, kScalarsStride);
-    OptimizerScalars* const s = optimizer;
-    parallel_for(stream, agents, [=] SURGE_HD(std::int64_t agent) {
-      detail::update_scalars(s + agent, beta1, beta2, hyper[agent].max_grad_norm);
-    });
+    detail::cpu_adam_step_batched(config, agents, hyper, batch, count, optimizer);
+    return;
   }
+  constexpr std::int64_t kScalarsStride = sizeof(OptimizerScalars) / sizeof(double);
+  gradient_norm_sq_batched(stream, agents, batch.grads, count, scratch, &optimizer->grad_norm_sq, kScalarsStride);
+  OptimizerScalars* const s = optimizer;
+  parallel_for(stream, agents, [=] SURGE_HD(std::int64_t agent) {
+    detail::update_scalars(s + agent, beta1, beta2, hyper[agent].max_grad_norm);
+  });
   parallel_for(
       stream, agents * count,
       detail::BatchedAdamUpdate{batch, optimizer, hyper, count, static_cast<float>(beta1), static_cast<float>(beta2)});

@@ -7,12 +7,15 @@ namespace surge::rl {
 
 namespace detail {
 
-// The seed of every agent: a device array, or one value for a launcher of one agent.
+// The seed of every agent: a device array, or one value for a launcher of one agent (whose rows are then
+// all agent 0's, found without a division).
 struct SeedArray {
+  static constexpr bool kOneAgent = false;
   const std::uint64_t* seeds;
   SURGE_HD_INLINE std::uint64_t operator[](std::int64_t agent) const { return seeds[agent]; }
 };
 struct OneSeed {
+  static constexpr bool kOneAgent = true;
   std::uint64_t seed;
   SURGE_HD_INLINE std::uint64_t operator[](std::int64_t) const { return seed; }
 };
@@ -29,7 +32,7 @@ struct CategoricalDraws {
   int num_actions;
   bool greedy;
   SURGE_HD_INLINE void operator()(std::int64_t item) const {
-    const std::int64_t agent = item / n, i = item % n;
+    const std::int64_t agent = Seeds::kOneAgent ? 0 : item / n, i = Seeds::kOneAgent ? item : item % n;
     const float* row = logits[agent] + i * num_actions;
     int action;
     if (greedy) {

@@ -2,9 +2,12 @@
 #include "rl/adam.hpp"
 
 #include <cmath>
+#include <vector>
 
+#include "rl/batched_kernels.hpp"
 #include "sim/error.hpp"
 #include "sim/parallel.cuh"
+#include "sim/parallel_segments.cuh"
 
 namespace surge::rl {
 
@@ -49,6 +52,31 @@ struct AgentAdamUpdate {
     AdamUpdate with_eps = update;
     with_eps.eps = static_cast<float>(hyper[agent].adam_eps);
     with_eps(i);
+  }
+};
+
+// Agent k = i / count's squared gradients, summed as SquaredGradient sums one agent's.
+struct AgentSquaredGradients {
+  PerAgent<const float> grads;
+  SURGE_HD_INLINE void operator()(std::int64_t agent, std::int64_t i, double* acc) const {
+    SquaredGradient{grads[agent]}(i, acc);
+  }
+};
+
+// Element i of agent k = i / count: AgentAdamUpdate's update of element i % count with that agent's arrays,
+// scalars and eps.
+struct BatchedAdamUpdate {
+  AdamBatch batch;
+  OptimizerScalars* optimizer;
+  const AgentHyper* hyper;
+  std::int64_t count;
+  float beta1, beta2;
+  SURGE_HD_INLINE void operator()(std::int64_t i) const {
+    const std::int64_t agent = i / count;
+    const AdamUpdate update{
+        batch.params[agent], batch.m[agent], batch.v[agent], batch.grads[agent],
+        optimizer + agent,   beta1,          beta2,          static_cast<float>(hyper[agent].adam_eps)};
+    update(i % count);
   }
 };
 
@@ -167,6 +195,68 @@ void adam_step(const Stream& stream, const AdamConfig& config, const AgentHyper*
   parallel_for(stream, 1,
                [=] SURGE_HD(std::int64_t) { detail::update_scalars(s, beta1, beta2, hyper[agent].max_grad_norm); });
   parallel_for(stream, count, detail::AgentAdamUpdate{update, hyper, agent});
+}
+
+namespace detail {
+
+// f(item) for items [0, count): on every core when the loop is worth a fork (cpu_loop_forks), else inline.
+template <class F>
+void cpu_items(std::int64_t count, bool worth_forking, F f) {
+  if (cpu_loop_forks(worth_forking)) {
+#pragma omp parallel for schedule(static)
+    for (std::int64_t item = 0; item < count; ++item) f(item);
+  } else {
+    for (std::int64_t item = 0; item < count; ++item) f(item);
+  }
+}
+
+// adam_step's CPU path for each agent, the same bits: its chunked sum of squares (cpu_squared_norm_chunks),
+// its scalars, its element-wise update (cpu_adam_update), the agents' groups of chunks and blocks of
+// parameters spread over the cores together. One loop per element kind, so the update vectorises.
+void cpu_adam_step_batched(const AdamConfig& config, int agents, const AgentHyper* hyper, const AdamBatch& batch,
+                           std::int64_t count, OptimizerScalars* optimizer) {
+  const bool worth_forking = agents * count >= 4096;
+  std::vector<double> partials(static_cast<std::size_t>(agents * kCpuNormChunks));
+  double* const partial = partials.data();
+  constexpr std::int64_t kGroups = kCpuNormChunks / kInterleave;
+  cpu_items(agents * kGroups, worth_forking, [&](std::int64_t item) {
+    const std::int64_t agent = item / kGroups, first = item % kGroups * kInterleave;
+    cpu_squared_norm_chunks(batch.grads[agent], count, first, first + kInterleave, partial + agent * kCpuNormChunks);
+  });
+  for (int agent = 0; agent < agents; ++agent)
+    cpu_adam_scalars(adam_config(hyper[agent], config), partial + agent * kCpuNormChunks, optimizer + agent);
+  constexpr std::int64_t kBlock = 4096;
+  const std::int64_t blocks = (count + kBlock - 1) / kBlock;
+  cpu_items(agents * blocks, worth_forking, [&](std::int64_t item) {
+    const std::int64_t agent = item / blocks, begin = item % blocks * kBlock;
+    cpu_adam_update(adam_config(hyper[agent], config), optimizer[agent], batch.params[agent], batch.grads[agent],
+                    batch.m[agent], batch.v[agent], begin, begin + kBlock < count ? begin + kBlock : count);
+  });
+}
+
+}  // namespace detail
+
+void gradient_norm_sq_batched(const Stream& stream, int agents, PerAgent<const float> grads, std::int64_t count,
+                              double* scratch, double* out, std::int64_t out_stride) {
+  parallel_reduce_segments<1>(stream, agents, count, detail::AgentSquaredGradients{grads}, scratch, out, out_stride);
+}
+
+void adam_step_batched(const Stream& stream, const AdamConfig& config, int agents, const AgentHyper* hyper,
+                       const AdamBatch& batch, std::int64_t count, OptimizerScalars* optimizer, double* scratch) {
+  const double beta1 = config.beta1, beta2 = config.beta2;
+  if (stream.device().is_cpu()) {
+    detail::cpu_adam_step_batched(config, agents, hyper, batch, count, optimizer);
+    return;
+  }
+  constexpr std::int64_t kScalarsStride = sizeof(OptimizerScalars) / sizeof(double);
+  gradient_norm_sq_batched(stream, agents, batch.grads, count, scratch, &optimizer->grad_norm_sq, kScalarsStride);
+  OptimizerScalars* const s = optimizer;
+  parallel_for(stream, agents, [=] SURGE_HD(std::int64_t agent) {
+    detail::update_scalars(s + agent, beta1, beta2, hyper[agent].max_grad_norm);
+  });
+  parallel_for(
+      stream, agents * count,
+      detail::BatchedAdamUpdate{batch, optimizer, hyper, count, static_cast<float>(beta1), static_cast<float>(beta2)});
 }
 
 void adam_step(const Stream& stream, const AdamConfig& config, Span<float> params, Span<const float> grads,

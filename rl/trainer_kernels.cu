@@ -3,21 +3,61 @@
 
 #include <cmath>
 
+#include "rl/batched_kernels.hpp"
 #include "rl/ppo_loss.hpp"
 #include "sim/error.hpp"
 #include "sim/parallel.cuh"
+#include "sim/parallel_segments.cuh"
 
 namespace surge::rl {
+
+namespace detail {
+
+// One agent's part of begin_iteration and end_epoch, for the per-agent and the batched launchers.
+SURGE_HD_INLINE void begin_agent_iteration(const AgentHyper& h, TrainState* state, OptimizerScalars* optimizer,
+                                           double iterations) {
+  const double fraction = h.anneal_lr != 0.0 ? 1.0 - static_cast<double>(state->iteration) / iterations : 1.0;
+  optimizer->learning_rate = fraction * h.learning_rate;
+  optimizer->frozen = 0.0;
+  state->epochs_applied = 0;
+}
+
+SURGE_HD_INLINE void end_agent_epoch(const AgentHyper& h, TrainState* state, OptimizerScalars* optimizer,
+                                     const double* last_terms, double batch) {
+  if (optimizer->frozen) return;
+  const double target_kl = h.target_kl;
+  state->epochs_applied += 1;
+  if (target_kl > 0.0 && last_terms[kApproxKl] / batch > target_kl) optimizer->frozen = 1.0;
+}
+
+// The sums explained_variance_sums reduces, of sample s of agent `agent`.
+struct ExplainedVarianceTerms {
+  PerAgent<const float> returns, value;
+  SURGE_HD_INLINE void operator()(std::int64_t agent, std::int64_t s, double* acc) const {
+    const float ret = returns[agent][s], v = value[agent][s];
+    const double y = ret, residual = static_cast<double>(ret) - static_cast<double>(v);
+    acc[0] += y;
+    acc[1] += y * y;
+    acc[2] += residual;
+    acc[3] += residual * residual;
+  }
+};
+
+}  // namespace detail
 
 void begin_iteration(const Stream& stream, const AgentHyper* hyper, int agent, TrainState* state,
                      OptimizerScalars* optimizer, std::int64_t num_iterations) {
   const double iterations = static_cast<double>(num_iterations);
   parallel_for(stream, 1, [=] SURGE_HD(std::int64_t) {
-    const AgentHyper& h = hyper[agent];
-    const double fraction = h.anneal_lr != 0.0 ? 1.0 - static_cast<double>(state->iteration) / iterations : 1.0;
-    optimizer->learning_rate = fraction * h.learning_rate;
-    optimizer->frozen = 0.0;
-    state->epochs_applied = 0;
+    detail::begin_agent_iteration(hyper[agent], state, optimizer, iterations);
+  });
+}
+
+void begin_iteration_batched(const Stream& stream, int agents, const AgentHyper* hyper, TrainState* state,
+                             OptimizerScalars* optimizer, std::int64_t num_iterations) {
+  const double iterations = static_cast<double>(num_iterations);
+  parallel_for(stream, agents, [=] SURGE_HD(std::int64_t k) {
+    detail::begin_agent_iteration(hyper[k], state + k, optimizer + k, iterations);
   });
 }
 
@@ -119,10 +159,15 @@ void end_epoch(const Stream& stream, const AgentHyper* hyper, int agent, TrainSt
                const double* last_terms, std::int64_t minibatch_size) {
   const double batch = static_cast<double>(minibatch_size);
   parallel_for(stream, 1, [=] SURGE_HD(std::int64_t) {
-    if (optimizer->frozen) return;
-    const double target_kl = hyper[agent].target_kl;
-    state->epochs_applied += 1;
-    if (target_kl > 0.0 && last_terms[kApproxKl] / batch > target_kl) optimizer->frozen = 1.0;
+    detail::end_agent_epoch(hyper[agent], state, optimizer, last_terms, batch);
+  });
+}
+
+void end_epoch_batched(const Stream& stream, int agents, const AgentHyper* hyper, TrainState* state,
+                       OptimizerScalars* optimizer, PerAgent<const double> last_terms, std::int64_t minibatch_size) {
+  const double batch = static_cast<double>(minibatch_size);
+  parallel_for(stream, agents, [=] SURGE_HD(std::int64_t k) {
+    detail::end_agent_epoch(hyper[k], state + k, optimizer + k, last_terms[k], batch);
   });
 }
 
@@ -240,16 +285,15 @@ void push_recent_returns(const Stream& stream, const double* candidates, int ran
 
 void explained_variance_sums(const Stream& stream, std::int64_t slots, const float* returns, const float* value,
                              double* scratch, double* sums) {
+  const detail::ExplainedVarianceTerms terms{{returns, 0}, {value, 0}};
   parallel_reduce<4>(
-      stream, slots,
-      [=] SURGE_HD(std::int64_t s, double* acc) {
-        const double y = returns[s], residual = static_cast<double>(returns[s]) - static_cast<double>(value[s]);
-        acc[0] += y;
-        acc[1] += y * y;
-        acc[2] += residual;
-        acc[3] += residual * residual;
-      },
-      scratch, sums);
+      stream, slots, [=] SURGE_HD(std::int64_t s, double* acc) { terms(0, s, acc); }, scratch, sums);
+}
+
+void explained_variance_sums_batched(const Stream& stream, int agents, std::int64_t slots,
+                                     PerAgent<const float> returns, PerAgent<const float> value, double* scratch,
+                                     double* sums) {
+  parallel_reduce_segments<4>(stream, agents, slots, detail::ExplainedVarianceTerms{returns, value}, scratch, sums);
 }
 
 void finish_iteration(const Stream& stream, const MetricsInputs& inputs, const OptimizerScalars* optimizer,

@@ -9,7 +9,9 @@
 #include <string>
 
 #include "rl/collective.hpp"
+#include "rl/cpu_blas_core.hpp"
 #include "rl/fused_mlp_bf16.hpp"
+#include "rl/gemm.hpp"
 #include "rl/precision.hpp"
 #include "sim/cuda_diagnosis.hpp"
 #include "sim/cuda_probe.hpp"
@@ -80,6 +82,23 @@ Device auto_choice(const Diagnosis& diagnosis) {
 }
 std::string auto_device(const Diagnosis& diagnosis) { return auto_choice(diagnosis).str(); }
 
+// The CPU GEMM library and the kernels it runs, and whether surge chose them (rl/cpu_blas_core.hpp).
+std::string blas_summary() {
+  const std::string core = rl::openblas_core();
+  if (core.empty()) return rl::cpu_gemm_library();
+  const std::string upgrade = rl::openblas_core_upgrade(core);
+  const char* set = std::getenv("OPENBLAS_CORETYPE");
+  const char* rerun = std::getenv("SURGE_OPENBLAS_RERUN");
+  std::string text = rl::cpu_gemm_library() + ", " + core + " kernels";
+  if (!upgrade.empty())
+    return text + " (generic: OpenBLAS does not know this CPU; " + upgrade +
+           " kernels fit it, and surge picks them unless SURGE_OPENBLAS_RERUN is set)";
+  if (set && rerun && std::string(rerun) == "1")
+    return text + " (picked by surge: OpenBLAS took this CPU for an older generic one)";
+  if (set) return text + " (OPENBLAS_CORETYPE=" + set + ")";
+  return text;
+}
+
 void print_row(const std::string& label, const std::string& value) {
   std::printf("  %-22s %s\n", label.c_str(), value.c_str());
 }
@@ -137,6 +156,7 @@ void print_text(const MachineDescription& m, const Diagnosis& d, const OpenMpFac
                                   " processors; OMP_NUM_THREADS " +
                                   (omp.omp_num_threads.empty() ? "unset" : "=" + omp.omp_num_threads) + ")");
 
+  print_row("BLAS", blas_summary());
   print_row("precisions",
             joined(rl::cpu_precisions()) + (rl::bf16_native_supported()
                                                 ? " (bf16 on AVX-512 BF16)"
@@ -219,6 +239,7 @@ std::string json_text(const MachineDescription& m, const Diagnosis& d, const Ope
   }
   JsonObject cpu;
   cpu.add("precisions", rl::cpu_precisions()).add("avx512_bf16", rl::bf16_native_supported());
+  cpu.add("blas", rl::cpu_gemm_library()).add("blas_kernels", rl::openblas_core());
   JsonObject mpi;
   const rl::RankPlace place = rl::rank_place();
   mpi.add("library", rl::mpi_library())

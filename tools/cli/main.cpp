@@ -6,6 +6,7 @@
 #include <iostream>
 #include <string>
 
+#include "rl/cpu_blas_core.hpp"
 #include "rl/io/hdf5_read_guard.hpp"
 #include "scenarios/registry.hpp"
 #include "sim/device.hpp"
@@ -97,6 +98,7 @@ void print_version() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  surge::rl::rerun_with_openblas_core(argv);  // before anything: OpenBLAS has picked its kernels at load
   std::vector<std::string> args(argv + 1, argv + argc);
   try {
     if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {

@@ -20,6 +20,23 @@ void gemm(const Stream& stream, Transpose trans_a, Transpose trans_b, std::int64
           Scalar alpha, const Scalar* a, std::int64_t lda, const Scalar* b, std::int64_t ldb, Scalar beta, Scalar* c,
           std::int64_t ldc, const Scalar* bias = nullptr);
 
+// K independent GEMMs of one shape in one call: agent i's A, B, C (and bias) start stride_a, stride_b,
+// stride_c (stride_bias) elements after agent i-1's, each agent's product as `gemm` defines it. A stride
+// of 0 shares an operand between the agents; agents' Cs must not overlap. On CUDA one cuBLASLt matmul
+// (its strided batch) for all K, bit for bit the K gemm calls where cuBLASLt picks the same algorithm for
+// both; on the CPU exactly the K gemm calls (the same bits), spread over the cores when not already in a
+// parallel region, with one CBLAS thread each.
+template <class Scalar>
+void gemm_strided_batched(const Stream& stream, Transpose trans_a, Transpose trans_b, std::int64_t m, std::int64_t n,
+                          std::int64_t k, Scalar alpha, const Scalar* a, std::int64_t lda, std::int64_t stride_a,
+                          const Scalar* b, std::int64_t ldb, std::int64_t stride_b, Scalar beta, Scalar* c,
+                          std::int64_t ldc, std::int64_t stride_c, std::int64_t batch_count,
+                          const Scalar* bias = nullptr, std::int64_t stride_bias = 0);
+
+// cuBLASLt matmuls this process has enqueued on any GPU (0 in a build without CUDA), for tests that count
+// how many a pass makes.
+std::uint64_t cuda_gemm_calls();
+
 // C[m][n] = op(A) op(B) (+ bias[n] on every row) with bf16 operands (their raw 16 bits, rl/bf16.hpp), the
 // products summed in fp32, C fp32 (what it held is ignored). CUDA only (cuBLASLt); the CPU's bf16 runs in
 // rl/fused_mlp_bf16.hpp, and asking it here is a bug (Error).

@@ -1,0 +1,137 @@
+// The strided-batched GEMM on the CPU against the per-agent calls it stands for: each agent's result
+// must equal `gemm` on that agent's slices bit for bit, with operands padded between agents so that a
+// stride mixed up shows, and every agent's data different so that a mix-up of agents does.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <vector>
+
+#include "rl/gemm.hpp"
+#include "sim/error.hpp"
+#include "sim/philox.hpp"
+
+using namespace surge::rl;
+
+namespace {
+
+template <class Scalar>
+std::vector<Scalar> drawn(std::int64_t count, std::uint64_t stream_id) {
+  surge::Rng rng(23, stream_id, 0);
+  std::vector<Scalar> values(static_cast<std::size_t>(count));
+  for (Scalar& x : values) x = static_cast<Scalar>(rng.uniform(-1.0f, 1.0f));
+  return values;
+}
+
+template <class Scalar>
+bool same_bits(const Scalar* x, const Scalar* y, std::int64_t count) {
+  return std::memcmp(x, y, static_cast<std::size_t>(count) * sizeof(Scalar)) == 0;
+}
+
+// K agents' operands of one GEMM shape, each agent's A, B, C and bias `pad` elements past the previous
+// agent's end, leading dimensions padded too.
+template <class Scalar>
+struct BatchedOperands {
+  Transpose ta, tb;
+  std::int64_t m, n, k, agents;
+  std::int64_t lda, ldb, ldc, stride_a, stride_b, stride_c, stride_bias;
+  std::vector<Scalar> a, b, c, bias;
+
+  BatchedOperands(Transpose ta_, Transpose tb_, std::int64_t m_, std::int64_t n_, std::int64_t k_, std::int64_t agents_,
+                  std::int64_t pad)
+      : ta(ta_), tb(tb_), m(m_), n(n_), k(k_), agents(agents_) {
+    const std::int64_t a_rows = ta == Transpose::No ? m : k, a_cols = ta == Transpose::No ? k : m;
+    const std::int64_t b_rows = tb == Transpose::No ? k : n, b_cols = tb == Transpose::No ? n : k;
+    lda = a_cols + pad, ldb = b_cols + pad, ldc = n + pad;
+    stride_a = a_rows * lda + pad, stride_b = b_rows * ldb + pad, stride_c = m * ldc + pad, stride_bias = n + pad;
+    // One agent more than used: a stride too long still reads inside the buffers.
+    a = drawn<Scalar>((agents + 1) * stride_a, 1);
+    b = drawn<Scalar>((agents + 1) * stride_b, 2);
+    c = drawn<Scalar>(agents * stride_c, 3);
+    bias = drawn<Scalar>((agents + 1) * stride_bias, 4);
+  }
+
+  // All K agents in one call, on a copy of C.
+  std::vector<Scalar> batched(Scalar alpha, Scalar beta, bool with_bias, std::int64_t stride_b_used) const {
+    std::vector<Scalar> out = c;
+    surge::Stream stream(surge::Device::cpu());
+    gemm_strided_batched<Scalar>(stream, ta, tb, m, n, k, alpha, a.data(), lda, stride_a, b.data(), ldb, stride_b_used,
+                                 beta, out.data(), ldc, stride_c, agents, with_bias ? bias.data() : nullptr,
+                                 stride_bias);
+    return out;
+  }
+
+  // One gemm call per agent on its slices, on a copy of C.
+  std::vector<Scalar> per_agent(Scalar alpha, Scalar beta, bool with_bias) const {
+    std::vector<Scalar> out = c;
+    surge::Stream stream(surge::Device::cpu());
+    for (std::int64_t i = 0; i < agents; ++i)
+      gemm<Scalar>(stream, ta, tb, m, n, k, alpha, a.data() + i * stride_a, lda, b.data() + i * stride_b, ldb, beta,
+                   out.data() + i * stride_c, ldc, with_bias ? bias.data() + i * stride_bias : nullptr);
+    return out;
+  }
+};
+
+template <class Scalar>
+void check_batched_gemm(std::int64_t agents, Transpose ta, Transpose tb, bool with_bias, Scalar beta) {
+  const BatchedOperands<Scalar> ops(ta, tb, 7, 5, 9, agents, 3);
+  const Scalar alpha = Scalar(0.75);
+  const auto expected = ops.per_agent(alpha, beta, with_bias);
+  const auto got = ops.batched(alpha, beta, with_bias, ops.stride_b);
+  // The whole buffer: each agent's C and the padding between agents, which nobody may write.
+  REQUIRE(same_bits(got.data(), expected.data(), static_cast<std::int64_t>(got.size())));
+  for (std::int64_t i = 0; i < agents; ++i)
+    for (std::int64_t j = ops.n; j < ops.ldc; ++j) CHECK(got[i * ops.stride_c + j] == ops.c[i * ops.stride_c + j]);
+}
+
+}  // namespace
+
+TEST_CASE("gemm_strided_batched equals one gemm per agent, bit for bit", "[gemm][batched]") {
+  for (std::int64_t agents : {1, 3, 5})
+    for (Transpose ta : {Transpose::No, Transpose::Yes})
+      for (Transpose tb : {Transpose::No, Transpose::Yes})
+        for (bool bias : {false, true})
+          for (double beta : {0.0, 0.5}) {
+            INFO("K " << agents << " ta " << int(ta) << " tb " << int(tb) << " bias " << bias << " beta " << beta);
+            check_batched_gemm<float>(agents, ta, tb, bias, static_cast<float>(beta));
+            check_batched_gemm<double>(agents, ta, tb, bias, beta);
+          }
+}
+
+TEST_CASE("gemm_strided_batched with a wrong stride gives other agents' products", "[gemm][batched]") {
+  const BatchedOperands<float> ops(Transpose::No, Transpose::Yes, 7, 5, 9, 3, 3);
+  const auto expected = ops.per_agent(1.0f, 0.0f, true);
+  const auto got = ops.batched(1.0f, 0.0f, true, ops.stride_b + 1);
+  // Agent 0 starts where it should; every later agent reads a B shifted by its index.
+  CHECK(same_bits(got.data(), expected.data(), ops.stride_c));
+  for (std::int64_t i = 1; i < ops.agents; ++i)
+    CHECK_FALSE(same_bits(got.data() + i * ops.stride_c, expected.data() + i * ops.stride_c, ops.stride_c));
+}
+
+TEST_CASE("gemm_strided_batched shares an operand of stride 0 between the agents", "[gemm][batched]") {
+  const BatchedOperands<double> ops(Transpose::Yes, Transpose::No, 6, 11, 4, 3, 2);
+  const auto got = ops.batched(1.0, 0.0, false, 0);
+  std::vector<double> expected = ops.c;
+  surge::Stream stream(surge::Device::cpu());
+  for (std::int64_t i = 0; i < ops.agents; ++i)
+    gemm<double>(stream, ops.ta, ops.tb, ops.m, ops.n, ops.k, 1.0, ops.a.data() + i * ops.stride_a, ops.lda,
+                 ops.b.data(), ops.ldb, 0.0, expected.data() + i * ops.stride_c, ops.ldc);
+  CHECK(same_bits(got.data(), expected.data(), static_cast<std::int64_t>(got.size())));
+}
+
+TEST_CASE("gemm_strided_batched over the cores keeps every agent's bits", "[gemm][batched]") {
+  // Enough work to fork the agents' loop where OpenMP has more than one thread.
+  const BatchedOperands<float> ops(Transpose::No, Transpose::Yes, 64, 48, 40, 5, 16);
+  const auto expected = ops.per_agent(1.0f, 0.0f, true);
+  const auto got = ops.batched(1.0f, 0.0f, true, ops.stride_b);
+  CHECK(same_bits(got.data(), expected.data(), static_cast<std::int64_t>(got.size())));
+}
+
+TEST_CASE("gemm_strided_batched refuses agents whose Cs overlap", "[gemm][batched]") {
+  const BatchedOperands<float> ops(Transpose::No, Transpose::No, 4, 4, 4, 2, 0);
+  std::vector<float> c = ops.c;
+  surge::Stream stream(surge::Device::cpu());
+  CHECK_THROWS_AS(gemm_strided_batched<float>(stream, ops.ta, ops.tb, ops.m, ops.n, ops.k, 1.0f, ops.a.data(), ops.lda,
+                                              ops.stride_a, ops.b.data(), ops.ldb, ops.stride_b, 0.0f, c.data(),
+                                              ops.ldc, ops.m * ops.ldc - 1, 2),
+                  surge::Error);
+}

@@ -1,0 +1,102 @@
+// The strided-batched GEMM on CUDA: one cuBLASLt matmul for all K agents
+// (counted through rl::cuda_gemm_calls), against one gemm call per agent. cuBLASLt's heuristic sees the
+// batch count and may choose another kernel for the batch than for one agent (another tiling, another
+// split of the inner dimension), so the two are compared within the float rounding bound of a sum of k
+// products, not bit for bit; whether the bits matched is printed. Runs only where a usable GPU exists.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "rl/gemm.hpp"
+#include "sim/memory.hpp"
+
+using namespace surge;
+using surge::rl::Transpose;
+
+namespace {
+
+const Device kCuda = Device::cuda(0);
+constexpr double kUnit = 1.0 / (1 << 24);  // float's unit roundoff
+double gamma_of(std::int64_t k) { return k * kUnit / (1.0 - k * kUnit); }
+
+// Values in [-1, 1] that differ from element to element and from buffer to buffer, on the host and, copied,
+// on the GPU.
+struct Values {
+  std::vector<float> host;
+  DeviceBuffer<float> gpu;
+  Values(std::int64_t count, int buffer, const Stream& stream)
+      : host(static_cast<std::size_t>(count)), gpu(kCuda, count) {
+    for (std::size_t i = 0; i < host.size(); ++i)
+      host[i] = static_cast<float>(std::sin(0.7 * double(i) + 1.3 * buffer));
+    from_host(gpu.span(), host, stream);
+  }
+};
+
+void report_bits(const char* what, const std::vector<float>& x, const std::vector<float>& y) {
+  const bool same = std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
+  std::printf("%s: batched and per-agent bits %s\n", what, same ? "identical" : "differ (within the bound)");
+}
+
+void check_batched_gemm(Transpose ta, Transpose tb, bool with_bias, float beta) {
+  const std::int64_t m = 33, n = 17, k = 12, agents = 5, pad = 4;
+  const std::int64_t a_rows = ta == Transpose::No ? m : k, a_cols = ta == Transpose::No ? k : m;
+  const std::int64_t b_rows = tb == Transpose::No ? k : n, b_cols = tb == Transpose::No ? n : k;
+  const std::int64_t lda = a_cols, ldb = b_cols, ldc = n + pad;
+  const std::int64_t stride_a = a_rows * lda + pad, stride_b = b_rows * ldb + pad, stride_c = m * ldc + pad;
+  const std::int64_t stride_bias = 20;  // 80 bytes: every agent's bias 16-byte aligned, for the epilogue
+  const float alpha = 0.75f;
+  Stream gpu(kCuda);
+  rl::prepare_gemm(kCuda);
+  const Values a(agents * stride_a, 1, gpu), b(agents * stride_b, 2, gpu), bias(agents * stride_bias, 4, gpu);
+  Values batched(agents * stride_c, 3, gpu), per_agent(agents * stride_c, 3, gpu);
+  const std::vector<float>& c = batched.host;
+  const float* bias_pointer = with_bias ? bias.gpu.data() : nullptr;
+
+  const std::uint64_t before = rl::cuda_gemm_calls();
+  rl::gemm_strided_batched<float>(gpu, ta, tb, m, n, k, alpha, a.gpu.data(), lda, stride_a, b.gpu.data(), ldb, stride_b,
+                                  beta, batched.gpu.data(), ldc, stride_c, agents, bias_pointer, stride_bias);
+  CHECK(rl::cuda_gemm_calls() - before == 1);
+  for (std::int64_t i = 0; i < agents; ++i)
+    rl::gemm<float>(gpu, ta, tb, m, n, k, alpha, a.gpu.data() + i * stride_a, lda, b.gpu.data() + i * stride_b, ldb,
+                    beta, per_agent.gpu.data() + i * stride_c, ldc,
+                    with_bias ? bias_pointer + i * stride_bias : nullptr);
+  CHECK(rl::cuda_gemm_calls() - before == 1 + agents);
+  const auto got = to_host(batched.gpu.cspan(), gpu), expected = to_host(per_agent.gpu.cspan(), gpu);
+  report_bits("gemm", got, expected);
+  // Each result is within gamma_{k+2} (|alpha| sum |a b| + |beta c| + |bias|) of the exact value.
+  for (std::int64_t agent = 0; agent < agents; ++agent)
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t j = 0; j < ldc; ++j) {
+        const std::int64_t at = agent * stride_c + i * ldc + j;
+        if (j >= n) {  // padding nobody may write
+          CHECK(got[at] == c[at]);
+          continue;
+        }
+        double magnitude = std::abs(beta * c[at]) + (with_bias ? std::abs(bias.host[agent * stride_bias + j]) : 0.0);
+        for (std::int64_t p = 0; p < k; ++p) {
+          const float a_ip = a.host[agent * stride_a + (ta == Transpose::No ? i * lda + p : p * lda + i)];
+          const float b_pj = b.host[agent * stride_b + (tb == Transpose::No ? p * ldb + j : j * ldb + p)];
+          magnitude += std::abs(alpha * a_ip * b_pj);
+        }
+        INFO("agent " << agent << " row " << i << " column " << j);
+        CHECK(std::abs(got[at] - expected[at]) <= 2 * gamma_of(k + 2) * magnitude);
+      }
+}
+
+}  // namespace
+
+TEST_CASE("one cuBLASLt matmul computes every agent's GEMM", "[gemm][batched][gpu]") {
+  // Every transpose of A and B, with and without the bias, with beta 0 and not: the bits of `variant`.
+  for (int variant = 0; variant < 16; ++variant) {
+    const Transpose ta = variant & 1 ? Transpose::Yes : Transpose::No,
+                    tb = variant & 2 ? Transpose::Yes : Transpose::No;
+    const bool bias = (variant & 4) != 0;
+    const float beta = variant & 8 ? 0.5f : 0.0f;
+    INFO("ta " << int(ta) << " tb " << int(tb) << " bias " << bias << " beta " << beta);
+    check_batched_gemm(ta, tb, bias, beta);
+  }
+}

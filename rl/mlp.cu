@@ -27,34 +27,60 @@ SURGE_HD_INLINE double tanh_of(double x) { return scalar_tanh(x); }
 // The element-wise kernels are functors rather than lambdas: nvcc wraps an extended __host__ __device__
 // lambda for the host in a type that calls it through a pointer, which keeps the CPU backend's loops
 // from inlining and vectorising it (a 3x slower learner in CUDA builds).
+// Each takes where its i-th element lies: `Packed` for one array, `AgentBlocks` for K agents' blocks at a
+// stride (the agent from the element's row), so one launch serves every agent of a batched pass.
 namespace detail {
 
-template <class Scalar>
-struct TanhInPlace {
-  Scalar* values;
-  SURGE_HD_INLINE void operator()(std::int64_t i) const { values[i] = tanh_of(values[i]); }
+struct Packed {
+  SURGE_HD_INLINE std::int64_t operator()(std::int64_t i) const { return i; }
 };
 
-template <class Scalar>
+// Element i of K blocks of `per_agent` elements, agent a's block `stride` elements after agent a-1's.
+struct AgentBlocks {
+  std::int64_t per_agent, stride;
+  SURGE_HD_INLINE std::int64_t operator()(std::int64_t i) const { return i / per_agent * stride + i % per_agent; }
+};
+
+template <class Scalar, class At>
+struct TanhInPlace {
+  Scalar* values;
+  At at;
+  SURGE_HD_INLINE void operator()(std::int64_t i) const {
+    Scalar& value = values[at(i)];
+    value = tanh_of(value);
+  }
+};
+
+template <class Scalar, class At>
 struct ReluInPlace {
   Scalar* values;
-  SURGE_HD_INLINE void operator()(std::int64_t i) const { values[i] = values[i] > Scalar(0) ? values[i] : Scalar(0); }
+  At at;
+  SURGE_HD_INLINE void operator()(std::int64_t i) const {
+    Scalar& value = values[at(i)];
+    value = value > Scalar(0) ? value : Scalar(0);
+  }
 };
 
 // Through the activation, by its derivative expressed in the activation's output (what forward() keeps).
-template <class Scalar>
+template <class Scalar, class At>
 struct TanhBackward {
   Scalar* gradient;
   const Scalar* output;
-  SURGE_HD_INLINE void operator()(std::int64_t i) const { gradient[i] *= Scalar(1) - output[i] * output[i]; }
+  At at_gradient, at_output;
+  SURGE_HD_INLINE void operator()(std::int64_t i) const {
+    const Scalar y = output[at_output(i)];
+    gradient[at_gradient(i)] *= Scalar(1) - y * y;
+  }
 };
 
-template <class Scalar>
+template <class Scalar, class At>
 struct ReluBackward {
   Scalar* gradient;
   const Scalar* output;
+  At at_gradient, at_output;
   SURGE_HD_INLINE void operator()(std::int64_t i) const {
-    gradient[i] = output[i] > Scalar(0) ? gradient[i] : Scalar(0);
+    Scalar& g = gradient[at_gradient(i)];
+    g = output[at_output(i)] > Scalar(0) ? g : Scalar(0);
   }
 };
 
@@ -89,11 +115,45 @@ void round_to_bf16(const Stream& stream, const float* values, std::int64_t count
   parallel_for(stream, count, detail::ToBf16{values, rounded});
 }
 
-void activate(const Stream& stream, Activation activation, float* y, std::int64_t count) {
+template <class Scalar, class At>
+void activate_at(const Stream& stream, Activation activation, Scalar* y, std::int64_t count, At at) {
   if (activation == Activation::Tanh)
-    parallel_for(stream, count, detail::TanhInPlace<float>{y}, 8);
+    parallel_for(stream, count, detail::TanhInPlace<Scalar, At>{y, at}, 8);
   else
-    parallel_for(stream, count, detail::ReluInPlace<float>{y});
+    parallel_for(stream, count, detail::ReluInPlace<Scalar, At>{y, at});
+}
+
+// y = activation(y) in `agents` blocks of `per_agent` elements, `stride` apart: one launch.
+template <class Scalar>
+void activate(const Stream& stream, Activation activation, Scalar* y, std::int64_t agents, std::int64_t per_agent,
+              std::int64_t stride) {
+  if (agents == 1 || stride == per_agent)
+    activate_at(stream, activation, y, agents * per_agent, detail::Packed{});
+  else
+    activate_at(stream, activation, y, agents * per_agent, detail::AgentBlocks{per_agent, stride});
+}
+
+template <class Scalar, class At>
+void through_activation_at(const Stream& stream, Activation activation, Scalar* gradient, const Scalar* output,
+                           std::int64_t count, At at_gradient, At at_output) {
+  if (activation == Activation::Tanh)
+    parallel_for(stream, count, detail::TanhBackward<Scalar, At>{gradient, output, at_gradient, at_output});
+  else
+    parallel_for(stream, count, detail::ReluBackward<Scalar, At>{gradient, output, at_gradient, at_output});
+}
+
+// gradient *= the activation's derivative at `output`, in `agents` blocks of `per_agent` elements whose
+// strides may differ between the two: one launch.
+template <class Scalar>
+void through_activation(const Stream& stream, Activation activation, Scalar* gradient, const Scalar* output,
+                        std::int64_t agents, std::int64_t per_agent, std::int64_t gradient_stride,
+                        std::int64_t output_stride) {
+  const std::int64_t count = agents * per_agent;
+  if (agents == 1 || (gradient_stride == per_agent && output_stride == per_agent))
+    through_activation_at(stream, activation, gradient, output, count, detail::Packed{}, detail::Packed{});
+  else
+    through_activation_at(stream, activation, gradient, output, count, detail::AgentBlocks{per_agent, gradient_stride},
+                          detail::AgentBlocks{per_agent, output_stride});
 }
 
 // mlp_forward in bf16 on CUDA: cuBLASLt GEMMs of bf16 operands summed in fp32, fp32 biases and outputs.
@@ -111,7 +171,7 @@ void bf16_forward(const Stream& stream, const Mlp& mlp, const float* params, con
     gemm_bf16(stream, Transpose::No, Transpose::Yes, batch, out, in, bf16.x, in,
               bf16.weights + mlp.weight_offset(layer), in, y, out, params + mlp.bias_offset(layer));
     if (layer == last) break;
-    activate(stream, mlp.activation(), y, batch * out);
+    activate(stream, mlp.activation(), y, 1, batch * out, 0);
     round_to_bf16(stream, y, batch * out, bf16.x);
   }
 }
@@ -135,15 +195,62 @@ void bf16_backward(const Stream& stream, const Mlp& mlp, const float* input, std
     float* d_x = scratch + (layer % 2) * half;
     gemm_bf16(stream, Transpose::No, Transpose::No, batch, in, out, bf16.dy, out,
               bf16.weights + mlp.weight_offset(layer), in, d_x, in);
-    if (mlp.activation() == Activation::Tanh)
-      parallel_for(stream, batch * in, detail::TanhBackward<float>{d_x, x});
-    else
-      parallel_for(stream, batch * in, detail::ReluBackward<float>{d_x, x});
+    through_activation(stream, mlp.activation(), d_x, x, 1, batch * in, 0, 0);
     d_y = d_x;
   }
 }
 
 }  // namespace
+
+template <class Scalar>
+void mlp_forward_batched(const Stream& stream, const Mlp& mlp, std::int64_t agents, const MlpAgentStrides& strides,
+                         const Scalar* params, const Scalar* input, std::int64_t batch, Scalar* activations,
+                         Scalar* output) {
+  const Scalar* x = input;
+  std::int64_t x_stride = strides.input;
+  for (int layer = 0; layer < mlp.num_layers(); ++layer) {
+    const std::int64_t in = mlp.layer_in(layer), out = mlp.layer_out(layer);
+    const bool head = layer + 1 == mlp.num_layers();
+    Scalar* y = head ? output : activations + mlp.activation_offset(layer, batch);
+    const std::int64_t y_stride = head ? strides.output : strides.activations;
+    gemm_strided_batched<Scalar>(stream, Transpose::No, Transpose::Yes, batch, out, in, Scalar(1), x, in, x_stride,
+                                 params + mlp.weight_offset(layer), in, strides.params, Scalar(0), y, out, y_stride,
+                                 agents, params + mlp.bias_offset(layer), strides.params);
+    if (!head) activate(stream, mlp.activation(), y, agents, batch * out, y_stride);
+    x = y;
+    x_stride = y_stride;
+  }
+}
+
+template <class Scalar>
+void mlp_backward_batched(const Stream& stream, const Mlp& mlp, std::int64_t agents, const MlpAgentStrides& strides,
+                          const Scalar* params, const Scalar* input, std::int64_t batch, const Scalar* activations,
+                          const Scalar* d_output, const Scalar* ones, Scalar* grads, Scalar* scratch) {
+  const std::int64_t half = mlp.scratch_size(batch) / 2;
+  const Scalar* d_y = d_output;  // dLoss/d(this layer's output, before the next layer)
+  std::int64_t d_y_stride = strides.d_output;
+  for (int layer = mlp.num_layers() - 1; layer >= 0; --layer) {
+    const std::int64_t in = mlp.layer_in(layer), out = mlp.layer_out(layer);
+    const Scalar* x = layer == 0 ? input : activations + mlp.activation_offset(layer - 1, batch);
+    const std::int64_t x_stride = layer == 0 ? strides.input : strides.activations;
+    // dW[out][in] = d_y^T x;  db[out] = ones^T d_y (one `ones` for every agent)
+    gemm_strided_batched<Scalar>(stream, Transpose::Yes, Transpose::No, out, in, batch, Scalar(1), d_y, out, d_y_stride,
+                                 x, in, x_stride, Scalar(0), grads + mlp.weight_offset(layer), in, strides.grads,
+                                 agents);
+    gemm_strided_batched<Scalar>(stream, Transpose::No, Transpose::No, 1, out, batch, Scalar(1), ones, batch, 0, d_y,
+                                 out, d_y_stride, Scalar(0), grads + mlp.bias_offset(layer), out, strides.grads,
+                                 agents);
+    if (layer == 0) break;
+    // d_x[batch][in] = d_y W, then through the previous layer's activation.
+    Scalar* d_x = scratch + (layer % 2) * half;
+    gemm_strided_batched<Scalar>(stream, Transpose::No, Transpose::No, batch, in, out, Scalar(1), d_y, out, d_y_stride,
+                                 params + mlp.weight_offset(layer), in, strides.params, Scalar(0), d_x, in,
+                                 strides.scratch, agents);
+    through_activation(stream, mlp.activation(), d_x, x, agents, batch * in, strides.scratch, strides.activations);
+    d_y = d_x;
+    d_y_stride = strides.scratch;
+  }
+}
 
 template <class Scalar>
 void mlp_forward(const Stream& stream, const Mlp& mlp, const Scalar* params, const Scalar* input, std::int64_t batch,
@@ -164,22 +271,7 @@ void mlp_forward(const Stream& stream, const Mlp& mlp, const Scalar* params, con
       SURGE_CHECK(bf16 && bf16->weights, "a bf16 network on CUDA without its bf16 workspace");
       return bf16_forward(stream, mlp, params, input, batch, activations, output, *bf16);
     }
-  const Activation activation = mlp.activation();
-  const Scalar* x = input;
-  for (int layer = 0; layer < mlp.num_layers(); ++layer) {
-    const std::int64_t in = mlp.layer_in(layer), out = mlp.layer_out(layer);
-    const bool head = layer + 1 == mlp.num_layers();
-    Scalar* y = head ? output : activations + mlp.activation_offset(layer, batch);
-    gemm<Scalar>(stream, Transpose::No, Transpose::Yes, batch, out, in, Scalar(1), x, in,
-                 params + mlp.weight_offset(layer), in, Scalar(0), y, out, params + mlp.bias_offset(layer));
-    if (!head) {
-      if (activation == Activation::Tanh)
-        parallel_for(stream, batch * out, detail::TanhInPlace<Scalar>{y}, 8);
-      else
-        parallel_for(stream, batch * out, detail::ReluInPlace<Scalar>{y});
-    }
-    x = y;
-  }
+  mlp_forward_batched(stream, mlp, 1, MlpAgentStrides{}, params, input, batch, activations, output);
 }
 
 template <class Scalar>
@@ -204,37 +296,22 @@ void mlp_backward(const Stream& stream, const Mlp& mlp, const Scalar* params, co
       SURGE_CHECK(bf16 && bf16->weights, "a bf16 network on CUDA without its bf16 workspace");
       return bf16_backward(stream, mlp, input, batch, activations, d_output, ones, grads, scratch, *bf16);
     }
-  const Activation activation = mlp.activation();
-  const std::int64_t half = mlp.scratch_size(batch) / 2;
-  const Scalar* d_y = d_output;  // dLoss/d(this layer's output, before the next layer)
-  for (int layer = mlp.num_layers() - 1; layer >= 0; --layer) {
-    const std::int64_t in = mlp.layer_in(layer), out = mlp.layer_out(layer);
-    const Scalar* x = layer == 0 ? input : activations + mlp.activation_offset(layer - 1, batch);
-    // dW[out][in] = d_y^T x;  db[out] = ones^T d_y
-    gemm<Scalar>(stream, Transpose::Yes, Transpose::No, out, in, batch, Scalar(1), d_y, out, x, in, Scalar(0),
-                 grads + mlp.weight_offset(layer), in);
-    gemm<Scalar>(stream, Transpose::No, Transpose::No, 1, out, batch, Scalar(1), ones, batch, d_y, out, Scalar(0),
-                 grads + mlp.bias_offset(layer), out);
-    if (layer == 0) break;
-    // d_x[batch][in] = d_y W, then through the previous layer's activation.
-    Scalar* d_x = scratch + (layer % 2) * half;
-    gemm<Scalar>(stream, Transpose::No, Transpose::No, batch, in, out, Scalar(1), d_y, out,
-                 params + mlp.weight_offset(layer), in, Scalar(0), d_x, in);
-    if (activation == Activation::Tanh)
-      parallel_for(stream, batch * in, detail::TanhBackward<Scalar>{d_x, x});
-    else
-      parallel_for(stream, batch * in, detail::ReluBackward<Scalar>{d_x, x});
-    d_y = d_x;
-  }
+  mlp_backward_batched(stream, mlp, 1, MlpAgentStrides{}, params, input, batch, activations, d_output, ones, grads,
+                       scratch);
 }
 
-#define SURGE_MLP_INSTANTIATE(Scalar)                                                                               \
-  template void fill<Scalar>(const Stream&, Scalar*, std::int64_t, Scalar);                                         \
-  template void mlp_forward<Scalar>(const Stream&, const Mlp&, const Scalar*, const Scalar*, std::int64_t, Scalar*, \
-                                    Scalar*, const Bf16Operands*, std::uint64_t);                                   \
-  template void mlp_backward<Scalar>(const Stream&, const Mlp&, const Scalar*, const Scalar*, std::int64_t,         \
-                                     const Scalar*, const Scalar*, const Scalar*, Scalar*, Scalar*,                 \
-                                     const Bf16Operands*, std::uint64_t);
+#define SURGE_MLP_INSTANTIATE(Scalar)                                                                                  \
+  template void fill<Scalar>(const Stream&, Scalar*, std::int64_t, Scalar);                                            \
+  template void mlp_forward<Scalar>(const Stream&, const Mlp&, const Scalar*, const Scalar*, std::int64_t, Scalar*,    \
+                                    Scalar*, const Bf16Operands*, std::uint64_t);                                      \
+  template void mlp_backward<Scalar>(const Stream&, const Mlp&, const Scalar*, const Scalar*, std::int64_t,            \
+                                     const Scalar*, const Scalar*, const Scalar*, Scalar*, Scalar*,                    \
+                                     const Bf16Operands*, std::uint64_t);                                              \
+  template void mlp_forward_batched<Scalar>(const Stream&, const Mlp&, std::int64_t, const MlpAgentStrides&,           \
+                                            const Scalar*, const Scalar*, std::int64_t, Scalar*, Scalar*);             \
+  template void mlp_backward_batched<Scalar>(const Stream&, const Mlp&, std::int64_t, const MlpAgentStrides&,          \
+                                             const Scalar*, const Scalar*, std::int64_t, const Scalar*, const Scalar*, \
+                                             const Scalar*, Scalar*, Scalar*);
 SURGE_MLP_INSTANTIATE(float)
 SURGE_MLP_INSTANTIATE(double)
 #undef SURGE_MLP_INSTANTIATE

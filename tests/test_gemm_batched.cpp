@@ -1,12 +1,15 @@
-// The strided-batched GEMM on the CPU against the per-agent calls it stands for: each agent's result
-// must equal `gemm` on that agent's slices bit for bit, with operands padded between agents so that a
-// stride mixed up shows, and every agent's data different so that a mix-up of agents does.
+// The strided-batched GEMM and the batched MLP passes on the CPU against the per-agent calls they
+// stand for: each agent's result must equal `gemm` (or mlp_forward / mlp_backward's GEMM path) on that
+// agent's slices bit for bit, with operands padded between agents so that a stride mixed up shows, and
+// every agent's data different so that a mix-up of agents does.
 #include <catch2/catch.hpp>
 
 #include <cstring>
 #include <vector>
 
 #include "rl/gemm.hpp"
+#include "rl/mlp.hpp"
+#include "rl/param_table.hpp"
 #include "sim/error.hpp"
 #include "sim/philox.hpp"
 
@@ -134,4 +137,102 @@ TEST_CASE("gemm_strided_batched refuses agents whose Cs overlap", "[gemm][batche
                                               ops.stride_a, ops.b.data(), ops.ldb, ops.stride_b, 0.0f, c.data(),
                                               ops.ldc, ops.m * ops.ldc - 1, 2),
                   surge::Error);
+}
+
+// ------------------------------ the batched MLP passes ------------------------------
+
+namespace {
+
+// K agents' buffers for one network, each agent's copy `pad` elements past the previous one's end
+// (the parameters a whole table apart, as K arenas are).
+struct MlpAgents {
+  ParamTable table;
+  Mlp mlp;
+  std::int64_t agents, batch;
+  MlpAgentStrides strides;
+  std::vector<float> params, input, activations, output, d_output, ones, grads, scratch;
+
+  MlpAgents(const std::vector<int>& hidden, Activation activation, std::int64_t agents_, std::int64_t batch_)
+      : mlp(table, "net", 5, hidden, 3, activation, 0.01), agents(agents_), batch(batch_) {
+    mlp.set_fused_on_cpu(false);
+    strides.params = table.total();
+    strides.grads = table.total() + 7;
+    strides.input = batch * mlp.input_dim() + 3;
+    strides.activations = mlp.activation_size(batch) + 5;
+    strides.output = batch * mlp.output_dim() + 2;
+    strides.d_output = batch * mlp.output_dim() + 1;
+    strides.scratch = mlp.scratch_size(batch) + 9;
+    params = drawn<float>(agents * strides.params, 10);
+    input = drawn<float>(agents * strides.input, 11);
+    activations = drawn<float>(agents * strides.activations, 12);
+    output = drawn<float>(agents * strides.output, 13);
+    d_output = drawn<float>(agents * strides.d_output, 14);
+    ones.assign(static_cast<std::size_t>(batch), 1.0f);
+    grads = drawn<float>(agents * strides.grads, 15);
+    scratch = drawn<float>(agents * strides.scratch, 16);
+  }
+};
+
+// Agent i's copy of a buffer.
+template <class T>
+T* agent_slice(std::vector<T>& buffer, std::int64_t stride, std::int64_t i) {
+  return buffer.data() + i * stride;
+}
+
+// Forward and backward of every agent, batched or one call per agent.
+void run_passes(MlpAgents& net, bool batched) {
+  surge::Stream stream(surge::Device::cpu());
+  const MlpAgentStrides& s = net.strides;
+  if (batched) {
+    mlp_forward_batched<float>(stream, net.mlp, net.agents, s, net.params.data(), net.input.data(), net.batch,
+                               net.activations.data(), net.output.data());
+    mlp_backward_batched<float>(stream, net.mlp, net.agents, s, net.params.data(), net.input.data(), net.batch,
+                                net.activations.data(), net.d_output.data(), net.ones.data(), net.grads.data(),
+                                net.scratch.data());
+    return;
+  }
+  for (std::int64_t i = 0; i < net.agents; ++i) {
+    mlp_forward<float>(stream, net.mlp, agent_slice(net.params, s.params, i), agent_slice(net.input, s.input, i),
+                       net.batch, agent_slice(net.activations, s.activations, i), agent_slice(net.output, s.output, i));
+    mlp_backward<float>(stream, net.mlp, agent_slice(net.params, s.params, i), agent_slice(net.input, s.input, i),
+                        net.batch, agent_slice(net.activations, s.activations, i),
+                        agent_slice(net.d_output, s.d_output, i), net.ones.data(), agent_slice(net.grads, s.grads, i),
+                        agent_slice(net.scratch, s.scratch, i));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("the batched MLP passes equal one mlp_forward and mlp_backward per agent, bit for bit", "[mlp][batched]") {
+  for (const std::vector<int>& hidden : {std::vector<int>{64, 64}, std::vector<int>{37, 29}})
+    for (Activation activation : {Activation::Tanh, Activation::Relu})
+      for (std::int64_t agents : {1, 3}) {
+        INFO("hidden " << hidden[0] << "," << hidden[1] << " " << activation_name(activation) << " K " << agents);
+        MlpAgents batched(hidden, activation, agents, 13), expected(hidden, activation, agents, 13);
+        run_passes(batched, true);
+        run_passes(expected, false);
+        // Whole buffers: every agent's copy and the padding between them.
+        CHECK(same_bits(batched.output.data(), expected.output.data(),
+                        static_cast<std::int64_t>(expected.output.size())));
+        CHECK(same_bits(batched.activations.data(), expected.activations.data(),
+                        static_cast<std::int64_t>(expected.activations.size())));
+        CHECK(same_bits(batched.grads.data(), expected.grads.data(), static_cast<std::int64_t>(expected.grads.size())));
+        CHECK(batched.output != MlpAgents(hidden, activation, agents, 13).output);  // the passes wrote something
+      }
+}
+
+TEST_CASE("the batched MLP passes keep each agent's results apart", "[mlp][batched]") {
+  MlpAgents batched({37, 29}, Activation::Tanh, 3, 13), expected({37, 29}, Activation::Tanh, 3, 13);
+  run_passes(batched, true);
+  run_passes(expected, false);
+  const MlpAgentStrides& s = expected.strides;
+  const std::int64_t outputs = expected.batch * expected.mlp.output_dim();
+  for (std::int64_t i = 0; i + 1 < expected.agents; ++i) {
+    // Against the next agent's expected results: an agent index off by one would pass this.
+    CHECK_FALSE(
+        same_bits(agent_slice(batched.output, s.output, i), agent_slice(expected.output, s.output, i + 1), outputs));
+    CHECK_FALSE(same_bits(agent_slice(batched.grads, s.grads, i), agent_slice(expected.grads, s.grads, i + 1),
+                          expected.table.total()));
+    CHECK(same_bits(agent_slice(batched.output, s.output, i), agent_slice(expected.output, s.output, i), outputs));
+  }
 }

@@ -1,4 +1,4 @@
-// The strided-batched GEMM on CUDA: one cuBLASLt matmul for all K agents
+// The strided-batched GEMM and the batched MLP passes on CUDA: one cuBLASLt matmul for all K agents
 // (counted through rl::cuda_gemm_calls), against one gemm call per agent. cuBLASLt's heuristic sees the
 // batch count and may choose another kernel for the batch than for one agent (another tiling, another
 // split of the inner dimension), so the two are compared within the float rounding bound of a sum of k
@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "rl/gemm.hpp"
+#include "rl/mlp.hpp"
+#include "rl/param_table.hpp"
 #include "sim/memory.hpp"
 
 using namespace surge;
@@ -99,4 +101,58 @@ TEST_CASE("one cuBLASLt matmul computes every agent's GEMM", "[gemm][batched][gp
     INFO("ta " << int(ta) << " tb " << int(tb) << " bias " << bias << " beta " << beta);
     check_batched_gemm(ta, tb, bias, beta);
   }
+}
+
+TEST_CASE("the batched MLP passes on CUDA make one cuBLASLt call per GEMM for all agents", "[mlp][batched][gpu]") {
+  rl::ParamTable table;
+  rl::Mlp mlp(table, "net", 5, {64, 37}, 3, rl::Activation::Tanh, 1.0);
+  mlp.set_fused_on_cuda(false);
+  const std::int64_t agents = 3, batch = 13, layers = mlp.num_layers();
+  rl::MlpAgentStrides strides;
+  strides.params = strides.grads = table.total();
+  strides.input = batch * mlp.input_dim();
+  strides.activations = mlp.activation_size(batch);
+  strides.output = strides.d_output = batch * mlp.output_dim();
+  strides.scratch = mlp.scratch_size(batch);
+  Stream gpu(kCuda);
+  rl::prepare_gemm(kCuda);
+  const Values params(agents * strides.params, 10, gpu), input(agents * strides.input, 11, gpu),
+      d_output(agents * strides.d_output, 12, gpu);
+  DeviceBuffer<float> ones(kCuda, batch);
+  from_host(ones.span(), std::vector<float>(static_cast<std::size_t>(batch), 1.0f), gpu);
+  DeviceBuffer<float> activations(kCuda, agents * strides.activations), output(kCuda, agents * strides.output),
+      grads(kCuda, agents * strides.grads), scratch(kCuda, agents * strides.scratch);
+  DeviceBuffer<float> activations_ref(kCuda, agents * strides.activations), output_ref(kCuda, agents * strides.output),
+      grads_ref(kCuda, agents * strides.grads), scratch_ref(kCuda, agents * strides.scratch);
+  zero_bytes(grads.data(), kCuda, grads.bytes(), gpu);
+  zero_bytes(grads_ref.data(), kCuda, grads_ref.bytes(), gpu);
+
+  const std::uint64_t before = rl::cuda_gemm_calls();
+  rl::mlp_forward_batched<float>(gpu, mlp, agents, strides, params.gpu.data(), input.gpu.data(), batch,
+                                 activations.data(), output.data());
+  CHECK(rl::cuda_gemm_calls() - before == static_cast<std::uint64_t>(layers));
+  rl::mlp_backward_batched<float>(gpu, mlp, agents, strides, params.gpu.data(), input.gpu.data(), batch,
+                                  activations.data(), d_output.gpu.data(), ones.data(), grads.data(), scratch.data());
+  // dW and db for every layer, d_x for all but the first.
+  CHECK(rl::cuda_gemm_calls() - before == static_cast<std::uint64_t>(layers + 3 * layers - 1));
+  for (std::int64_t i = 0; i < agents; ++i) {
+    rl::mlp_forward<float>(gpu, mlp, params.gpu.data() + i * strides.params, input.gpu.data() + i * strides.input,
+                           batch, activations_ref.data() + i * strides.activations,
+                           output_ref.data() + i * strides.output);
+    rl::mlp_backward<float>(gpu, mlp, params.gpu.data() + i * strides.params, input.gpu.data() + i * strides.input,
+                            batch, activations_ref.data() + i * strides.activations,
+                            d_output.gpu.data() + i * strides.d_output, ones.data(),
+                            grads_ref.data() + i * strides.grads, scratch_ref.data() + i * strides.scratch);
+  }
+  // Three layers of float sums of at most 64 products of values below 1 in size: a loose bound.
+  const auto close = [](const std::vector<float>& x, const std::vector<float>& y, const char* what) {
+    report_bits(what, x, y);
+    REQUIRE(x.size() == y.size());
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      INFO(what << " element " << i);
+      CHECK(std::abs(x[i] - y[i]) <= 1e-5f + 1e-4f * std::abs(y[i]));
+    }
+  };
+  close(to_host(output.cspan(), gpu), to_host(output_ref.cspan(), gpu), "mlp output");
+  close(to_host(grads.cspan(), gpu), to_host(grads_ref.cspan(), gpu), "mlp grads");
 }

@@ -85,17 +85,24 @@ void cpu_gemm_with_bias(Transpose trans_a, Transpose trans_b, std::int64_t m, st
 }
 
 // While alive, CBLAS runs each call on the calling thread alone: the agents' loop forks over the cores
-// itself. OpenBLAS's setting is the process's, so the previous count comes back afterwards.
+// itself. OpenBLAS's setting is the process's, so the previous count comes back afterwards; OpenBLAS
+// built on OpenMP sets OpenMP's thread count with its own, which is put back at once.
 class SingleThreadedBlas {
  public:
 #if defined(SURGE_HAVE_CBLAS) && defined(OPENBLAS_VERSION)
-  SingleThreadedBlas() : threads_(openblas_get_num_threads()) { openblas_set_num_threads(1); }
-  ~SingleThreadedBlas() { openblas_set_num_threads(threads_); }
+  SingleThreadedBlas() : blas_threads_(openblas_get_num_threads()), omp_threads_(omp_get_max_threads()) {
+    openblas_set_num_threads(1);
+    omp_set_num_threads(omp_threads_);
+  }
+  ~SingleThreadedBlas() {
+    openblas_set_num_threads(blas_threads_);
+    omp_set_num_threads(omp_threads_);
+  }
   SingleThreadedBlas(const SingleThreadedBlas&) = delete;
   SingleThreadedBlas& operator=(const SingleThreadedBlas&) = delete;
 
  private:
-  int threads_;
+  int blas_threads_, omp_threads_;
 #endif
 };
 

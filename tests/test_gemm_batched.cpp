@@ -2,6 +2,7 @@
 // stand for: each agent's result must equal `gemm` (or mlp_forward / mlp_backward's GEMM path) on that
 // agent's slices bit for bit, with operands padded between agents so that a stride mixed up shows, and
 // every agent's data different so that a mix-up of agents does.
+#include <omp.h>
 #include <catch2/catch.hpp>
 
 #include <cstring>
@@ -125,8 +126,10 @@ TEST_CASE("gemm_strided_batched over the cores keeps every agent's bits", "[gemm
   // Enough work to fork the agents' loop where OpenMP has more than one thread.
   const BatchedOperands<float> ops(Transpose::No, Transpose::Yes, 64, 48, 40, 5, 16);
   const auto expected = ops.per_agent(1.0f, 0.0f, true);
+  const int threads = omp_get_max_threads();
   const auto got = ops.batched(1.0f, 0.0f, true, ops.stride_b);
   CHECK(same_bits(got.data(), expected.data(), static_cast<std::int64_t>(got.size())));
+  CHECK(omp_get_max_threads() == threads);  // the loop's one CBLAS thread per agent leaves OpenMP's count
 }
 
 TEST_CASE("gemm_strided_batched refuses agents whose Cs overlap", "[gemm][batched]") {

@@ -19,6 +19,13 @@
 namespace surge::rl {
 namespace {
 
+void check_batch(std::int64_t m, std::int64_t n, std::int64_t ldc, std::int64_t batch_count, std::int64_t stride_a,
+                 std::int64_t stride_b, std::int64_t stride_c, std::int64_t stride_bias) {
+  SURGE_CHECK(batch_count >= 0, "negative GEMM batch count");
+  SURGE_CHECK(stride_a >= 0 && stride_b >= 0 && stride_bias >= 0, "negative GEMM batch stride");
+  SURGE_CHECK(batch_count <= 1 || stride_c >= (m - 1) * ldc + n, "GEMM batch stride of C overlaps the next agent's C");
+}
+
 void check_shape(Transpose trans_a, Transpose trans_b, std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t lda,
                  std::int64_t ldb, std::int64_t ldc) {
   SURGE_CHECK(m >= 0 && n >= 0 && k >= 0, "negative GEMM dimension");
@@ -136,9 +143,7 @@ void gemm_strided_batched(const Stream& stream, Transpose trans_a, Transpose tra
                           std::int64_t ldc, std::int64_t stride_c, std::int64_t batch_count, const Scalar* bias,
                           std::int64_t stride_bias) {
   check_shape(trans_a, trans_b, m, n, k, lda, ldb, ldc);
-  SURGE_CHECK(batch_count >= 0, "negative GEMM batch count");
-  SURGE_CHECK(stride_a >= 0 && stride_b >= 0 && stride_bias >= 0, "negative GEMM batch stride");
-  SURGE_CHECK(batch_count <= 1 || stride_c >= (m - 1) * ldc + n, "GEMM batch stride of C overlaps the next agent's C");
+  check_batch(m, n, ldc, batch_count, stride_a, stride_b, stride_c, stride_bias);
   if (m == 0 || n == 0 || batch_count == 0) return;
   if (stream.device().is_cuda()) {
 #if defined(SURGE_WITH_CUDA)
@@ -218,10 +223,21 @@ void prepare_gemm(Device device) {
 void gemm_bf16(const Stream& stream, Transpose trans_a, Transpose trans_b, std::int64_t m, std::int64_t n,
                std::int64_t k, const std::uint16_t* a, std::int64_t lda, const std::uint16_t* b, std::int64_t ldb,
                float* c, std::int64_t ldc, const float* bias) {
+  gemm_bf16_strided_batched(stream, trans_a, trans_b, m, n, k, a, lda, 0, b, ldb, 0, c, ldc, 0, 1, bias, 0);
+}
+
+void gemm_bf16_strided_batched(const Stream& stream, Transpose trans_a, Transpose trans_b, std::int64_t m,
+                               std::int64_t n, std::int64_t k, const std::uint16_t* a, std::int64_t lda,
+                               std::int64_t stride_a, const std::uint16_t* b, std::int64_t ldb, std::int64_t stride_b,
+                               float* c, std::int64_t ldc, std::int64_t stride_c, std::int64_t batch_count,
+                               const float* bias, std::int64_t stride_bias) {
   check_shape(trans_a, trans_b, m, n, k, lda, ldb, ldc);
+  check_batch(m, n, ldc, batch_count, stride_a, stride_b, stride_c, stride_bias);
   SURGE_CHECK(stream.device().is_cuda(), "a bf16 GEMM on the CPU: its bf16 runs in the fused MLP path");
+  if (m == 0 || n == 0 || batch_count == 0) return;
 #if defined(SURGE_WITH_CUDA)
-  detail::gemm_cublaslt_bf16(stream, trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, bias);
+  detail::gemm_cublaslt_bf16(stream, trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, bias,
+                             {batch_count, stride_a, stride_b, stride_c, stride_bias});
 #else
   (void)a, (void)b, (void)c, (void)bias;
 #endif

@@ -44,6 +44,13 @@ void gemm_bf16(const Stream& stream, Transpose trans_a, Transpose trans_b, std::
                std::int64_t k, const std::uint16_t* a, std::int64_t lda, const std::uint16_t* b, std::int64_t ldb,
                float* c, std::int64_t ldc, const float* bias = nullptr);
 
+// gemm_bf16 for K agents at the strides gemm_strided_batched takes: one cuBLASLt matmul. CUDA only.
+void gemm_bf16_strided_batched(const Stream& stream, Transpose trans_a, Transpose trans_b, std::int64_t m,
+                               std::int64_t n, std::int64_t k, const std::uint16_t* a, std::int64_t lda,
+                               std::int64_t stride_a, const std::uint16_t* b, std::int64_t ldb, std::int64_t stride_b,
+                               float* c, std::int64_t ldc, std::int64_t stride_c, std::int64_t batch_count,
+                               const float* bias = nullptr, std::int64_t stride_bias = 0);
+
 // Sets up what GEMMs on `device` need: on CUDA the cuBLASLt handle and its workspace, which cannot be
 // created inside a CUDA graph capture; nothing on the CPU. Every owner of a GEMM workspace (PpoGradient,
 // the trainer, the evaluation) calls it when it is built; a GEMM captured on a device not prepared

@@ -193,7 +193,12 @@ namespace {
 template <class In, class Scalar>
 void matmul(const Stream& stream, Transpose trans_a, Transpose trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
             Scalar alpha, const In* a, std::int64_t lda, const In* b, std::int64_t ldb, Scalar beta, Scalar* c,
-            std::int64_t ldc, const Scalar* bias, const GemmBatch& batch) {
+            std::int64_t ldc, const Scalar* bias, const GemmBatch& requested) {
+  SURGE_CHECK(requested.count <= INT32_MAX, "a GEMM batch of more than 2^31 - 1 agents");
+  // One agent is a plain GEMM: the same plan and algorithm as rl::gemm's.
+  const GemmBatch batch = requested.count == 1 ? GemmBatch{}
+                                               : GemmBatch{requested.count, requested.a, requested.b, requested.c,
+                                                           bias ? requested.bias : 0};
   const int device = stream.device().index;
   const bool is_float = sizeof(Scalar) == 4, is_bf16 = sizeof(In) == 2;
   if (k == 0) {
@@ -316,20 +321,15 @@ template <class Scalar>
 void gemm_cublaslt(const Stream& stream, Transpose trans_a, Transpose trans_b, std::int64_t m, std::int64_t n,
                    std::int64_t k, Scalar alpha, const Scalar* a, std::int64_t lda, const Scalar* b, std::int64_t ldb,
                    Scalar beta, Scalar* c, std::int64_t ldc, const Scalar* bias, const GemmBatch& batch) {
-  SURGE_CHECK(batch.count <= INT32_MAX, "a GEMM batch of more than 2^31 - 1 agents");
-  // One agent is a plain GEMM: the same plan and algorithm as rl::gemm's.
-  const GemmBatch plan_batch =
-      batch.count == 1 ? GemmBatch{} : GemmBatch{batch.count, batch.a, batch.b, batch.c, bias ? batch.bias : 0};
-  matmul<Scalar, Scalar>(stream, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, bias, plan_batch);
+  matmul<Scalar, Scalar>(stream, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, bias, batch);
 }
 
 std::uint64_t cublaslt_matmul_calls() { return g_matmul_calls.load(std::memory_order_relaxed); }
 
 void gemm_cublaslt_bf16(const Stream& stream, Transpose trans_a, Transpose trans_b, std::int64_t m, std::int64_t n,
                         std::int64_t k, const std::uint16_t* a, std::int64_t lda, const std::uint16_t* b,
-                        std::int64_t ldb, float* c, std::int64_t ldc, const float* bias) {
-  matmul<std::uint16_t, float>(stream, trans_a, trans_b, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc, bias,
-                               GemmBatch{});
+                        std::int64_t ldb, float* c, std::int64_t ldc, const float* bias, const GemmBatch& batch) {
+  matmul<std::uint16_t, float>(stream, trans_a, trans_b, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc, bias, batch);
 }
 
 template void gemm_cublaslt<float>(const Stream&, Transpose, Transpose, std::int64_t, std::int64_t, std::int64_t, float,

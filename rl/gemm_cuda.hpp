@@ -25,7 +25,7 @@ std::uint64_t cublaslt_matmul_calls();
 // C (fp32) = op(A) op(B) (+ bias) with bf16 operands (their raw bits), the products summed in fp32.
 void gemm_cublaslt_bf16(const Stream& stream, Transpose trans_a, Transpose trans_b, std::int64_t m, std::int64_t n,
                         std::int64_t k, const std::uint16_t* a, std::int64_t lda, const std::uint16_t* b,
-                        std::int64_t ldb, float* c, std::int64_t ldc, const float* bias);
+                        std::int64_t ldb, float* c, std::int64_t ldc, const float* bias, const GemmBatch& batch = {});
 
 // Creates the cuBLASLt handle and workspace of a device, once (rl::prepare_gemm).
 void prepare_cublaslt(int device);

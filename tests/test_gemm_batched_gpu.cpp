@@ -9,8 +9,10 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 #include <vector>
 
+#include "rl/bf16.hpp"
 #include "rl/gemm.hpp"
 #include "rl/mlp.hpp"
 #include "rl/param_table.hpp"
@@ -101,6 +103,57 @@ TEST_CASE("one cuBLASLt matmul computes every agent's GEMM", "[gemm][batched][gp
     INFO("ta " << int(ta) << " tb " << int(tb) << " bias " << bias << " beta " << beta);
     check_batched_gemm(ta, tb, bias, beta);
   }
+}
+
+TEST_CASE("one cuBLASLt matmul computes every agent's bf16 GEMM", "[gemm][batched][gpu]") {
+  if (rl::cuda_compute_capability(kCuda) < 80) {
+    WARN("compute capability below 8.0: no bf16");
+    return;
+  }
+  // C = A B^T (+ bias), as the bf16 layers make it: operands rounded to bf16 on the host, whose products
+  // fp32 holds exactly, so the bound is that of an fp32 sum of k + 1 terms.
+  const std::int64_t m = 29, n = 24, k = 40, agents = 3;
+  const std::int64_t stride_a = m * k + 8, stride_b = n * k + 8, stride_c = m * n + 4, stride_bias = 32;
+  Stream gpu(kCuda);
+  rl::prepare_gemm(kCuda);
+  const auto to_bf16 = [&](const Values& values) {
+    std::vector<std::uint16_t> bits(values.host.size());
+    for (std::size_t i = 0; i < bits.size(); ++i)
+      bits[i] = static_cast<std::uint16_t>(rl::rounded_bf16(values.host[i]));
+    DeviceBuffer<std::uint16_t> on_gpu(kCuda, static_cast<std::int64_t>(bits.size()));
+    from_host(on_gpu.span(), bits, gpu);
+    return std::make_pair(bits, std::move(on_gpu));
+  };
+  const auto [a, a_gpu] = to_bf16(Values(agents * stride_a, 5, gpu));
+  const auto [b, b_gpu] = to_bf16(Values(agents * stride_b, 6, gpu));
+  const Values bias(agents * stride_bias, 7, gpu);
+  Values batched(agents * stride_c, 8, gpu), per_agent(agents * stride_c, 8, gpu);
+  const std::uint64_t before = rl::cuda_gemm_calls();
+  rl::gemm_bf16_strided_batched(gpu, Transpose::No, Transpose::Yes, m, n, k, a_gpu.data(), k, stride_a, b_gpu.data(), k,
+                                stride_b, batched.gpu.data(), n, stride_c, agents, bias.gpu.data(), stride_bias);
+  CHECK(rl::cuda_gemm_calls() - before == 1);
+  for (std::int64_t i = 0; i < agents; ++i)
+    rl::gemm_bf16(gpu, Transpose::No, Transpose::Yes, m, n, k, a_gpu.data() + i * stride_a, k,
+                  b_gpu.data() + i * stride_b, k, per_agent.gpu.data() + i * stride_c, n,
+                  bias.gpu.data() + i * stride_bias);
+  const auto got = to_host(batched.gpu.cspan(), gpu), expected = to_host(per_agent.gpu.cspan(), gpu);
+  report_bits("bf16 gemm", got, expected);
+  const auto value = [](std::uint16_t bits) {
+    const std::uint32_t widened = std::uint32_t{bits} << 16;
+    float x;
+    std::memcpy(&x, &widened, sizeof x);
+    return static_cast<double>(x);
+  };
+  for (std::int64_t agent = 0; agent < agents; ++agent)
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t j = 0; j < n; ++j) {
+        double magnitude = std::abs(bias.host[agent * stride_bias + j]);
+        for (std::int64_t p = 0; p < k; ++p)
+          magnitude += std::abs(value(a[agent * stride_a + i * k + p]) * value(b[agent * stride_b + j * k + p]));
+        const std::int64_t at = agent * stride_c + i * n + j;
+        INFO("agent " << agent << " row " << i << " column " << j);
+        CHECK(std::abs(got[at] - expected[at]) <= 2 * gamma_of(k + 1) * magnitude);
+      }
 }
 
 TEST_CASE("the batched MLP passes on CUDA make one cuBLASLt call per GEMM for all agents", "[mlp][batched][gpu]") {

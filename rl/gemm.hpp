@@ -23,9 +23,9 @@ void gemm(const Stream& stream, Transpose trans_a, Transpose trans_b, std::int64
 // K independent GEMMs of one shape in one call: agent i's A, B, C (and bias) start stride_a, stride_b,
 // stride_c (stride_bias) elements after agent i-1's, each agent's product as `gemm` defines it. A stride
 // of 0 shares an operand between the agents; agents' Cs must not overlap. On CUDA one cuBLASLt matmul
-// (its strided batch) for all K, bit for bit the K gemm calls where cuBLASLt picks the same algorithm for
-// both; on the CPU exactly the K gemm calls (the same bits), spread over the cores when not already in a
-// parallel region, with one CBLAS thread each.
+// (its strided batch) for all K: within float rounding of the K gemm calls, since cuBLASLt's heuristic
+// sees the batch count and may choose another kernel. On the CPU exactly the K gemm calls (the same
+// bits), spread over the cores when not already in a parallel region, with one CBLAS thread each.
 template <class Scalar>
 void gemm_strided_batched(const Stream& stream, Transpose trans_a, Transpose trans_b, std::int64_t m, std::int64_t n,
                           std::int64_t k, Scalar alpha, const Scalar* a, std::int64_t lda, std::int64_t stride_a,

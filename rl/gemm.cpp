@@ -4,8 +4,10 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <vector>
 
 #include "sim/error.hpp"
+#include "sim/runtime_internal.hpp"
 
 #if defined(SURGE_HAVE_CBLAS)
 #include <cblas.h>
@@ -16,6 +18,13 @@
 
 namespace surge::rl {
 namespace {
+
+void check_batch(std::int64_t m, std::int64_t n, std::int64_t ldc, std::int64_t batch_count, std::int64_t stride_a,
+                 std::int64_t stride_b, std::int64_t stride_c, std::int64_t stride_bias) {
+  SURGE_CHECK(batch_count >= 0, "negative GEMM batch count");
+  SURGE_CHECK(stride_a >= 0 && stride_b >= 0 && stride_bias >= 0, "negative GEMM batch stride");
+  SURGE_CHECK(batch_count <= 1 || stride_c >= (m - 1) * ldc + n, "GEMM batch stride of C overlaps the next agent's C");
+}
 
 void check_shape(Transpose trans_a, Transpose trans_b, std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t lda,
                  std::int64_t ldb, std::int64_t ldc) {
@@ -60,22 +69,11 @@ void cpu_gemm(Transpose ta, Transpose tb, std::int64_t m, std::int64_t n, std::i
 }
 #endif
 
-}  // namespace
-
+// One agent's GEMM on the CPU, bias and k == 0 included (rl/gemm.hpp's contract).
 template <class Scalar>
-void gemm(const Stream& stream, Transpose trans_a, Transpose trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
-          Scalar alpha, const Scalar* a, std::int64_t lda, const Scalar* b, std::int64_t ldb, Scalar beta, Scalar* c,
-          std::int64_t ldc, const Scalar* bias) {
-  check_shape(trans_a, trans_b, m, n, k, lda, ldb, ldc);
-  if (m == 0 || n == 0) return;
-  if (stream.device().is_cuda()) {
-#if defined(SURGE_WITH_CUDA)
-    detail::gemm_cublaslt(stream, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, bias);
-    return;
-#else
-    throw Error("GEMM on " + stream.device().str() + ": this build has no CUDA support");
-#endif
-  }
+void cpu_gemm_with_bias(Transpose trans_a, Transpose trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
+                        Scalar alpha, const Scalar* a, std::int64_t lda, const Scalar* b, std::int64_t ldb, Scalar beta,
+                        Scalar* c, std::int64_t ldc, const Scalar* bias) {
   if (bias) {
     // The bias enters as the C operand: rows of C become beta*C + bias, and the product adds to them.
     for (std::int64_t i = 0; i < m; ++i) {
@@ -93,12 +91,109 @@ void gemm(const Stream& stream, Transpose trans_a, Transpose trans_b, std::int64
   cpu_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
+// While alive, CBLAS runs each call on the calling thread alone: the agents' loop forks over the cores
+// itself. OpenBLAS's setting is the process's, so the previous count comes back afterwards; OpenBLAS
+// built on OpenMP sets OpenMP's thread count with its own, which is put back at once.
+class SingleThreadedBlas {
+ public:
+#if defined(SURGE_HAVE_CBLAS) && defined(OPENBLAS_VERSION)
+  SingleThreadedBlas() : blas_threads_(openblas_get_num_threads()), omp_threads_(omp_get_max_threads()) {
+    openblas_set_num_threads(1);
+    omp_set_num_threads(omp_threads_);
+  }
+  ~SingleThreadedBlas() {
+    openblas_set_num_threads(blas_threads_);
+    omp_set_num_threads(omp_threads_);
+  }
+  SingleThreadedBlas(const SingleThreadedBlas&) = delete;
+  SingleThreadedBlas& operator=(const SingleThreadedBlas&) = delete;
+
+ private:
+  int blas_threads_, omp_threads_;
+#endif
+};
+
+// Multiply-adds below which the agents' loop stays on the calling thread: an OpenMP fork costs
+// microseconds, about what 64x64x16 multiply-adds take.
+constexpr std::int64_t kAgentForkWork = std::int64_t(1) << 16;
+
+}  // namespace
+
+template <class Scalar>
+void gemm(const Stream& stream, Transpose trans_a, Transpose trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
+          Scalar alpha, const Scalar* a, std::int64_t lda, const Scalar* b, std::int64_t ldb, Scalar beta, Scalar* c,
+          std::int64_t ldc, const Scalar* bias) {
+  check_shape(trans_a, trans_b, m, n, k, lda, ldb, ldc);
+  if (m == 0 || n == 0) return;
+  if (stream.device().is_cuda()) {
+#if defined(SURGE_WITH_CUDA)
+    detail::gemm_cublaslt(stream, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, bias);
+    return;
+#else
+    throw Error("GEMM on " + stream.device().str() + ": this build has no CUDA support");
+#endif
+  }
+  cpu_gemm_with_bias(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, bias);
+}
+
+template <class Scalar>
+void gemm_strided_batched(const Stream& stream, Transpose trans_a, Transpose trans_b, std::int64_t m, std::int64_t n,
+                          std::int64_t k, Scalar alpha, const Scalar* a, std::int64_t lda, std::int64_t stride_a,
+                          const Scalar* b, std::int64_t ldb, std::int64_t stride_b, Scalar beta, Scalar* c,
+                          std::int64_t ldc, std::int64_t stride_c, std::int64_t batch_count, const Scalar* bias,
+                          std::int64_t stride_bias) {
+  check_shape(trans_a, trans_b, m, n, k, lda, ldb, ldc);
+  check_batch(m, n, ldc, batch_count, stride_a, stride_b, stride_c, stride_bias);
+  if (m == 0 || n == 0 || batch_count == 0) return;
+  if (stream.device().is_cuda()) {
+#if defined(SURGE_WITH_CUDA)
+    detail::gemm_cublaslt(stream, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, bias,
+                          {batch_count, stride_a, stride_b, stride_c, stride_bias});
+    return;
+#else
+    throw Error("GEMM on " + stream.device().str() + ": this build has no CUDA support");
+#endif
+  }
+  // The order-free test mode (sim/runtime_internal.hpp) visits the agents reversed or shuffled.
+  const std::vector<std::int64_t> order =
+      cpu_order() == CpuOrder::kSequential ? std::vector<std::int64_t>{} : cpu_visit_order(batch_count);
+  const auto agent = [&](std::int64_t position) {
+    const std::int64_t i = order.empty() ? position : order[static_cast<std::size_t>(position)];
+    cpu_gemm_with_bias(trans_a, trans_b, m, n, k, alpha, a + i * stride_a, lda, b + i * stride_b, ldb, beta,
+                       c + i * stride_c, ldc, bias ? bias + i * stride_bias : nullptr);
+  };
+  const std::int64_t work = batch_count * m * n * std::max<std::int64_t>(k, 1);
+  if (!cpu_loop_forks(!order.empty() || (batch_count > 1 && work >= kAgentForkWork))) {
+    for (std::int64_t position = 0; position < batch_count; ++position) agent(position);
+    return;
+  }
+  [[maybe_unused]] const SingleThreadedBlas single;
+#pragma omp parallel for schedule(static)
+  for (std::int64_t position = 0; position < batch_count; ++position) agent(position);
+}
+
 template void gemm<float>(const Stream&, Transpose, Transpose, std::int64_t, std::int64_t, std::int64_t, float,
                           const float*, std::int64_t, const float*, std::int64_t, float, float*, std::int64_t,
                           const float*);
 template void gemm<double>(const Stream&, Transpose, Transpose, std::int64_t, std::int64_t, std::int64_t, double,
                            const double*, std::int64_t, const double*, std::int64_t, double, double*, std::int64_t,
                            const double*);
+#define SURGE_GEMM_BATCHED_INSTANTIATE(Scalar)                                                                         \
+  template void gemm_strided_batched<Scalar>(const Stream&, Transpose, Transpose, std::int64_t, std::int64_t,          \
+                                             std::int64_t, Scalar, const Scalar*, std::int64_t, std::int64_t,          \
+                                             const Scalar*, std::int64_t, std::int64_t, Scalar, Scalar*, std::int64_t, \
+                                             std::int64_t, std::int64_t, const Scalar*, std::int64_t);
+SURGE_GEMM_BATCHED_INSTANTIATE(float)
+SURGE_GEMM_BATCHED_INSTANTIATE(double)
+#undef SURGE_GEMM_BATCHED_INSTANTIATE
+
+std::uint64_t cuda_gemm_calls() {
+#if defined(SURGE_WITH_CUDA)
+  return detail::cublaslt_matmul_calls();
+#else
+  return 0;
+#endif
+}
 
 std::string cpu_gemm_library() {
 #if defined(SURGE_HAVE_CBLAS)
@@ -128,10 +223,21 @@ void prepare_gemm(Device device) {
 void gemm_bf16(const Stream& stream, Transpose trans_a, Transpose trans_b, std::int64_t m, std::int64_t n,
                std::int64_t k, const std::uint16_t* a, std::int64_t lda, const std::uint16_t* b, std::int64_t ldb,
                float* c, std::int64_t ldc, const float* bias) {
+  gemm_bf16_strided_batched(stream, trans_a, trans_b, m, n, k, a, lda, 0, b, ldb, 0, c, ldc, 0, 1, bias, 0);
+}
+
+void gemm_bf16_strided_batched(const Stream& stream, Transpose trans_a, Transpose trans_b, std::int64_t m,
+                               std::int64_t n, std::int64_t k, const std::uint16_t* a, std::int64_t lda,
+                               std::int64_t stride_a, const std::uint16_t* b, std::int64_t ldb, std::int64_t stride_b,
+                               float* c, std::int64_t ldc, std::int64_t stride_c, std::int64_t batch_count,
+                               const float* bias, std::int64_t stride_bias) {
   check_shape(trans_a, trans_b, m, n, k, lda, ldb, ldc);
+  check_batch(m, n, ldc, batch_count, stride_a, stride_b, stride_c, stride_bias);
   SURGE_CHECK(stream.device().is_cuda(), "a bf16 GEMM on the CPU: its bf16 runs in the fused MLP path");
+  if (m == 0 || n == 0 || batch_count == 0) return;
 #if defined(SURGE_WITH_CUDA)
-  detail::gemm_cublaslt_bf16(stream, trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, bias);
+  detail::gemm_cublaslt_bf16(stream, trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, bias,
+                             {batch_count, stride_a, stride_b, stride_c, stride_bias});
 #else
   (void)a, (void)b, (void)c, (void)bias;
 #endif

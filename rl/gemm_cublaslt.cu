@@ -1,8 +1,10 @@
-// The CUDA half of the GEMM launcher: cuBLASLt, with the bias add fused into the epilogue and one
-// heuristic algorithm choice cached per shape. Compiled only when CUDA is on.
+// The CUDA half of the GEMM launcher: cuBLASLt, with the bias add fused into the epilogue, K agents'
+// GEMMs of one shape as one strided-batched matmul, and one heuristic algorithm choice cached per shape
+// (batch count and strides included). Compiled only when CUDA is on.
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -30,10 +32,13 @@ bool g_allow_tf32 = false;
 // packed buffer) takes the broadcast kernel below instead.
 constexpr std::uint32_t kBiasEpilogueAlignment = 16;
 
-// The largest power of two (up to 256) that divides the address: cuBLASLt's heuristic may only pick
-// algorithms whose alignment needs the actual pointers meet.
-std::uint32_t alignment_of(const void* pointer) {
-  const auto address = reinterpret_cast<std::uintptr_t>(pointer);
+std::atomic<std::uint64_t> g_matmul_calls{0};
+
+// The largest power of two (up to 256) that divides the address, and the batch stride in bytes where the
+// operand is batched (so every agent's pointer has it): cuBLASLt's heuristic may only pick algorithms
+// whose alignment needs the actual pointers meet.
+std::uint32_t alignment_of(const void* pointer, std::int64_t stride_bytes = 0) {
+  const auto address = reinterpret_cast<std::uintptr_t>(pointer) | static_cast<std::uintptr_t>(stride_bytes);
   std::uint32_t alignment = 256;
   while (alignment > 1 && address % alignment != 0) alignment /= 2;
   return alignment;
@@ -44,9 +49,11 @@ struct ShapeKey {
   std::int64_t rows_d, cols_d, inner, ld_a, ld_b, ld_d;
   bool bias, bias_aligned, tf32, workspace;
   std::uint32_t align_a, align_b, align_d;
+  // cuBLASLt's A, B and D: its A is our B (rl::gemm's row-major contract, below).
+  std::int64_t batch_count, stride_a, stride_b, stride_d, stride_bias;
   auto tie() const {
     return std::tie(device, dtype, op_a, op_b, rows_d, cols_d, inner, ld_a, ld_b, ld_d, bias, bias_aligned, tf32,
-                    workspace, align_a, align_b, align_d);
+                    workspace, align_a, align_b, align_d, batch_count, stride_a, stride_b, stride_d, stride_bias);
   }
   bool operator<(const ShapeKey& other) const { return tie() < other.tie(); }
 };
@@ -61,15 +68,18 @@ struct Plan {
   bool bias_epilogue = false;
 };
 
-// C[m][n] = beta * C (+ bias[n] on every row when bias is not null): the bias for plans without the
-// epilogue, and the whole GEMM when k == 0 (rl/gemm.hpp's contract; cuBLASLt takes no empty inner
-// dimension). beta == 0 writes zeros whatever C held, as the CPU backend does.
+// C[m][n] = beta * C (+ bias[n] on every row when bias is not null) for every agent of the batch, in one
+// launch: the bias for plans without the epilogue, and the whole GEMM when k == 0 (rl/gemm.hpp's
+// contract; cuBLASLt takes no empty inner dimension). beta == 0 writes zeros whatever C held, as the CPU
+// backend does.
 template <class Scalar>
 void broadcast_bias(const Stream& stream, std::int64_t m, std::int64_t n, const Scalar* bias, Scalar beta, Scalar* c,
-                    std::int64_t ldc) {
-  parallel_for(stream, m * n, [=] SURGE_HD(std::int64_t k) {
-    const std::int64_t i = k / n, j = k % n;
-    c[i * ldc + j] = (beta == Scalar(0) ? Scalar(0) : beta * c[i * ldc + j]) + (bias ? bias[j] : Scalar(0));
+                    std::int64_t ldc, const GemmBatch& batch) {
+  const std::int64_t per_agent = m * n, stride_c = batch.c, stride_bias = batch.bias;
+  parallel_for(stream, batch.count * per_agent, [=] SURGE_HD(std::int64_t index) {
+    const std::int64_t agent = index / per_agent, i = index % per_agent / n, j = index % n;
+    Scalar* const row = c + agent * stride_c + i * ldc;
+    row[j] = (beta == Scalar(0) ? Scalar(0) : beta * row[j]) + (bias ? bias[agent * stride_bias + j] : Scalar(0));
   });
 }
 
@@ -146,6 +156,15 @@ constexpr cudaDataType_t data_type() {
 
 cublasOperation_t op_of(Transpose t) { return t == Transpose::No ? CUBLAS_OP_N : CUBLAS_OP_T; }
 
+// A layout that holds `count` matrices, each `stride` elements after the last (0: one matrix for all).
+void set_batch(cublasLtMatrixLayout_t layout, std::int64_t count, std::int64_t stride) {
+  const auto count32 = static_cast<std::int32_t>(count);
+  SURGE_CUBLAS_CHECK(
+      cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count32, sizeof count32));
+  SURGE_CUBLAS_CHECK(
+      cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride));
+}
+
 }  // namespace
 
 void prepare_cublaslt(int device) {
@@ -174,36 +193,47 @@ namespace {
 template <class In, class Scalar>
 void matmul(const Stream& stream, Transpose trans_a, Transpose trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
             Scalar alpha, const In* a, std::int64_t lda, const In* b, std::int64_t ldb, Scalar beta, Scalar* c,
-            std::int64_t ldc, const Scalar* bias) {
+            std::int64_t ldc, const Scalar* bias, const GemmBatch& requested) {
+  SURGE_CHECK(requested.count <= INT32_MAX, "a GEMM batch of more than 2^31 - 1 agents");
+  // One agent is a plain GEMM: the same plan and algorithm as rl::gemm's.
+  const GemmBatch batch = requested.count == 1 ? GemmBatch{}
+                                               : GemmBatch{requested.count, requested.a, requested.b, requested.c,
+                                                           bias ? requested.bias : 0};
   const int device = stream.device().index;
   const bool is_float = sizeof(Scalar) == 4, is_bf16 = sizeof(In) == 2;
   if (k == 0) {
-    broadcast_bias(stream, m, n, bias, beta, c, ldc);
+    broadcast_bias(stream, m, n, bias, beta, c, ldc, batch);
     return;
   }
   const DeviceGuard guard(stream.device());
   std::lock_guard<std::mutex> lock(g_mutex);
   DeviceContext& context = context_for(stream);
   void* const workspace = workspace_for(context, stream);
-  const ShapeKey key{device,
-                     is_bf16    ? 2
-                     : is_float ? 0
-                                : 1,
-                     static_cast<int>(trans_b),
-                     static_cast<int>(trans_a),
-                     n,
-                     m,
-                     k,
-                     ldb,
-                     lda,
-                     ldc,
-                     bias != nullptr,
-                     bias != nullptr && alignment_of(bias) >= kBiasEpilogueAlignment,
-                     is_float && !is_bf16 && g_allow_tf32,
-                     workspace != nullptr,
-                     alignment_of(b),
-                     alignment_of(a),
-                     alignment_of(c)};
+  const ShapeKey key{
+      device,
+      is_bf16    ? 2
+      : is_float ? 0
+                 : 1,
+      static_cast<int>(trans_b),
+      static_cast<int>(trans_a),
+      n,
+      m,
+      k,
+      ldb,
+      lda,
+      ldc,
+      bias != nullptr,
+      bias != nullptr && alignment_of(bias, batch.bias * std::int64_t{sizeof(Scalar)}) >= kBiasEpilogueAlignment,
+      is_float && !is_bf16 && g_allow_tf32,
+      workspace != nullptr,
+      alignment_of(b, batch.b * std::int64_t{sizeof(In)}),
+      alignment_of(a, batch.a * std::int64_t{sizeof(In)}),
+      alignment_of(c, batch.c * std::int64_t{sizeof(Scalar)}),
+      batch.count,
+      batch.b,
+      batch.a,
+      batch.c,
+      batch.bias};
   auto found = g_plans.find(key);
   if (found == g_plans.end()) {
     Plan plan;
@@ -221,6 +251,11 @@ void matmul(const Stream& stream, Transpose trans_a, Transpose trans_b, std::int
     SURGE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.layout_a, operand_type, a_rows, a_cols, ldb));
     SURGE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.layout_b, operand_type, b_rows, b_cols, lda));
     SURGE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.layout_d, type, n, m, ldc));
+    if (batch.count > 1) {
+      set_batch(plan.layout_a, batch.count, batch.b);
+      set_batch(plan.layout_b, batch.count, batch.a);
+      set_batch(plan.layout_d, batch.count, batch.c);
+    }
 
     cublasLtMatmulPreference_t preference = nullptr;
     SURGE_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference));
@@ -244,6 +279,10 @@ void matmul(const Stream& stream, Transpose trans_a, Transpose trans_b, std::int
         const void* bias_pointer = bias;
         SURGE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_pointer,
                                                           sizeof bias_pointer));
+        const std::int64_t bias_stride = batch.bias;
+        if (batch.count > 1)
+          SURGE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE,
+                                                            &bias_stride, sizeof bias_stride));
       }
       int returned = 0;
       const cublasStatus_t status =
@@ -267,12 +306,13 @@ void matmul(const Stream& stream, Transpose trans_a, Transpose trans_b, std::int
     SURGE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_pointer,
                                                       sizeof bias_pointer));
   } else if (bias) {
-    broadcast_bias(stream, m, n, bias, beta, c, ldc);
+    broadcast_bias(stream, m, n, bias, beta, c, ldc, batch);
     beta = Scalar(1);
   }
   SURGE_CUBLAS_CHECK(cublasLtMatmul(
       context.handle, plan.desc, &alpha, b, plan.layout_a, a, plan.layout_b, &beta, c, plan.layout_d, c, plan.layout_d,
       &plan.algo, workspace, workspace ? kWorkspaceBytes : 0, static_cast<cudaStream_t>(stream.native_handle())));
+  g_matmul_calls.fetch_add(1, std::memory_order_relaxed);
 }
 
 }  // namespace
@@ -280,21 +320,23 @@ void matmul(const Stream& stream, Transpose trans_a, Transpose trans_b, std::int
 template <class Scalar>
 void gemm_cublaslt(const Stream& stream, Transpose trans_a, Transpose trans_b, std::int64_t m, std::int64_t n,
                    std::int64_t k, Scalar alpha, const Scalar* a, std::int64_t lda, const Scalar* b, std::int64_t ldb,
-                   Scalar beta, Scalar* c, std::int64_t ldc, const Scalar* bias) {
-  matmul<Scalar, Scalar>(stream, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, bias);
+                   Scalar beta, Scalar* c, std::int64_t ldc, const Scalar* bias, const GemmBatch& batch) {
+  matmul<Scalar, Scalar>(stream, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, bias, batch);
 }
+
+std::uint64_t cublaslt_matmul_calls() { return g_matmul_calls.load(std::memory_order_relaxed); }
 
 void gemm_cublaslt_bf16(const Stream& stream, Transpose trans_a, Transpose trans_b, std::int64_t m, std::int64_t n,
                         std::int64_t k, const std::uint16_t* a, std::int64_t lda, const std::uint16_t* b,
-                        std::int64_t ldb, float* c, std::int64_t ldc, const float* bias) {
-  matmul<std::uint16_t, float>(stream, trans_a, trans_b, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc, bias);
+                        std::int64_t ldb, float* c, std::int64_t ldc, const float* bias, const GemmBatch& batch) {
+  matmul<std::uint16_t, float>(stream, trans_a, trans_b, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc, bias, batch);
 }
 
 template void gemm_cublaslt<float>(const Stream&, Transpose, Transpose, std::int64_t, std::int64_t, std::int64_t, float,
                                    const float*, std::int64_t, const float*, std::int64_t, float, float*, std::int64_t,
-                                   const float*);
+                                   const float*, const GemmBatch&);
 template void gemm_cublaslt<double>(const Stream&, Transpose, Transpose, std::int64_t, std::int64_t, std::int64_t,
                                     double, const double*, std::int64_t, const double*, std::int64_t, double, double*,
-                                    std::int64_t, const double*);
+                                    std::int64_t, const double*, const GemmBatch&);
 
 }  // namespace surge::rl::detail

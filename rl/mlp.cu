@@ -29,16 +29,21 @@ SURGE_HD_INLINE double tanh_of(double x) { return scalar_tanh(x); }
 // from inlining and vectorising it (a 3x slower learner in CUDA builds).
 namespace detail {
 
+// The element operations take two indices, the element's in the first array and in the second (the
+// same array for the in-place activations), so that one op serves one agent's packed arrays and K
+// agents' blocks at their own strides.
 template <class Scalar>
 struct TanhInPlace {
   Scalar* values;
-  SURGE_HD_INLINE void operator()(std::int64_t i) const { values[i] = tanh_of(values[i]); }
+  SURGE_HD_INLINE void operator()(std::int64_t i, std::int64_t) const { values[i] = tanh_of(values[i]); }
 };
 
 template <class Scalar>
 struct ReluInPlace {
   Scalar* values;
-  SURGE_HD_INLINE void operator()(std::int64_t i) const { values[i] = values[i] > Scalar(0) ? values[i] : Scalar(0); }
+  SURGE_HD_INLINE void operator()(std::int64_t i, std::int64_t) const {
+    values[i] = values[i] > Scalar(0) ? values[i] : Scalar(0);
+  }
 };
 
 // Through the activation, by its derivative expressed in the activation's output (what forward() keeps).
@@ -46,15 +51,39 @@ template <class Scalar>
 struct TanhBackward {
   Scalar* gradient;
   const Scalar* output;
-  SURGE_HD_INLINE void operator()(std::int64_t i) const { gradient[i] *= Scalar(1) - output[i] * output[i]; }
+  SURGE_HD_INLINE void operator()(std::int64_t i, std::int64_t j) const {
+    gradient[i] *= Scalar(1) - output[j] * output[j];
+  }
 };
 
 template <class Scalar>
 struct ReluBackward {
   Scalar* gradient;
   const Scalar* output;
-  SURGE_HD_INLINE void operator()(std::int64_t i) const {
-    gradient[i] = output[i] > Scalar(0) ? gradient[i] : Scalar(0);
+  SURGE_HD_INLINE void operator()(std::int64_t i, std::int64_t j) const {
+    gradient[i] = output[j] > Scalar(0) ? gradient[i] : Scalar(0);
+  }
+};
+
+// Item i of the pass is element i of both arrays.
+template <class Op>
+struct Packed {
+  Op op;
+  SURGE_HD_INLINE void operator()(std::int64_t i) const { op(i, i); }
+};
+
+// K agents' [rows][width] blocks, agent a's block `stride` elements after agent a-1's in each array:
+// item r of the pass is row r % rows of agent r / rows (the agent from the row), its elements in turn.
+// A row per item keeps the CPU's inner loop contiguous, so it vectorises as the packed pass does; an
+// index division per element made the batched tanh three times slower there.
+template <class Op>
+struct AgentRows {
+  Op op;
+  std::int64_t rows, width, first_stride, second_stride;
+  SURGE_HD_INLINE void operator()(std::int64_t r) const {
+    const std::int64_t agent = r / rows, row = r % rows;
+    const std::int64_t first = agent * first_stride + row * width, second = agent * second_stride + row * width;
+    for (std::int64_t e = 0; e < width; ++e) op(first + e, second + e);
   }
 };
 
@@ -89,11 +118,41 @@ void round_to_bf16(const Stream& stream, const float* values, std::int64_t count
   parallel_for(stream, count, detail::ToBf16{values, rounded});
 }
 
-void activate(const Stream& stream, Activation activation, float* y, std::int64_t count) {
-  if (activation == Activation::Tanh)
-    parallel_for(stream, count, detail::TanhInPlace<float>{y}, 8);
+// op over `agents` blocks of [rows][width] elements, at `first_stride` and `second_stride` per agent in
+// its two arrays: one launch, packed where the blocks are back to back.
+template <class Op>
+void for_agent_rows(const Stream& stream, Op op, std::int64_t agents, std::int64_t rows, std::int64_t width,
+                    std::int64_t first_stride, std::int64_t second_stride, std::int64_t work_per_element) {
+  const std::int64_t block = rows * width;
+  if (agents == 1 || (first_stride == block && second_stride == block))
+    parallel_for(stream, agents * block, detail::Packed<Op>{op}, work_per_element);
   else
-    parallel_for(stream, count, detail::ReluInPlace<float>{y});
+    parallel_for(stream, agents * rows, detail::AgentRows<Op>{op, rows, width, first_stride, second_stride},
+                 width * work_per_element);
+}
+
+// y = activation(y) in `agents` blocks of [rows][width], `stride` apart.
+template <class Scalar>
+void activate(const Stream& stream, Activation activation, Scalar* y, std::int64_t agents, std::int64_t rows,
+              std::int64_t width, std::int64_t stride) {
+  if (activation == Activation::Tanh)
+    for_agent_rows(stream, detail::TanhInPlace<Scalar>{y}, agents, rows, width, stride, stride, 8);
+  else
+    for_agent_rows(stream, detail::ReluInPlace<Scalar>{y}, agents, rows, width, stride, stride, 1);
+}
+
+// gradient *= the activation's derivative at `output`, in `agents` blocks of [rows][width] whose
+// strides may differ between the two.
+template <class Scalar>
+void through_activation(const Stream& stream, Activation activation, Scalar* gradient, const Scalar* output,
+                        std::int64_t agents, std::int64_t rows, std::int64_t width, std::int64_t gradient_stride,
+                        std::int64_t output_stride) {
+  if (activation == Activation::Tanh)
+    for_agent_rows(stream, detail::TanhBackward<Scalar>{gradient, output}, agents, rows, width, gradient_stride,
+                   output_stride, 1);
+  else
+    for_agent_rows(stream, detail::ReluBackward<Scalar>{gradient, output}, agents, rows, width, gradient_stride,
+                   output_stride, 1);
 }
 
 // mlp_forward in bf16 on CUDA: cuBLASLt GEMMs of bf16 operands summed in fp32, fp32 biases and outputs.
@@ -111,7 +170,7 @@ void bf16_forward(const Stream& stream, const Mlp& mlp, const float* params, con
     gemm_bf16(stream, Transpose::No, Transpose::Yes, batch, out, in, bf16.x, in,
               bf16.weights + mlp.weight_offset(layer), in, y, out, params + mlp.bias_offset(layer));
     if (layer == last) break;
-    activate(stream, mlp.activation(), y, batch * out);
+    activate(stream, mlp.activation(), y, 1, batch, out, 0);
     round_to_bf16(stream, y, batch * out, bf16.x);
   }
 }
@@ -135,15 +194,62 @@ void bf16_backward(const Stream& stream, const Mlp& mlp, const float* input, std
     float* d_x = scratch + (layer % 2) * half;
     gemm_bf16(stream, Transpose::No, Transpose::No, batch, in, out, bf16.dy, out,
               bf16.weights + mlp.weight_offset(layer), in, d_x, in);
-    if (mlp.activation() == Activation::Tanh)
-      parallel_for(stream, batch * in, detail::TanhBackward<float>{d_x, x});
-    else
-      parallel_for(stream, batch * in, detail::ReluBackward<float>{d_x, x});
+    through_activation(stream, mlp.activation(), d_x, x, 1, batch, in, 0, 0);
     d_y = d_x;
   }
 }
 
 }  // namespace
+
+template <class Scalar>
+void mlp_forward_batched(const Stream& stream, const Mlp& mlp, std::int64_t agents, const MlpAgentStrides& strides,
+                         const Scalar* params, const Scalar* input, std::int64_t batch, Scalar* activations,
+                         Scalar* output) {
+  const Scalar* x = input;
+  std::int64_t x_stride = strides.input;
+  for (int layer = 0; layer < mlp.num_layers(); ++layer) {
+    const std::int64_t in = mlp.layer_in(layer), out = mlp.layer_out(layer);
+    const bool head = layer + 1 == mlp.num_layers();
+    Scalar* y = head ? output : activations + mlp.activation_offset(layer, batch);
+    const std::int64_t y_stride = head ? strides.output : strides.activations;
+    gemm_strided_batched<Scalar>(stream, Transpose::No, Transpose::Yes, batch, out, in, Scalar(1), x, in, x_stride,
+                                 params + mlp.weight_offset(layer), in, strides.params, Scalar(0), y, out, y_stride,
+                                 agents, params + mlp.bias_offset(layer), strides.params);
+    if (!head) activate(stream, mlp.activation(), y, agents, batch, out, y_stride);
+    x = y;
+    x_stride = y_stride;
+  }
+}
+
+template <class Scalar>
+void mlp_backward_batched(const Stream& stream, const Mlp& mlp, std::int64_t agents, const MlpAgentStrides& strides,
+                          const Scalar* params, const Scalar* input, std::int64_t batch, const Scalar* activations,
+                          const Scalar* d_output, const Scalar* ones, Scalar* grads, Scalar* scratch) {
+  const std::int64_t half = mlp.scratch_size(batch) / 2;
+  const Scalar* d_y = d_output;  // dLoss/d(this layer's output, before the next layer)
+  std::int64_t d_y_stride = strides.d_output;
+  for (int layer = mlp.num_layers() - 1; layer >= 0; --layer) {
+    const std::int64_t in = mlp.layer_in(layer), out = mlp.layer_out(layer);
+    const Scalar* x = layer == 0 ? input : activations + mlp.activation_offset(layer - 1, batch);
+    const std::int64_t x_stride = layer == 0 ? strides.input : strides.activations;
+    // dW[out][in] = d_y^T x;  db[out] = ones^T d_y (one `ones` for every agent)
+    gemm_strided_batched<Scalar>(stream, Transpose::Yes, Transpose::No, out, in, batch, Scalar(1), d_y, out, d_y_stride,
+                                 x, in, x_stride, Scalar(0), grads + mlp.weight_offset(layer), in, strides.grads,
+                                 agents);
+    gemm_strided_batched<Scalar>(stream, Transpose::No, Transpose::No, 1, out, batch, Scalar(1), ones, batch, 0, d_y,
+                                 out, d_y_stride, Scalar(0), grads + mlp.bias_offset(layer), out, strides.grads,
+                                 agents);
+    if (layer == 0) break;
+    // d_x[batch][in] = d_y W, then through the previous layer's activation.
+    Scalar* d_x = scratch + (layer % 2) * half;
+    gemm_strided_batched<Scalar>(stream, Transpose::No, Transpose::No, batch, in, out, Scalar(1), d_y, out, d_y_stride,
+                                 params + mlp.weight_offset(layer), in, strides.params, Scalar(0), d_x, in,
+                                 strides.scratch, agents);
+    through_activation(stream, mlp.activation(), d_x, x, agents, batch, in, strides.scratch, strides.activations);
+    d_y = d_x;
+    d_y_stride = strides.scratch;
+  }
+}
 
 template <class Scalar>
 void mlp_forward(const Stream& stream, const Mlp& mlp, const Scalar* params, const Scalar* input, std::int64_t batch,
@@ -164,22 +270,7 @@ void mlp_forward(const Stream& stream, const Mlp& mlp, const Scalar* params, con
       SURGE_CHECK(bf16 && bf16->weights, "a bf16 network on CUDA without its bf16 workspace");
       return bf16_forward(stream, mlp, params, input, batch, activations, output, *bf16);
     }
-  const Activation activation = mlp.activation();
-  const Scalar* x = input;
-  for (int layer = 0; layer < mlp.num_layers(); ++layer) {
-    const std::int64_t in = mlp.layer_in(layer), out = mlp.layer_out(layer);
-    const bool head = layer + 1 == mlp.num_layers();
-    Scalar* y = head ? output : activations + mlp.activation_offset(layer, batch);
-    gemm<Scalar>(stream, Transpose::No, Transpose::Yes, batch, out, in, Scalar(1), x, in,
-                 params + mlp.weight_offset(layer), in, Scalar(0), y, out, params + mlp.bias_offset(layer));
-    if (!head) {
-      if (activation == Activation::Tanh)
-        parallel_for(stream, batch * out, detail::TanhInPlace<Scalar>{y}, 8);
-      else
-        parallel_for(stream, batch * out, detail::ReluInPlace<Scalar>{y});
-    }
-    x = y;
-  }
+  mlp_forward_batched(stream, mlp, 1, MlpAgentStrides{}, params, input, batch, activations, output);
 }
 
 template <class Scalar>
@@ -204,37 +295,22 @@ void mlp_backward(const Stream& stream, const Mlp& mlp, const Scalar* params, co
       SURGE_CHECK(bf16 && bf16->weights, "a bf16 network on CUDA without its bf16 workspace");
       return bf16_backward(stream, mlp, input, batch, activations, d_output, ones, grads, scratch, *bf16);
     }
-  const Activation activation = mlp.activation();
-  const std::int64_t half = mlp.scratch_size(batch) / 2;
-  const Scalar* d_y = d_output;  // dLoss/d(this layer's output, before the next layer)
-  for (int layer = mlp.num_layers() - 1; layer >= 0; --layer) {
-    const std::int64_t in = mlp.layer_in(layer), out = mlp.layer_out(layer);
-    const Scalar* x = layer == 0 ? input : activations + mlp.activation_offset(layer - 1, batch);
-    // dW[out][in] = d_y^T x;  db[out] = ones^T d_y
-    gemm<Scalar>(stream, Transpose::Yes, Transpose::No, out, in, batch, Scalar(1), d_y, out, x, in, Scalar(0),
-                 grads + mlp.weight_offset(layer), in);
-    gemm<Scalar>(stream, Transpose::No, Transpose::No, 1, out, batch, Scalar(1), ones, batch, d_y, out, Scalar(0),
-                 grads + mlp.bias_offset(layer), out);
-    if (layer == 0) break;
-    // d_x[batch][in] = d_y W, then through the previous layer's activation.
-    Scalar* d_x = scratch + (layer % 2) * half;
-    gemm<Scalar>(stream, Transpose::No, Transpose::No, batch, in, out, Scalar(1), d_y, out,
-                 params + mlp.weight_offset(layer), in, Scalar(0), d_x, in);
-    if (activation == Activation::Tanh)
-      parallel_for(stream, batch * in, detail::TanhBackward<Scalar>{d_x, x});
-    else
-      parallel_for(stream, batch * in, detail::ReluBackward<Scalar>{d_x, x});
-    d_y = d_x;
-  }
+  mlp_backward_batched(stream, mlp, 1, MlpAgentStrides{}, params, input, batch, activations, d_output, ones, grads,
+                       scratch);
 }
 
-#define SURGE_MLP_INSTANTIATE(Scalar)                                                                               \
-  template void fill<Scalar>(const Stream&, Scalar*, std::int64_t, Scalar);                                         \
-  template void mlp_forward<Scalar>(const Stream&, const Mlp&, const Scalar*, const Scalar*, std::int64_t, Scalar*, \
-                                    Scalar*, const Bf16Operands*, std::uint64_t);                                   \
-  template void mlp_backward<Scalar>(const Stream&, const Mlp&, const Scalar*, const Scalar*, std::int64_t,         \
-                                     const Scalar*, const Scalar*, const Scalar*, Scalar*, Scalar*,                 \
-                                     const Bf16Operands*, std::uint64_t);
+#define SURGE_MLP_INSTANTIATE(Scalar)                                                                                  \
+  template void fill<Scalar>(const Stream&, Scalar*, std::int64_t, Scalar);                                            \
+  template void mlp_forward<Scalar>(const Stream&, const Mlp&, const Scalar*, const Scalar*, std::int64_t, Scalar*,    \
+                                    Scalar*, const Bf16Operands*, std::uint64_t);                                      \
+  template void mlp_backward<Scalar>(const Stream&, const Mlp&, const Scalar*, const Scalar*, std::int64_t,            \
+                                     const Scalar*, const Scalar*, const Scalar*, Scalar*, Scalar*,                    \
+                                     const Bf16Operands*, std::uint64_t);                                              \
+  template void mlp_forward_batched<Scalar>(const Stream&, const Mlp&, std::int64_t, const MlpAgentStrides&,           \
+                                            const Scalar*, const Scalar*, std::int64_t, Scalar*, Scalar*);             \
+  template void mlp_backward_batched<Scalar>(const Stream&, const Mlp&, std::int64_t, const MlpAgentStrides&,          \
+                                             const Scalar*, const Scalar*, std::int64_t, const Scalar*, const Scalar*, \
+                                             const Scalar*, Scalar*, Scalar*);
 SURGE_MLP_INSTANTIATE(float)
 SURGE_MLP_INSTANTIATE(double)
 #undef SURGE_MLP_INSTANTIATE

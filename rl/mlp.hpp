@@ -97,6 +97,35 @@ void mlp_backward(const Stream& stream, const Mlp& mlp, const Scalar* params, co
                   const Scalar* activations, const Scalar* d_output, const Scalar* ones, Scalar* grads, Scalar* scratch,
                   const Bf16Operands* bf16 = nullptr, std::uint64_t params_version = 0);
 
+// Where K agents' copies of one network's buffers lie: agent k's copy of each starts k * stride elements
+// after agent 0's (a [K][...] buffer, or K equal arenas a fixed distance apart). A stride of 0 shares one
+// copy between the agents; what an agent writes (activations, output, grads, scratch) needs its own.
+struct MlpAgentStrides {
+  std::int64_t params = 0;       // [table total] each: the network's slices at the table's offsets
+  std::int64_t grads = 0;        // [table total] each
+  std::int64_t input = 0;        // [batch][in] each
+  std::int64_t activations = 0;  // [activation_size(batch)] each
+  std::int64_t output = 0;       // [batch][out] each (forward)
+  std::int64_t d_output = 0;     // [batch][out] each (backward)
+  std::int64_t scratch = 0;      // [scratch_size(batch)] each (backward)
+};
+
+// mlp_forward for `agents` networks of one shape at once: per layer one gemm_strided_batched (the bias
+// in it) and one launch of the activation over the agents' rows. Always the GEMM path, neither the fused
+// kernels nor bf16: on the CPU each agent's results are those of mlp_forward with fused_on_cpu off, bit
+// for bit; on CUDA one cuBLASLt matmul per layer serves every agent.
+template <class Scalar>
+void mlp_forward_batched(const Stream& stream, const Mlp& mlp, std::int64_t agents, const MlpAgentStrides& strides,
+                         const Scalar* params, const Scalar* input, std::int64_t batch, Scalar* activations,
+                         Scalar* output);
+
+// mlp_backward for `agents` networks likewise (three batched GEMMs and one activation launch per layer);
+// one `ones` vector of `batch` ones serves every agent.
+template <class Scalar>
+void mlp_backward_batched(const Stream& stream, const Mlp& mlp, std::int64_t agents, const MlpAgentStrides& strides,
+                          const Scalar* params, const Scalar* input, std::int64_t batch, const Scalar* activations,
+                          const Scalar* d_output, const Scalar* ones, Scalar* grads, Scalar* scratch);
+
 // Writes an orthogonal matrix times `gain` into out[rows][cols] (row-major), as torch.nn.init.orthogonal_
 // does: QR of a standard normal matrix (the tall way round), with R's diagonal made positive.
 void orthogonal_matrix(std::int64_t rows, std::int64_t cols, double gain, Rng& rng, double* out);

@@ -297,11 +297,14 @@ struct Packed : PackedSource<Scalar> {
       const int in = mlp.layer_in(l), out = mlp.layer_out(l);
       const Scalar* w = params + mlp.weight_offset(l);
       const std::int64_t out_p = padded<Scalar>(out);
-      transpose(w, out, in, base + transposed[l], out_p);
-      for (int i = 0; i < in; ++i)
-        std::fill(base + transposed[l] + i * out_p + out, base + transposed[l] + (i + 1) * out_p, Scalar(0));
-      std::copy(params + mlp.bias_offset(l), params + mlp.bias_offset(l) + out, base + bias[l]);
-      std::fill(base + bias[l] + out, base + bias[l] + out_p, Scalar(0));
+      Scalar* w_t = base + transposed[l];
+      transpose(w, out, in, w_t, out_p);
+      // The padding zeroed by a select over whole rows: a fill of each row's few padding lanes would be a
+      // library call per row.
+      if (out < out_p)
+        for (std::int64_t i = 0; i < in * out_p; i += out_p)
+          for (std::int64_t o = 0; o < out_p; ++o) w_t[i + o] = o < out ? w_t[i + o] : Scalar(0);
+      load_padded(params + mlp.bias_offset(l), 1, out, base + bias[l]);
       if (rows[l] >= 0) load_padded(w, out, in, base + rows[l]);
     }
   }

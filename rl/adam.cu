@@ -1,6 +1,7 @@
 // Gradient-norm clipping and Adam, single-source.
 #include "rl/adam.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #if defined(__AVX512F__) && !defined(__CUDACC__)
@@ -109,13 +110,17 @@ void interleaved_rows(const float* grads, const std::int64_t* begin, std::int64_
 }
 #endif
 
-void interleaved_chunks(const float* grads, std::int64_t n, std::int64_t group, double* partial) {
+// Chunks [group, group + chunks) (chunks <= kInterleave) into partial[]. A group of fewer chunks fills its
+// other lanes with a copy of its first chunk's common part, summed and dropped: each chunk's sum is a
+// chain of dependent additions, and chunks summed one after another would wait on each chain in turn.
+void interleaved_chunks(const float* grads, std::int64_t n, std::int64_t group, std::int64_t chunks, double* partial) {
   const std::int64_t shortest = n / kCpuNormChunks;  // every chunk holds shortest or shortest + 1 elements
   std::int64_t begin[kInterleave], end[kInterleave];
   double sum[kInterleave];
+  const std::int64_t start = n * group / kCpuNormChunks;
   for (std::int64_t c = 0; c < kInterleave; ++c) {
-    begin[c] = n * (group + c) / kCpuNormChunks;
-    end[c] = n * (group + c + 1) / kCpuNormChunks;
+    begin[c] = c < chunks ? n * (group + c) / kCpuNormChunks : start;
+    end[c] = c < chunks ? n * (group + c + 1) / kCpuNormChunks : start + shortest;
     sum[c] = 0.0;
   }
   std::int64_t done = 0;
@@ -133,7 +138,7 @@ void interleaved_chunks(const float* grads, std::int64_t n, std::int64_t group, 
       const double x = static_cast<double>(grads[i]);
       sum[c] += x * x;
     }
-    partial[group + c] = sum[c];
+    if (c < chunks) partial[group + c] = sum[c];
   }
 }
 
@@ -147,16 +152,8 @@ double fold_chunks(const double* partial) {
 
 void cpu_squared_norm_chunks(const float* grads, std::int64_t n, std::int64_t first, std::int64_t last,
                              double* partial) {
-  std::int64_t c = first;
-  for (; c + detail::kInterleave <= last; c += detail::kInterleave) detail::interleaved_chunks(grads, n, c, partial);
-  for (; c < last; ++c) {
-    double sum = 0.0;
-    for (std::int64_t i = n * c / kCpuNormChunks; i < n * (c + 1) / kCpuNormChunks; ++i) {
-      const double x = static_cast<double>(grads[i]);
-      sum += x * x;
-    }
-    partial[c] = sum;
-  }
+  for (std::int64_t c = first; c < last; c += detail::kInterleave)
+    detail::interleaved_chunks(grads, n, c, std::min(detail::kInterleave, last - c), partial);
 }
 
 void cpu_adam_scalars(const AdamConfig& config, const double* partial, OptimizerScalars* scalars) {
@@ -207,10 +204,10 @@ void adam_step(const Stream& stream, const AdamConfig& config, const AgentHyper*
     if (cpu_loop_forks(count >= 4096)) {  // a region whose `if` is false would still enter libgomp
 #pragma omp parallel for schedule(static)
       for (std::int64_t group = 0; group < kCpuNormChunks; group += detail::kInterleave)
-        detail::interleaved_chunks(grads.data, count, group, partial);
+        detail::interleaved_chunks(grads.data, count, group, detail::kInterleave, partial);
     } else {
       for (std::int64_t group = 0; group < kCpuNormChunks; group += detail::kInterleave)
-        detail::interleaved_chunks(grads.data, count, group, partial);
+        detail::interleaved_chunks(grads.data, count, group, detail::kInterleave, partial);
     }
     cpu_adam_scalars(agent_config, partial, scalars);
     detail::AdamUpdate cpu_update = update;

@@ -89,7 +89,11 @@ TEST_CASE("The fused update's Adam pieces give adam_step's bits over the whole f
                                {whole.m.data(), count}, {whole.v.data(), count}, &whole.scalars, nullptr);
           AdamState pieces = start;
           double partial[surge::rl::kCpuNormChunks];
-          surge::rl::cpu_squared_norm_chunks(grads.data(), count, 0, surge::rl::kCpuNormChunks, partial);
+          // In uneven ranges, as the fused update's halves take them, groups of fewer chunks than interleave among
+          // them; the later ranges lie beside earlier ones, which must keep their sums.
+          for (const auto& [first, last] :
+               {std::pair<std::int64_t, std::int64_t>{14, surge::rl::kCpuNormChunks}, {0, 13}, {13, 14}})
+            surge::rl::cpu_squared_norm_chunks(grads.data(), count, first, last, partial);
           surge::rl::cpu_adam_scalars(config, partial, &pieces.scalars);
           // Two ranges, as the fused update's two halves take them.
           for (const auto& [begin, end] : {std::pair<std::int64_t, std::int64_t>{0, count / 3}, {count / 3, count}})

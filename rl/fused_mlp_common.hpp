@@ -275,6 +275,8 @@ struct GradientSums {
         const std::int64_t out_p = padded<Scalar>(out);
         for (int i = 0; i < in; ++i)
           for (int o = 0; o < out; ++o) w[o * in + i] = total(weight[l] + i * out_p + o);
+      } else if (in == padded<Scalar>(in)) {  // rows without padding: one run, not a copy per row
+        add_chunks(weight[l], out * in, w);
       } else {
         const std::int64_t in_p = padded<Scalar>(in);
         for (int o = 0; o < out; ++o) add_chunks(weight[l] + o * in_p, in, w + o * in);

@@ -116,10 +116,15 @@ void load_padded(const Scalar* src, int rows, int width, Scalar* dst) {
     for (std::int64_t i = 0; i < stride; ++i) dst[r * stride + i] = i < width ? src[r * width + i] : Scalar(0);
 }
 
+// rows x width values from src [rows][padded(width)] into dst (leading dimension width). Each row's
+// copy is a masked store over its padded width: a copy of a head's few columns would be a library call
+// per row.
 template <class Scalar>
 void store_unpadded(const Scalar* src, int rows, int width, Scalar* dst) {
   const std::int64_t stride = padded<Scalar>(width);
-  for (int r = 0; r < rows; ++r) std::copy(src + r * stride, src + r * stride + width, dst + r * width);
+  for (int r = 0; r < rows; ++r)
+    for (std::int64_t i = 0; i < stride; ++i)
+      if (i < width) dst[r * width + i] = src[r * stride + i];
 }
 
 template <class Scalar>

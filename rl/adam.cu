@@ -4,6 +4,10 @@
 #include <algorithm>
 #include <cmath>
 
+#if defined(__AVX512F__) && !defined(__CUDACC__)
+#include <immintrin.h>
+#endif
+
 #include "sim/error.hpp"
 #include "sim/parallel.cuh"
 
@@ -70,6 +74,42 @@ SURGE_HD_INLINE void update_scalars(OptimizerScalars* s, double beta1, double be
 // chains overlap in the pipeline.
 constexpr std::int64_t kInterleave = 8;
 
+#if defined(__AVX512F__) && !defined(__CUDACC__)
+// The first `count` (a multiple of 8) elements of the kInterleave chunks starting at begin[c], chunk c in
+// lane c of one register: eight elements of each chunk are loaded as a row, widened to double and
+// transposed (three rounds of two-register shuffles), so each fused multiply-add takes the next element of
+// every chunk, and each chunk's sum is the same chain of additions in index order as one chunk at a time.
+void interleaved_rows(const float* grads, const std::int64_t* begin, std::int64_t count, double* sum) {
+  static_assert(kInterleave == 8, "one lane of a register of doubles per chunk");
+  typedef float Row __attribute__((vector_size(32), aligned(alignof(float))));
+  typedef double Lanes __attribute__((vector_size(64)));
+  Lanes sums = {sum[0], sum[1], sum[2], sum[3], sum[4], sum[5], sum[6], sum[7]};
+  for (std::int64_t k = 0; k < count; k += 8) {
+    Lanes row[8], pair[8], quad[8];
+    for (int c = 0; c < 8; ++c)
+      row[c] = __builtin_convertvector(*reinterpret_cast<const Row*>(grads + begin[c] + k), Lanes);
+    for (int c = 0; c < 8; c += 2) {  // pair[c]: elements 0, 2, 4, 6 of rows c and c + 1; pair[c + 1] the rest
+      pair[c] = __builtin_shufflevector(row[c], row[c + 1], 0, 8, 2, 10, 4, 12, 6, 14);
+      pair[c + 1] = __builtin_shufflevector(row[c], row[c + 1], 1, 9, 3, 11, 5, 13, 7, 15);
+    }
+    for (int c = 0; c < 8; c += 4)  // quad[c + j]: elements j and j + 4 (j < 4) of rows c .. c + 3
+      for (int j = 0; j < 2; ++j) {
+        quad[c + j] = __builtin_shufflevector(pair[c + j], pair[c + 2 + j], 0, 1, 8, 9, 4, 5, 12, 13);
+        quad[c + 2 + j] = __builtin_shufflevector(pair[c + j], pair[c + 2 + j], 2, 3, 10, 11, 6, 7, 14, 15);
+      }
+    for (int j = 0; j < 4; ++j) {  // element j of all eight rows
+      const Lanes x = __builtin_shufflevector(quad[j], quad[4 + j], 0, 1, 2, 3, 8, 9, 10, 11);
+      sums = (Lanes)_mm512_fmadd_pd((__m512d)x, (__m512d)x, (__m512d)sums);
+    }
+    for (int j = 0; j < 4; ++j) {  // then element j + 4
+      const Lanes x = __builtin_shufflevector(quad[j], quad[4 + j], 4, 5, 6, 7, 12, 13, 14, 15);
+      sums = (Lanes)_mm512_fmadd_pd((__m512d)x, (__m512d)x, (__m512d)sums);
+    }
+  }
+  for (int c = 0; c < 8; ++c) sum[c] = sums[c];
+}
+#endif
+
 // Chunks [group, group + chunks) (chunks <= kInterleave) into partial[]. A group of fewer chunks fills its
 // other lanes with a copy of its first chunk's common part, summed and dropped: each chunk's sum is a
 // chain of dependent additions, and chunks summed one after another would wait on each chain in turn.
@@ -83,7 +123,12 @@ void interleaved_chunks(const float* grads, std::int64_t n, std::int64_t group, 
     end[c] = c < chunks ? n * (group + c + 1) / kCpuNormChunks : start + shortest;
     sum[c] = 0.0;
   }
-  for (std::int64_t k = 0; k < shortest; ++k)
+  std::int64_t done = 0;
+#if defined(__AVX512F__) && !defined(__CUDACC__)
+  done = shortest / 8 * 8;
+  interleaved_rows(grads, begin, done, sum);
+#endif
+  for (std::int64_t k = done; k < shortest; ++k)
     for (std::int64_t c = 0; c < kInterleave; ++c) {
       const double x = static_cast<double>(grads[begin[c] + k]);
       sum[c] += x * x;

@@ -164,11 +164,12 @@ void cpu_adam_scalars(const AdamConfig& config, const double* partial, Optimizer
 void cpu_adam_update(const AdamConfig& config, const OptimizerScalars& scalars, float* params, const float* grads,
                      float* m, float* v, std::int64_t begin, std::int64_t end) {
   // AdamUpdate's operations, but for the division by the bias correction, one of the three operations (two
-  // divisions and a square root) that share the divider. Dividing by the float d = bias_correction2_sqrt in (0, 1] is
-  // a multiplication by the double nearest 1 / d, rounded to float: with a = sqrtf(v) either 0 or at least
-  // 2^-75, a / d is 0 or a normal float, which lies more than 2^-49 |a / d| from every midpoint between
-  // floats (a midpoint would need a 25-bit odd factor in a's 24-bit significand), while the double product
-  // is within 2^-52 |a / d| of the quotient: both round to the same float (tests/test_fused_mlp_adam.cpp).
+  // divisions and a square root) that share the divider. Dividing by the float d = bias_correction2_sqrt
+  // in (0, 1] is a multiplication by the double nearest 1 / d, rounded to float: with a = sqrtf(v) either 0
+  // or at least 2^-75, a / d is 0 or a normal float, which lies more than 2^-49 |a / d| from every midpoint
+  // between floats (a midpoint would need a 25-bit odd factor in a's 24-bit significand), while the double
+  // product is within 2^-52 |a / d| of the quotient: both round to the same float
+  // (tests/test_fused_mlp_adam.cpp).
   const float beta1 = static_cast<float>(config.beta1), beta2 = static_cast<float>(config.beta2);
   const float eps = static_cast<float>(config.adam_eps), keep = scalars.frozen ? 1.0f : 0.0f;
   const float grad_scale = static_cast<float>(scalars.grad_scale), step_size = static_cast<float>(scalars.step_size);

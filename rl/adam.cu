@@ -1,10 +1,16 @@
 // Gradient-norm clipping and Adam, single-source.
 #include "rl/adam.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "rl/batched_kernels.hpp"
+
+#if defined(__AVX512F__) && !defined(__CUDACC__)
+#include <immintrin.h>
+#endif
+
 #include "sim/error.hpp"
 #include "sim/parallel.cuh"
 #include "sim/parallel_segments.cuh"
@@ -97,16 +103,61 @@ SURGE_HD_INLINE void update_scalars(OptimizerScalars* s, double beta1, double be
 // chains overlap in the pipeline.
 constexpr std::int64_t kInterleave = 8;
 
-void interleaved_chunks(const float* grads, std::int64_t n, std::int64_t group, double* partial) {
+#if defined(__AVX512F__) && !defined(__CUDACC__)
+// The first `count` (a multiple of 8) elements of the kInterleave chunks starting at begin[c], chunk c in
+// lane c of one register: eight elements of each chunk are loaded as a row, widened to double and
+// transposed (three rounds of two-register shuffles), so each fused multiply-add takes the next element of
+// every chunk, and each chunk's sum is the same chain of additions in index order as one chunk at a time.
+void interleaved_rows(const float* grads, const std::int64_t* begin, std::int64_t count, double* sum) {
+  static_assert(kInterleave == 8, "one lane of a register of doubles per chunk");
+  typedef float Row __attribute__((vector_size(32), aligned(alignof(float))));
+  typedef double Lanes __attribute__((vector_size(64)));
+  Lanes sums = {sum[0], sum[1], sum[2], sum[3], sum[4], sum[5], sum[6], sum[7]};
+  for (std::int64_t k = 0; k < count; k += 8) {
+    Lanes row[8], pair[8], quad[8];
+    for (int c = 0; c < 8; ++c)
+      row[c] = __builtin_convertvector(*reinterpret_cast<const Row*>(grads + begin[c] + k), Lanes);
+    for (int c = 0; c < 8; c += 2) {  // pair[c]: elements 0, 2, 4, 6 of rows c and c + 1; pair[c + 1] the rest
+      pair[c] = __builtin_shufflevector(row[c], row[c + 1], 0, 8, 2, 10, 4, 12, 6, 14);
+      pair[c + 1] = __builtin_shufflevector(row[c], row[c + 1], 1, 9, 3, 11, 5, 13, 7, 15);
+    }
+    for (int c = 0; c < 8; c += 4)  // quad[c + j]: elements j and j + 4 (j < 4) of rows c .. c + 3
+      for (int j = 0; j < 2; ++j) {
+        quad[c + j] = __builtin_shufflevector(pair[c + j], pair[c + 2 + j], 0, 1, 8, 9, 4, 5, 12, 13);
+        quad[c + 2 + j] = __builtin_shufflevector(pair[c + j], pair[c + 2 + j], 2, 3, 10, 11, 6, 7, 14, 15);
+      }
+    for (int j = 0; j < 4; ++j) {  // element j of all eight rows
+      const Lanes x = __builtin_shufflevector(quad[j], quad[4 + j], 0, 1, 2, 3, 8, 9, 10, 11);
+      sums = (Lanes)_mm512_fmadd_pd((__m512d)x, (__m512d)x, (__m512d)sums);
+    }
+    for (int j = 0; j < 4; ++j) {  // then element j + 4
+      const Lanes x = __builtin_shufflevector(quad[j], quad[4 + j], 4, 5, 6, 7, 12, 13, 14, 15);
+      sums = (Lanes)_mm512_fmadd_pd((__m512d)x, (__m512d)x, (__m512d)sums);
+    }
+  }
+  for (int c = 0; c < 8; ++c) sum[c] = sums[c];
+}
+#endif
+
+// Chunks [group, group + chunks) (chunks <= kInterleave) into partial[]. A group of fewer chunks fills its
+// other lanes with a copy of its first chunk's common part, summed and dropped: each chunk's sum is a
+// chain of dependent additions, and chunks summed one after another would wait on each chain in turn.
+void interleaved_chunks(const float* grads, std::int64_t n, std::int64_t group, std::int64_t chunks, double* partial) {
   const std::int64_t shortest = n / kCpuNormChunks;  // every chunk holds shortest or shortest + 1 elements
   std::int64_t begin[kInterleave], end[kInterleave];
   double sum[kInterleave];
+  const std::int64_t start = n * group / kCpuNormChunks;
   for (std::int64_t c = 0; c < kInterleave; ++c) {
-    begin[c] = n * (group + c) / kCpuNormChunks;
-    end[c] = n * (group + c + 1) / kCpuNormChunks;
+    begin[c] = c < chunks ? n * (group + c) / kCpuNormChunks : start;
+    end[c] = c < chunks ? n * (group + c + 1) / kCpuNormChunks : start + shortest;
     sum[c] = 0.0;
   }
-  for (std::int64_t k = 0; k < shortest; ++k)
+  std::int64_t done = 0;
+#if defined(__AVX512F__) && !defined(__CUDACC__)
+  done = shortest / 8 * 8;
+  interleaved_rows(grads, begin, done, sum);
+#endif
+  for (std::int64_t k = done; k < shortest; ++k)
     for (std::int64_t c = 0; c < kInterleave; ++c) {
       const double x = static_cast<double>(grads[begin[c] + k]);
       sum[c] += x * x;
@@ -116,7 +167,7 @@ void interleaved_chunks(const float* grads, std::int64_t n, std::int64_t group, 
       const double x = static_cast<double>(grads[i]);
       sum[c] += x * x;
     }
-    partial[group + c] = sum[c];
+    if (c < chunks) partial[group + c] = sum[c];
   }
 }
 
@@ -130,16 +181,8 @@ double fold_chunks(const double* partial) {
 
 void cpu_squared_norm_chunks(const float* grads, std::int64_t n, std::int64_t first, std::int64_t last,
                              double* partial) {
-  std::int64_t c = first;
-  for (; c + detail::kInterleave <= last; c += detail::kInterleave) detail::interleaved_chunks(grads, n, c, partial);
-  for (; c < last; ++c) {
-    double sum = 0.0;
-    for (std::int64_t i = n * c / kCpuNormChunks; i < n * (c + 1) / kCpuNormChunks; ++i) {
-      const double x = static_cast<double>(grads[i]);
-      sum += x * x;
-    }
-    partial[c] = sum;
-  }
+  for (std::int64_t c = first; c < last; c += detail::kInterleave)
+    detail::interleaved_chunks(grads, n, c, std::min(detail::kInterleave, last - c), partial);
 }
 
 void cpu_adam_scalars(const AdamConfig& config, const double* partial, OptimizerScalars* scalars) {
@@ -149,15 +192,27 @@ void cpu_adam_scalars(const AdamConfig& config, const double* partial, Optimizer
 
 void cpu_adam_update(const AdamConfig& config, const OptimizerScalars& scalars, float* params, const float* grads,
                      float* m, float* v, std::int64_t begin, std::int64_t end) {
-  const detail::AdamUpdate update{params,
-                                  m,
-                                  v,
-                                  grads,
-                                  &scalars,
-                                  static_cast<float>(config.beta1),
-                                  static_cast<float>(config.beta2),
-                                  static_cast<float>(config.adam_eps)};
-  for (std::int64_t i = begin; i < end; ++i) update(i);
+  // AdamUpdate's operations, but for the division by the bias correction, one of the three operations (two
+  // divisions and a square root) that share the divider. Dividing by the float d = bias_correction2_sqrt
+  // in (0, 1] is a multiplication by the double nearest 1 / d, rounded to float: with a = sqrtf(v) either 0
+  // or at least 2^-75, a / d is 0 or a normal float, which lies more than 2^-49 |a / d| from every midpoint
+  // between floats (a midpoint would need a 25-bit odd factor in a's 24-bit significand), while the double
+  // product is within 2^-52 |a / d| of the quotient: both round to the same float
+  // (tests/test_fused_mlp_adam.cpp).
+  const float beta1 = static_cast<float>(config.beta1), beta2 = static_cast<float>(config.beta2);
+  const float eps = static_cast<float>(config.adam_eps), keep = scalars.frozen ? 1.0f : 0.0f;
+  const float grad_scale = static_cast<float>(scalars.grad_scale), step_size = static_cast<float>(scalars.step_size);
+  const double inverse_correction = 1.0 / static_cast<double>(static_cast<float>(scalars.bias_correction2_sqrt));
+  for (std::int64_t i = begin; i < end; ++i) {
+    const float grad = grads[i] * grad_scale;
+    const float m_i = beta1 * m[i] + (1.0f - beta1) * grad;
+    const float v_i = beta2 * v[i] + (1.0f - beta2) * grad * grad;
+    const float denominator = static_cast<float>(static_cast<double>(sqrtf(v_i)) * inverse_correction) + eps;
+    const float step = step_size * m_i / denominator;
+    m[i] = keep * m[i] + (1.0f - keep) * m_i;
+    v[i] = keep * v[i] + (1.0f - keep) * v_i;
+    params[i] -= (1.0f - keep) * step;
+  }
 }
 
 void gradient_norm_sq_reference(const Stream& stream, Span<const float> grads, double* scratch, double* out) {
@@ -179,10 +234,10 @@ void adam_step(const Stream& stream, const AdamConfig& config, const AgentHyper*
     if (cpu_loop_forks(count >= 4096)) {  // a region whose `if` is false would still enter libgomp
 #pragma omp parallel for schedule(static)
       for (std::int64_t group = 0; group < kCpuNormChunks; group += detail::kInterleave)
-        detail::interleaved_chunks(grads.data, count, group, partial);
+        detail::interleaved_chunks(grads.data, count, group, detail::kInterleave, partial);
     } else {
       for (std::int64_t group = 0; group < kCpuNormChunks; group += detail::kInterleave)
-        detail::interleaved_chunks(grads.data, count, group, partial);
+        detail::interleaved_chunks(grads.data, count, group, detail::kInterleave, partial);
     }
     cpu_adam_scalars(agent_config, partial, scalars);
     detail::AdamUpdate cpu_update = update;

@@ -3,10 +3,11 @@
 // Vectors are GCC/Clang vector extensions of 64 bytes: one AVX-512 register when SURGE_CPU_NATIVE
 // builds for a machine that has it, lowered by the compiler to narrower registers otherwise, so the
 // same source is its own portable fallback. Each pass repacks the network's weights with every row
-// padded to whole vectors (zeros in the padding), once as W^T [in][out] for the forward products and
-// once as W [out][in] for the input gradients, so every vector load is aligned and no lane is masked;
-// padded columns stay zero through every layer (tanh(0) = relu(0) = 0). A tile of kTileRows rows then
-// goes through the whole layer stack in L1, in register blocks of kBlockRows rows x kBlockVecs vectors.
+// padded to whole vectors (zeros in the padding), as W^T [in][out] for the forward products and, where
+// the parameters' own W [out][in] is not whole vectors already, as W for the input gradients, so that no
+// lane is masked; padded columns stay zero through every layer (tanh(0) = relu(0) = 0). A tile of
+// kTileRows rows then goes through the whole layer stack in L1, in register blocks of kBlockRows rows x
+// kBlockVecs vectors.
 #include "rl/fused_mlp.hpp"
 
 #if defined(__AVX512F__)
@@ -193,6 +194,22 @@ void outer(const Scalar* dy, std::int64_t ldy, int m, int rows, const Scalar* x,
   product<Scalar, false>(dy, 1, ldy, m, rows, x, n_padded, start ? nullptr : sum, n_padded, sum, n_padded);
 }
 
+// sum [out] += the column sums of dy [rows][ldy] (its first out columns), each column's rows added in
+// order: whole vectors of columns stay in registers across the rows (added in memory, each row's
+// addition would wait for the previous row's store), the rest one column at a time.
+template <class Scalar>
+void add_column_sums(const Scalar* dy, std::int64_t ldy, int rows, int out, Scalar* sum) {
+  constexpr int lanes = kLanes<Scalar>;
+  int o = 0;
+  for (; o + lanes <= out; o += lanes) {
+    Vec<Scalar> acc = vec_at(sum + o);
+    for (int r = 0; r < rows; ++r) acc += vec_at(dy + r * ldy + o);
+    vec_at(sum + o) = acc;
+  }
+  for (; o < out; ++o)
+    for (int r = 0; r < rows; ++r) sum[o] += dy[r * ldy + o];
+}
+
 // ============================== the network, repacked ==============================
 
 #if defined(__AVX512F__)
@@ -250,11 +267,18 @@ void transpose(const Scalar* src, int rows, int cols, Scalar* dst, std::int64_t 
 // One network's weights repacked for the tile kernels, with the parameters and layout it was made from.
 template <class Scalar>
 struct Packed : PackedSource<Scalar> {
-  std::vector<Scalar> storage;  // per layer: W^T [in][out], b [out], W [out][in], padded
+  std::vector<Scalar> storage;  // per layer: W^T [in][out], b [out], W [out][in] where needed, padded
   Scalar* base = nullptr;
   using PackedSource<Scalar>::transposed;
   using PackedSource<Scalar>::rows;
   using PackedSource<Scalar>::bias;
+
+  // W [out][in] is read by the input gradient, which the first layer does not take; a layer whose input is
+  // whole vectors reads it where it lies in the parameters (rows[l] = -1), already padded.
+  static bool needs_rows(const Mlp& mlp, int l) { return l > 0 && mlp.layer_in(l) != padded<Scalar>(mlp.layer_in(l)); }
+  const Scalar* input_rows(const Mlp& mlp, const Scalar* params, int l) const {
+    return rows[l] < 0 ? params + mlp.weight_offset(l) : base + rows[l];
+  }
 
   void pack(const Mlp& mlp, const Scalar* params) {
     const int layers = mlp.num_layers();
@@ -265,20 +289,23 @@ struct Packed : PackedSource<Scalar> {
       total += in * padded<Scalar>(out);
       bias[l] = total;
       total += padded<Scalar>(out);
-      rows[l] = total;
-      total += out * padded<Scalar>(in);
+      rows[l] = needs_rows(mlp, l) ? total : -1;
+      total += needs_rows(mlp, l) ? out * padded<Scalar>(in) : 0;
     }
     base = aligned(storage, total);
     for (int l = 0; l < layers; ++l) {  // every element is written once: the values, then zeros in the padding
       const int in = mlp.layer_in(l), out = mlp.layer_out(l);
       const Scalar* w = params + mlp.weight_offset(l);
       const std::int64_t out_p = padded<Scalar>(out);
-      transpose(w, out, in, base + transposed[l], out_p);
-      for (int i = 0; i < in; ++i)
-        std::fill(base + transposed[l] + i * out_p + out, base + transposed[l] + (i + 1) * out_p, Scalar(0));
-      std::copy(params + mlp.bias_offset(l), params + mlp.bias_offset(l) + out, base + bias[l]);
-      std::fill(base + bias[l] + out, base + bias[l] + out_p, Scalar(0));
-      load_padded(w, out, in, base + rows[l]);
+      Scalar* w_t = base + transposed[l];
+      transpose(w, out, in, w_t, out_p);
+      // The padding zeroed by a select over whole rows: a fill of each row's few padding lanes would be a
+      // library call per row.
+      if (out < out_p)
+        for (std::int64_t i = 0; i < in * out_p; i += out_p)
+          for (std::int64_t o = 0; o < out_p; ++o) w_t[i + o] = o < out ? w_t[i + o] : Scalar(0);
+      load_padded(params + mlp.bias_offset(l), 1, out, base + bias[l]);
+      if (rows[l] >= 0) load_padded(w, out, in, base + rows[l]);
     }
   }
 };
@@ -316,9 +343,9 @@ const Scalar* forward_tile(const Mlp& mlp, const Packed<Scalar>& weights, const 
 // the activation's derivative, flows down through buffers. input_of(l) is layer l's input for the tile,
 // [rows][padded in] (its padding zero). The chunk's first tile (`first`) writes the weight sums.
 template <class Scalar, class InputOf>
-void backward_tile(const Mlp& mlp, const Packed<Scalar>& weights, const Scalar* dy, std::int64_t ldy, int rows,
-                   InputOf input_of, Scalar* const buffers[2], const GradientSums<Scalar>& sums, Scalar* sum,
-                   bool first) {
+void backward_tile(const Mlp& mlp, const Packed<Scalar>& weights, const Scalar* params, const Scalar* dy,
+                   std::int64_t ldy, int rows, InputOf input_of, Scalar* const buffers[2],
+                   const GradientSums<Scalar>& sums, Scalar* sum, bool first) {
   int next = 0;
   for (int l = mlp.num_layers() - 1; l >= 0; --l) {
     const int in = mlp.layer_in(l), out = mlp.layer_out(l);
@@ -328,12 +355,10 @@ void backward_tile(const Mlp& mlp, const Packed<Scalar>& weights, const Scalar* 
       outer(x, in_p, in, rows, dy, padded<Scalar>(out), sum + sums.weight[l], first);
     else
       outer(dy, ldy, out, rows, x, in_p, sum + sums.weight[l], first);
-    Scalar* bias = sum + sums.bias[l];
-    for (int r = 0; r < rows; ++r)
-      for (int o = 0; o < out; ++o) bias[o] += dy[r * ldy + o];
+    add_column_sums(dy, ldy, rows, out, sum + sums.bias[l]);
     if (l == 0) break;
     Scalar* dx = buffers[next ^= 1];
-    input_gradient(dy, ldy, rows, out, weights.base + weights.rows[l], in_p, mlp.activation(), x, dx);
+    input_gradient(dy, ldy, rows, out, weights.input_rows(mlp, params, l), in_p, mlp.activation(), x, dx);
     dy = dx;
     ldy = in_p;
   }
@@ -405,8 +430,8 @@ void fused_mlp_backward(const Mlp& mlp, const Scalar* params, const Scalar* inpu
         load_padded(x, rows, in, x_tile);
         return static_cast<const Scalar*>(x_tile);
       };
-      backward_tile(mlp, weights, d_output + row0 * mlp.output_dim(), mlp.output_dim(), rows, input_of, buffers, sums,
-                    sums.chunk(chunk), row0 == chunk * kFusedMlpChunkRows);
+      backward_tile(mlp, weights, params, d_output + row0 * mlp.output_dim(), mlp.output_dim(), rows, input_of, buffers,
+                    sums, sums.chunk(chunk), row0 == chunk * kFusedMlpChunkRows);
     }
   });
 
@@ -442,8 +467,8 @@ void fused_mlp_train_pass(const Mlp& mlp, const Scalar* params, const Scalar* in
       load_padded(x, rows, mlp.input_dim(), x_tile);
       return static_cast<const Scalar*>(x_tile);
     };
-    backward_tile(mlp, weights, d_head, ld_head, rows, input_of, buffers, sums, sums.chunk(row0 / kFusedMlpChunkRows),
-                  row0 % kFusedMlpChunkRows == 0);
+    backward_tile(mlp, weights, params, d_head, ld_head, rows, input_of, buffers, sums,
+                  sums.chunk(row0 / kFusedMlpChunkRows), row0 % kFusedMlpChunkRows == 0);
   }
   sums.add_into(mlp, grads);
 }

@@ -116,10 +116,15 @@ void load_padded(const Scalar* src, int rows, int width, Scalar* dst) {
     for (std::int64_t i = 0; i < stride; ++i) dst[r * stride + i] = i < width ? src[r * width + i] : Scalar(0);
 }
 
+// rows x width values from src [rows][padded(width)] into dst (leading dimension width). Each row's
+// copy is a masked store over its padded width: a copy of a head's few columns would be a library call
+// per row.
 template <class Scalar>
 void store_unpadded(const Scalar* src, int rows, int width, Scalar* dst) {
   const std::int64_t stride = padded<Scalar>(width);
-  for (int r = 0; r < rows; ++r) std::copy(src + r * stride, src + r * stride + width, dst + r * width);
+  for (int r = 0; r < rows; ++r)
+    for (std::int64_t i = 0; i < stride; ++i)
+      if (i < width) dst[r * width + i] = src[r * stride + i];
 }
 
 template <class Scalar>
@@ -275,6 +280,8 @@ struct GradientSums {
         const std::int64_t out_p = padded<Scalar>(out);
         for (int i = 0; i < in; ++i)
           for (int o = 0; o < out; ++o) w[o * in + i] = total(weight[l] + i * out_p + o);
+      } else if (in == padded<Scalar>(in)) {  // rows without padding: one run, not a copy per row
+        add_chunks(weight[l], out * in, w);
       } else {
         const std::int64_t in_p = padded<Scalar>(in);
         for (int o = 0; o < out; ++o) add_chunks(weight[l] + o * in_p, in, w + o * in);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <thread>
+#include <vector>
 
 #include "rl/cpu_task_pair.hpp"
 #include "rl/fused_mlp.hpp"
@@ -95,7 +96,17 @@ void actor_half(const Update& u, double* norm_chunks) {
     stats[0] = sums.total(0);
     stats[1] = sums.total(1);
   }
-  const Sample sample = detail::sample_loss(*u.loss, mb, stats, 1);
+  Sample sample = detail::sample_loss(*u.loss, mb, stats, 1);
+  if (sample.norm_adv) {
+    // Normalised once per minibatch, not once per sample inside the loss: the same function of the same
+    // sums, so the same floats, with its mean, variance and square root taken outside the loop.
+    thread_local std::vector<float> normalised;
+    normalised.resize(static_cast<std::size_t>(mb.size));
+    for (std::int64_t i = 0; i < mb.size; ++i)
+      normalised[i] = detail::normalised_advantage(mb.advantage[i], true, stats, sample.batch);
+    sample.advantage = normalised.data();
+    sample.norm_adv = false;
+  }
   ChunkedSums<kLossTermCount> sums(mb.size);
   PolicyHead head{&sample, mb.actions, u.net->num_actions(), &sums};
   fused_mlp_train_pass(u.net->actor(), u.learner.params, mb.obs, mb.size, {&PolicyHead::gradient, &head},

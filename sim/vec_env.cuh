@@ -232,27 +232,14 @@ class VecEnv final : public Engine {
   void random_actions(Span<std::int32_t> discrete, Span<float> continuous, const Stream& stream) override {
     check_stream(stream);
     check_actions(ActionView{discrete, continuous}, num_envs_);
-    const auto action_offsets = arena_[b_.action_offsets];
-    const AgentStreams streams = agent_streams();
-    std::int32_t* discrete_out = discrete.data;
-    float* continuous_out = continuous.data;
-    parallel_for(stream, num_envs_, [=] SURGE_HD(std::int64_t i) {
-      const std::int64_t agent = streams.agent(i);
-      Rng rng(streams.seeds[agent],
-              rng_subsequence(RngPurpose::Action, static_cast<std::uint64_t>(streams.stream(i, agent))),
-              action_offsets[i]);
-      const auto action = Logic::random_action(rng);
-      std::int32_t* const discrete_target = discrete_out;  // captured outside the constexpr branches
-      float* const continuous_target = continuous_out;
-      if constexpr (S::kActionKind == ActionKind::Discrete) {
-        (void)continuous_target;
-        discrete_target[i] = action;
-      } else {
-        (void)discrete_target;
-        for (int k = 0; k < S::kActionDim; ++k) continuous_target[i * S::kActionDim + k] = action.v[k];
-      }
-      action_offsets[i] = rng.offset();
-    });
+    const auto offsets = arena_[b_.action_offsets];
+    if (num_agents_ == 1)
+      parallel_for(
+          stream, num_envs_,
+          RandomActionKernel<S, false>{offsets, agents_[0].seed, agent_streams(), discrete.data, continuous.data});
+    else
+      parallel_for(stream, num_envs_,
+                   RandomActionKernel<S, true>{offsets, 0, agent_streams(), discrete.data, continuous.data});
   }
 
   void transition(Span<const float> states_in, const ActionView& actions, Span<float> next_states, Span<float> obs,

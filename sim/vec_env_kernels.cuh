@@ -7,6 +7,8 @@
 #include "sim/engine.hpp"
 #include "sim/env_logic.cuh"
 #include "sim/hd.hpp"
+#include "sim/memory.hpp"
+#include "sim/philox.hpp"
 #include "sim/reduce_order.hpp"
 
 namespace surge {
@@ -31,13 +33,9 @@ struct StepKernel {
   std::uint8_t* truncated;       // [N]
   float* final_obs;              // [N][obs_dim] or null
 
-  SURGE_HD_INLINE void operator()(std::int64_t i) const { step(i, seed, first_env + i, *physics); }
-
-  // Environment i, resetting from reset stream `env_stream` of `stream_seed` under `table`.
-  SURGE_HD_INLINE void step(std::int64_t i, std::uint64_t stream_seed, std::int64_t env_stream,
-                            const typename EnvLogic<S>::Physics& table) const {
+  SURGE_HD_INLINE void operator()(std::int64_t i) const {
     const auto action = Logic::load_action(discrete, continuous, i);
-    reward[i] = Logic::step_env(stream_seed, env_stream, table, states[i], params[i], episode_steps[i],
+    reward[i] = Logic::step_env(seed, first_env + i, *physics, states[i], params[i], episode_steps[i],
                                 episode_returns[i], rng_offsets[i], tallies[i], action, terminated[i], truncated[i],
                                 obs + i * S::kObsDim, final_obs ? final_obs + i * S::kObsDim : nullptr);
   }
@@ -45,7 +43,8 @@ struct StepKernel {
 
 // The step of an engine of several agents, one launch for all K*N environments: environment i draws from its
 // agent's seed (a device array) and resets under its agent's physics table. With one agent the engine keeps
-// StepKernel, which neither divides nor reads a seed from memory.
+// StepKernel, which neither divides nor reads a seed from memory (the body is StepKernel's with the agent's
+// seed, stream and table: kept apart so that the one agent's kernel compiles exactly as before).
 template <class S>
 struct AgentStepKernel {
   StepKernel<S> env;
@@ -53,7 +52,40 @@ struct AgentStepKernel {
 
   SURGE_HD_INLINE void operator()(std::int64_t i) const {
     const std::int64_t agent = streams.agent(i);
-    env.step(i, streams.seeds[agent], streams.stream(i, agent), env.physics[agent]);
+    const auto action = EnvLogic<S>::load_action(env.discrete, env.continuous, i);
+    env.reward[i] = EnvLogic<S>::step_env(
+        streams.seeds[agent], streams.stream(i, agent), env.physics[agent], env.states[i], env.params[i],
+        env.episode_steps[i], env.episode_returns[i], env.rng_offsets[i], env.tallies[i], action, env.terminated[i],
+        env.truncated[i], env.obs + i * S::kObsDim, env.final_obs ? env.final_obs + i * S::kObsDim : nullptr);
+  }
+};
+
+// Uniform random actions, each drawn from its environment's action stream: of `seed` numbered first_env + i
+// with one agent (kAgents false: no division, no seed read from memory), else of environment i's agent.
+template <class S, bool kAgents>
+struct RandomActionKernel {
+  Span<std::uint64_t> action_offsets;  // [K*N] words used of each env's action stream
+  std::uint64_t seed;                  // one agent's
+  AgentStreams streams;
+  std::int32_t* discrete;  // [K*N] or null
+  float* continuous;       // [K*N][action_dim] or null
+
+  SURGE_HD_INLINE void operator()(std::int64_t i) const {
+    std::uint64_t stream_seed = seed;
+    std::int64_t env_stream = streams.first_env + i;
+    if constexpr (kAgents) {
+      const std::int64_t agent = streams.agent(i);
+      stream_seed = streams.seeds[agent];
+      env_stream = streams.stream(i, agent);
+    }
+    Rng rng(stream_seed, rng_subsequence(RngPurpose::Action, static_cast<std::uint64_t>(env_stream)),
+            action_offsets[i]);
+    const auto action = EnvLogic<S>::random_action(rng);
+    if constexpr (S::kActionKind == ActionKind::Discrete)
+      discrete[i] = action;
+    else
+      for (int k = 0; k < S::kActionDim; ++k) continuous[i * S::kActionDim + k] = action.v[k];
+    action_offsets[i] = rng.offset();
   }
 };
 

@@ -13,6 +13,7 @@
 #include "scenarios/registry.hpp"
 #include "sim/engine.hpp"
 #include "sim/engine_views.hpp"
+#include "sim/error.hpp"
 #include "sim/memory.hpp"
 #include "sim/memory_plan.hpp"
 #include "tests/test_engine_agents.hpp"
@@ -148,4 +149,62 @@ TEST_CASE("the engine's buffer table holds a physics table and a seed per agent"
   }
   const surge::MemoryPlan plan = surge::engine_memory_plan(name, cpu, 5, 3);
   CHECK(plan.allocated_bytes() == engine->device_bytes());
+}
+
+TEST_CASE("set_agent_physics rewrites one agent's table, as set_physics does its engine's", "[engine_agents]") {
+  const Device cpu = Device::cpu();
+  Stream stream(cpu);
+  const std::string name = "cartpole";
+  const ScenarioSpec& spec = surge::scenario_spec(name);
+  const std::vector<PhysicsConfig> physics = agents_physics(spec);
+  const std::int64_t n = 64;
+  std::vector<EngineAgent> agents;
+  for (std::size_t k = 0; k < 3; ++k) agents.push_back({kAgentSeeds[k], physics[k]});
+  const auto engine = surge::make_engine(name, cpu, n, agents);
+  surge::StepBuffers out(cpu, 3 * n, spec.obs_dim);
+  std::vector<std::unique_ptr<Engine>> alone;
+  std::vector<surge::StepBuffers> alone_out;
+  for (std::int64_t k = 0; k < 3; ++k) {
+    alone.push_back(surge::make_engine(name, cpu, n, kAgentSeeds[k], physics[k]));
+    alone_out.emplace_back(cpu, n, spec.obs_dim);
+  }
+  PhysicsConfig heavier = physics[2];  // masspole ~ U(0.3, 0.6) from here on
+  const int masspole = spec.param_index("masspole");
+  heavier.low[masspole] = spec.round_param(0.3);
+  heavier.high[masspole] = spec.round_param(0.6);
+  for (int t = 0; t < 200; ++t) {
+    if (t == 40) {
+      engine->set_agent_physics(1, heavier, stream);
+      alone[1]->set_physics(heavier, stream);
+    }
+    engine->random_actions(out.actions.span(), {}, stream);
+    engine->step(out.action_view(), out.views(), stream);
+    for (std::int64_t k = 0; k < 3; ++k) {
+      alone[k]->random_actions(alone_out[k].actions.span(), {}, stream);
+      alone[k]->step(alone_out[k].action_view(), alone_out[k].views(), stream);
+    }
+  }
+  CHECK(engine->agent_physics(1).high[masspole] == heavier.high[masspole]);
+  CHECK(engine->agent_physics(0).value == physics[0].value);
+  const std::vector<double> all_params = surge::params_to_host(*engine, stream);  // [3N][params]
+  for (std::int64_t k = 0; k < 3; ++k) {
+    INFO("agent " << k);
+    const std::int64_t row = n * spec.param_count();
+    const bool same_params = surge::params_to_host(*alone[k], stream) ==
+                             std::vector<double>(all_params.begin() + k * row, all_params.begin() + (k + 1) * row);
+    CHECK(same_params);
+    const bool same_states =
+        surge::to_host(engine->agent_states(k), stream) == surge::to_host(alone[k]->states(), stream);
+    CHECK(same_states);
+  }
+}
+
+TEST_CASE("an engine of agents refuses no agents and an agent's senseless physics", "[engine_agents]") {
+  const Device cpu = Device::cpu();
+  const ScenarioSpec& spec = surge::scenario_spec("cartpole");
+  CHECK_THROWS_AS(surge::make_engine("cartpole", cpu, 8, std::vector<EngineAgent>{}), surge::InputError);
+  PhysicsConfig negative = PhysicsConfig::defaults(spec);
+  negative.value[spec.param_index("masspole")] = -1.0;
+  const std::vector<EngineAgent> agents = {{1, PhysicsConfig::defaults(spec)}, {2, negative}};
+  CHECK_THROWS_WITH(surge::make_engine("cartpole", cpu, 8, agents), Catch::Contains("masspole"));
 }

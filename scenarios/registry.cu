@@ -3,6 +3,7 @@
 #include "scenarios/registry.hpp"
 
 #include <functional>
+#include <utility>
 
 #include "scenarios/acrobot.hpp"
 #include "scenarios/cartpole.hpp"
@@ -17,15 +18,15 @@ namespace {
 
 struct Entry {
   ScenarioSpec spec;
-  std::function<std::unique_ptr<Engine>(Device, std::int64_t, std::uint64_t, const PhysicsConfig&, std::int64_t)> make;
-  std::function<MemoryPlan(Device, std::int64_t)> memory_plan;
+  std::function<std::unique_ptr<Engine>(Device, std::int64_t, std::vector<EngineAgent>, std::int64_t)> make;
+  std::function<MemoryPlan(Device, std::int64_t, std::int64_t)> memory_plan;
 };
 
 template <class S>
 Entry entry() {
   return {make_spec<S>(),
-          [](Device device, std::int64_t n, std::uint64_t seed, const PhysicsConfig& physics, std::int64_t first) {
-            return std::unique_ptr<Engine>(new VecEnv<S>(device, n, seed, physics, first));
+          [](Device device, std::int64_t n, std::vector<EngineAgent> agents, std::int64_t first) {
+            return std::unique_ptr<Engine>(new VecEnv<S>(device, n, std::move(agents), first));
           },
           &VecEnv<S>::memory_plan};
 }
@@ -57,16 +58,21 @@ const ScenarioSpec& scenario_spec(const std::string& name) { return find(name).s
 
 std::unique_ptr<Engine> make_engine(const std::string& name, Device device, std::int64_t num_envs, std::uint64_t seed,
                                     const PhysicsConfig& physics, std::int64_t first_env) {
-  return find(name).make(device, num_envs, seed, physics, first_env);
+  return find(name).make(device, num_envs, {{seed, physics}}, first_env);
 }
 
 std::unique_ptr<Engine> make_engine(const std::string& name, Device device, std::int64_t num_envs, std::uint64_t seed) {
   const Entry& e = find(name);
-  return e.make(device, num_envs, seed, PhysicsConfig::defaults(e.spec), 0);
+  return e.make(device, num_envs, {{seed, PhysicsConfig::defaults(e.spec)}}, 0);
 }
 
-MemoryPlan engine_memory_plan(const std::string& name, Device device, std::int64_t num_envs) {
-  return find(name).memory_plan(device, num_envs);
+std::unique_ptr<Engine> make_engine(const std::string& name, Device device, std::int64_t envs_per_agent,
+                                    const std::vector<EngineAgent>& agents, std::int64_t first_env) {
+  return find(name).make(device, envs_per_agent, agents, first_env);
+}
+
+MemoryPlan engine_memory_plan(const std::string& name, Device device, std::int64_t num_envs, std::int64_t num_agents) {
+  return find(name).memory_plan(device, num_envs, num_agents);
 }
 
 }  // namespace surge

@@ -19,7 +19,14 @@ const ScenarioSpec& scenario_spec(const std::string& name);
 std::unique_ptr<Engine> make_engine(const std::string& name, Device device, std::int64_t num_envs, std::uint64_t seed,
                                     const PhysicsConfig& physics, std::int64_t first_env = 0);
 std::unique_ptr<Engine> make_engine(const std::string& name, Device device, std::int64_t num_envs, std::uint64_t seed);
-// The device memory make_engine would allocate for N environments of `name`, buffer by buffer.
-MemoryPlan engine_memory_plan(const std::string& name, Device device, std::int64_t num_envs);
+// Builds one engine of K = agents.size() agents of N environments each (Engine::num_agents), stepped in one
+// launch: agent k's environments step exactly as those of make_engine(name, device, N, agents[k].seed,
+// agents[k].physics, first_env) do.
+std::unique_ptr<Engine> make_engine(const std::string& name, Device device, std::int64_t envs_per_agent,
+                                    const std::vector<EngineAgent>& agents, std::int64_t first_env = 0);
+// The device memory make_engine would allocate for N environments of `name` (for each of `num_agents`
+// agents), buffer by buffer.
+MemoryPlan engine_memory_plan(const std::string& name, Device device, std::int64_t num_envs,
+                              std::int64_t num_agents = 1);
 
 }  // namespace surge

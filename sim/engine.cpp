@@ -1,6 +1,7 @@
 #include "sim/engine.hpp"
 
 #include <cmath>
+#include <cstddef>
 #include <sstream>
 
 #include "sim/error.hpp"
@@ -87,10 +88,30 @@ void params_from_host(Engine& engine, const std::vector<double>& values, const S
 }
 
 EpisodeStats Engine::episode_stats(const Stream& stream) {
-  DeviceBuffer<double> device_out(device(), kEpisodeStatsWidth);
+  SURGE_CHECK(num_agents() == 1, "episode_stats() of an engine of " + std::to_string(num_agents()) +
+                                     " agents: agent_episode_stats() gives each agent's");
+  return agent_episode_stats(stream)[0];
+}
+
+std::vector<EpisodeStats> Engine::agent_episode_stats(const Stream& stream) {
+  DeviceBuffer<double> device_out(device(), num_agents() * kEpisodeStatsWidth);
   reduce_episode_stats(device_out.span(), stream);
   const std::vector<double> host = to_host(device_out.cspan(), stream);
-  return {host[0], host[1], host[2]};
+  std::vector<EpisodeStats> stats;
+  for (std::int64_t k = 0; k < num_agents(); ++k) {
+    const double* row = host.data() + k * kEpisodeStatsWidth;
+    stats.push_back({row[0], row[1], row[2]});
+  }
+  return stats;
+}
+
+TensorView Engine::agent_params(std::int64_t agent) {
+  TensorView view = params();
+  const Span<std::byte> bytes{static_cast<std::byte*>(view.data),
+                              view.numel() * static_cast<std::int64_t>(dtype_size(view.dtype)), view.device};
+  view.data = agent_rows(bytes, agent).data;  // rows of [N][param_count]: the strides stay
+  view.shape[0] = envs_per_agent();
+  return view;
 }
 
 }  // namespace surge

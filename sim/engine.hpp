@@ -8,6 +8,7 @@
 
 #include "sim/buffer_table.hpp"
 #include "sim/device.hpp"
+#include "sim/error.hpp"
 #include "sim/memory.hpp"
 #include "sim/stream.hpp"
 #include "sim/tensor_view.hpp"
@@ -93,6 +94,13 @@ struct RolloutViews {
 // every line in before writing it. Smaller rollouts stay cached for whoever reads them next.
 inline constexpr std::int64_t kStreamingRolloutBytes = std::int64_t(32) << 20;
 
+// One agent of an engine that holds several (Engine::num_agents): the seed its environments' random streams
+// are keyed by and the physics its resets draw from, as an engine of its own would have them.
+struct EngineAgent {
+  std::uint64_t seed = 0;
+  PhysicsConfig physics;
+};
+
 // Statistics of the episodes that finished since the last clear.
 struct EpisodeStats {
   double episodes = 0;
@@ -109,17 +117,28 @@ class Engine {
 
   virtual const ScenarioSpec& spec() const = 0;
   virtual Device device() const = 0;
+  // Every environment of every agent: num_agents() * envs_per_agent().
   virtual std::int64_t num_envs() const = 0;
+  // An engine holds K agents of N environments each (one unless make_engine was given agents). Agent k owns
+  // environments k*N .. k*N+N-1, and its environment k*N+i steps, resets and draws exactly as environment i of
+  // an engine of N environments with agent k's seed and physics: the same random streams, the same bits.
+  virtual std::int64_t num_agents() const { return 1; }
+  std::int64_t envs_per_agent() const { return num_envs() / num_agents(); }
+  virtual std::uint64_t agent_seed(std::int64_t agent) const = 0;
+  virtual const PhysicsConfig& agent_physics(std::int64_t agent) const = 0;
   // The global index of environment 0 (a rank's share of a data-parallel run starts there); its
   // random streams are those of environments first_env() .. first_env() + N - 1.
   virtual std::int64_t first_env() const { return 0; }
-  virtual std::uint64_t seed() const = 0;
-  virtual const PhysicsConfig& physics() const = 0;
+  // Agent 0's seed and physics (the engine's, with one agent).
+  std::uint64_t seed() const { return agent_seed(0); }
+  const PhysicsConfig& physics() const { return agent_physics(0); }
   // Rewrites the physics every later reset draws from (the device buffer engine.physics, which the kernels
   // read, so a captured CUDA graph picks it up too), ordered on `stream` after the work already enqueued;
   // the parameters of episodes under way stay as they were drawn. Between steps or iterations, not inside
   // a graph's capture. Throws InputError, changing nothing, when `physics` makes no sense for the scenario.
+  // With several agents, every agent's; set_agent_physics rewrites agent k's rows of engine.physics only.
   virtual void set_physics(const PhysicsConfig& physics, const Stream& stream) = 0;
+  virtual void set_agent_physics(std::int64_t agent, const PhysicsConfig& physics, const Stream& stream) = 0;
 
   // Starts every environment afresh: counters cleared, parameters redrawn where randomised.
   virtual void reset(const Stream& stream) = 0;
@@ -139,12 +158,15 @@ class Engine {
   virtual void transition(Span<const float> states, const ActionView& actions, Span<float> next_states, Span<float> obs,
                           Span<float> reward, Span<std::uint8_t> terminated, const Stream& stream) const = 0;
 
-  // Reduces the finished-episode statistics on the device into out[kEpisodeStatsWidth]
-  // (episodes, return sum, length sum), a device view; does not wait.
+  // Reduces the finished-episode statistics on the device into out[K][kEpisodeStatsWidth] (episodes, return
+  // sum, length sum per agent), a device view; does not wait. Agent k's row has the bits an engine of its N
+  // environments alone reduces to.
   virtual void reduce_episode_stats(Span<double> out, const Stream& stream) = 0;
   virtual void clear_episode_stats(const Stream& stream) = 0;
-  // Host convenience for tools and tests: reduces, copies back and waits.
+  // Host conveniences for tools and tests: reduce, copy back and wait. episode_stats() is for an engine of
+  // one agent; agent_episode_stats() gives one entry per agent.
   EpisodeStats episode_stats(const Stream& stream);
+  std::vector<EpisodeStats> agent_episode_stats(const Stream& stream);
 
   // Raw views of the engine's state, for checkpoints, tests and `surge step`.
   virtual Span<float> states() = 0;                // [N][state_dim]
@@ -156,6 +178,21 @@ class Engine {
   // Every buffer, as its table declares them: what a resumable checkpoint saves of the environments
   // (kSaved) among them.
   virtual const BufferArena& buffers() const = 0;
+
+  // Agent k's share of a view of every environment ([K*N][width], such as the observations a step wrote or
+  // states()): its rows k*N .. k*N+N-1, [N][width].
+  template <class T>
+  Span<T> agent_rows(Span<T> all, std::int64_t agent) const {
+    SURGE_CHECK(agent >= 0 && agent < num_agents(),
+                "agent " + std::to_string(agent) + " of an engine of " + std::to_string(num_agents()) + " agents");
+    SURGE_CHECK(all.size % num_envs() == 0, "a view of " + std::to_string(all.size) +
+                                                " elements is not rows of the engine's " + std::to_string(num_envs()) +
+                                                " environments");
+    const std::int64_t rows = all.size / num_envs() * envs_per_agent();
+    return all.slice(agent * rows, rows);
+  }
+  Span<float> agent_states(std::int64_t agent) { return agent_rows(states(), agent); }  // [N][state_dim]
+  TensorView agent_params(std::int64_t agent);                                          // [N][param_count]
 };
 
 // Every environment's parameters, [N][param_count], on the host and widened to double (exactly), or

@@ -28,7 +28,8 @@ namespace surge {
 // Physics as the kernels see it, in the scenario's parameter type: what each parameter is, and the range a
 // reset draws it from where randomised. It lives in the engine's device buffer `engine.physics`, which the
 // kernels read through a pointer, never as an argument, so a captured CUDA graph reads the table as it is
-// when it runs. Every field is a T, so the buffer reads as [1][4][params] of the parameter type.
+// when it runs. Every field is a T, so the buffer reads as [K][4][params] of the parameter type, one table per
+// agent.
 template <class T, int kCount>
 struct PhysicsTable {
   T value[kCount];
@@ -62,6 +63,20 @@ struct EpisodeTally {
   double episodes;
   double return_sum;
   double length_sum;
+};
+
+// Which random streams environment i of an engine of K agents draws from (Engine::num_agents): it belongs to
+// agent k = i / N, and draws as environment i - k*N of an engine of N environments with agent k's seed, whose
+// environment 0 is global environment first_env (a rank's share of a data-parallel run).
+struct AgentStreams {
+  const std::uint64_t* seeds;   // [K], on the device
+  std::int64_t envs_per_agent;  // N
+  std::int64_t first_env;
+
+  SURGE_HD_INLINE std::int64_t agent(std::int64_t i) const { return i / envs_per_agent; }
+  SURGE_HD_INLINE std::int64_t stream(std::int64_t i, std::int64_t agent) const {
+    return first_env + (i - agent * envs_per_agent);
+  }
 };
 
 // Words of the random-action stream one action of S uses: one per discrete action, one per dimension.

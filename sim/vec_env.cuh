@@ -1,12 +1,15 @@
 #pragma once
-// VecEnv<Scenario>: N environments of one scenario stepped together on one device.
+// VecEnv<Scenario>: N environments of one scenario stepped together on one device, or K agents of N each in
+// one engine (Engine::num_agents).
 // Include only from the .cu file that instantiates the engines (scenarios/registry.cu).
 //
-// One environment's logic is EnvLogic (sim/env_logic.cuh); the fused rollout of `surge bench env` is in
-// sim/fused_rollout.cuh.
+// One environment's logic is EnvLogic (sim/env_logic.cuh), the step kernels are in sim/vec_env_kernels.cuh, the
+// fused rollout of `surge bench env` is in sim/fused_rollout.cuh.
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "sim/buffer_table.hpp"
 #include "sim/engine.hpp"
@@ -18,36 +21,10 @@
 #include "sim/memory_plan.hpp"
 #include "sim/parallel.cuh"
 #include "sim/philox.hpp"
+#include "sim/reduce_order.hpp"
+#include "sim/vec_env_kernels.cuh"
 
 namespace surge {
-
-template <class S>
-struct StepKernel {
-  using Logic = EnvLogic<S>;
-  typename S::State* states;
-  typename S::Params* params;
-  std::int32_t* episode_steps;
-  float* episode_returns;
-  std::uint64_t* rng_offsets;
-  EpisodeTally* tallies;
-  const typename EnvLogic<S>::Physics* physics;  // [1], read at resets
-  std::uint64_t seed;
-  std::int64_t first_env;        // the global index of environment 0: its random streams' number
-  const std::int32_t* discrete;  // [N] or null
-  const float* continuous;       // [N][action_dim] or null
-  float* obs;                    // [N][obs_dim]
-  float* reward;                 // [N]
-  std::uint8_t* terminated;      // [N]
-  std::uint8_t* truncated;       // [N]
-  float* final_obs;              // [N][obs_dim] or null
-
-  SURGE_HD_INLINE void operator()(std::int64_t i) const {
-    const auto action = Logic::load_action(discrete, continuous, i);
-    reward[i] = Logic::step_env(seed, first_env + i, *physics, states[i], params[i], episode_steps[i],
-                                episode_returns[i], rng_offsets[i], tallies[i], action, terminated[i], truncated[i],
-                                obs + i * S::kObsDim, final_obs ? final_obs + i * S::kObsDim : nullptr);
-  }
-};
 
 template <class S>
 ScenarioSpec make_spec() {
@@ -85,11 +62,12 @@ class VecEnv final : public Engine {
   static constexpr int kParamCount = Logic::kParamCount;
   static constexpr int kStateDim = Logic::kStateDim;
 
-  // The buffers the constructor allocates, by name and size, so a run can check they fit first.
-  static MemoryPlan memory_plan(Device device, std::int64_t num_envs) {
+  // The buffers the constructor allocates for `agents` agents of N environments each, by name and size, so a
+  // run can check they fit first.
+  static MemoryPlan memory_plan(Device device, std::int64_t envs_per_agent, std::int64_t agents = 1) {
     MemoryPlan plan(device);
     Buffers unused;
-    table(device, num_envs, unused).add_to(plan);
+    table(device, envs_per_agent, agents, unused).add_to(plan);
     return plan;
   }
 
@@ -97,19 +75,29 @@ class VecEnv final : public Engine {
   // first_env + i, so the engines of several ranks are, together, one engine of all their environments.
   VecEnv(Device device, std::int64_t num_envs, std::uint64_t seed, const PhysicsConfig& physics,
          std::int64_t first_env = 0)
+      : VecEnv(device, num_envs, std::vector<EngineAgent>{{seed, physics}}, first_env) {}
+
+  // K = agents.size() agents of N environments each (Engine::num_agents): environment k*N + i draws from the
+  // streams of global environment first_env + i under agents[k]'s seed and resets under its physics.
+  VecEnv(Device device, std::int64_t envs_per_agent, std::vector<EngineAgent> agents, std::int64_t first_env = 0)
       : spec_(make_spec<S>()),
         device_(device),
-        num_envs_(num_envs),
+        num_agents_(static_cast<std::int64_t>(agents.size())),
+        envs_per_agent_(envs_per_agent),
+        num_envs_(envs_per_agent * num_agents_),
         first_env_(first_env),
-        seed_(seed),
-        physics_config_(physics) {
-    if (num_envs <= 0)
-      throw InputError("the number of environments must be at least 1, got " + std::to_string(num_envs));
+        agents_(std::move(agents)) {
+    if (envs_per_agent <= 0)
+      throw InputError("the number of environments must be at least 1, got " + std::to_string(envs_per_agent));
+    if (agents_.empty()) throw InputError("an engine needs at least one agent, got none");
     SURGE_CHECK(first_env >= 0, "negative first environment index");
-    physics.validate(spec_);
+    for (const EngineAgent& agent : agents_) agent.physics.validate(spec_);
     Stream stream(device);
-    arena_ = BufferArena(device, table(device, num_envs, b_), stream);  // zeroed: the RNG offsets start at 0
-    write_physics(physics, stream);
+    arena_ = BufferArena(device, table(device, envs_per_agent_, num_agents_, b_), stream);  // zeroed: offsets at 0
+    std::vector<std::uint64_t> seeds;
+    for (const EngineAgent& agent : agents_) seeds.push_back(agent.seed);
+    from_host(arena_[b_.seeds], seeds, stream);
+    for (std::int64_t k = 0; k < num_agents_; ++k) write_physics(k, agents_[k].physics, stream);
     reset(stream);
     stream.synchronize();
   }
@@ -117,15 +105,25 @@ class VecEnv final : public Engine {
   const ScenarioSpec& spec() const override { return spec_; }
   Device device() const override { return device_; }
   std::int64_t num_envs() const override { return num_envs_; }
+  std::int64_t num_agents() const override { return num_agents_; }
   std::int64_t first_env() const override { return first_env_; }
-  std::uint64_t seed() const override { return seed_; }
-  const PhysicsConfig& physics() const override { return physics_config_; }
+  std::uint64_t agent_seed(std::int64_t agent) const override { return agents_.at(check_agent(agent)).seed; }
+  const PhysicsConfig& agent_physics(std::int64_t agent) const override {
+    return agents_.at(check_agent(agent)).physics;
+  }
 
   void set_physics(const PhysicsConfig& physics, const Stream& stream) override {
     check_stream(stream);
     physics.validate(spec_);
-    write_physics(physics, stream);
-    physics_config_ = physics;
+    for (std::int64_t k = 0; k < num_agents_; ++k) write_physics(k, physics, stream);
+    for (EngineAgent& agent : agents_) agent.physics = physics;
+  }
+  void set_agent_physics(std::int64_t agent, const PhysicsConfig& physics, const Stream& stream) override {
+    check_stream(stream);
+    check_agent(agent);
+    physics.validate(spec_);
+    write_physics(agent, physics, stream);
+    agents_[agent].physics = physics;
   }
 
   void reset(const Stream& stream) override {
@@ -135,11 +133,11 @@ class VecEnv final : public Engine {
     const auto steps = arena_[b_.episode_steps];
     const auto returns = arena_[b_.episode_returns];
     const auto offsets = arena_[b_.rng_offsets];
-    const auto* table = arena_.data(b_.physics);
-    const auto seed = seed_;
-    const std::int64_t first = first_env_;
+    const auto* tables = arena_.data(b_.physics);
+    const AgentStreams streams = agent_streams();
     parallel_for(stream, num_envs_, [=] SURGE_HD(std::int64_t i) {
-      Logic::reset_env(seed, first + i, *table, states[i], params[i], offsets[i]);
+      const std::int64_t agent = streams.agent(i);
+      Logic::reset_env(streams.seeds[agent], streams.stream(i, agent), tables[agent], states[i], params[i], offsets[i]);
       steps[i] = 0;
       returns[i] = 0.0f;
     });
@@ -169,7 +167,7 @@ class VecEnv final : public Engine {
                                arena_.data(b_.rng_offsets),
                                arena_.data(b_.tallies),
                                arena_.data(b_.physics),
-                               seed_,
+                               agents_[0].seed,
                                first_env_,
                                actions.discrete.data,
                                actions.continuous.data,
@@ -178,7 +176,10 @@ class VecEnv final : public Engine {
                                out.terminated.data,
                                out.truncated.data,
                                out.final_obs.data};
-    parallel_for(stream, num_envs_, kernel);
+    if (num_agents_ == 1)
+      parallel_for(stream, num_envs_, kernel);
+    else
+      parallel_for(stream, num_envs_, AgentStepKernel<S>{kernel, agent_streams()});
   }
 
   void rollout_random(std::int64_t num_steps, const RolloutViews& out, const Stream& stream) override {
@@ -190,6 +191,7 @@ class VecEnv final : public Engine {
     check_view(out.reward, num_steps * n, "reward");
     check_view(out.terminated, num_steps * n, "terminated");
     check_view(out.truncated, num_steps * n, "truncated");
+    if (num_agents_ > 1) return rollout_stepped(num_steps, out, stream);
     const auto states = arena_[b_.states];
     const auto params = arena_[b_.params];
     const auto steps = arena_[b_.episode_steps];
@@ -213,7 +215,7 @@ class VecEnv final : public Engine {
                         out.truncated.data,
                         n,
                         num_steps,
-                        seed_,
+                        agents_[0].seed,
                         arena_.data(b_.physics),
                         streaming};
     // Environments stay in registers (GPU) or in a small tile on the stack (CPU) for all T steps; only the
@@ -230,25 +232,14 @@ class VecEnv final : public Engine {
   void random_actions(Span<std::int32_t> discrete, Span<float> continuous, const Stream& stream) override {
     check_stream(stream);
     check_actions(ActionView{discrete, continuous}, num_envs_);
-    const auto action_offsets = arena_[b_.action_offsets];
-    const auto seed = seed_;
-    const std::int64_t first = first_env_;
-    std::int32_t* discrete_out = discrete.data;
-    float* continuous_out = continuous.data;
-    parallel_for(stream, num_envs_, [=] SURGE_HD(std::int64_t i) {
-      Rng rng(seed, rng_subsequence(RngPurpose::Action, static_cast<std::uint64_t>(first + i)), action_offsets[i]);
-      const auto action = Logic::random_action(rng);
-      std::int32_t* const discrete_target = discrete_out;  // captured outside the constexpr branches
-      float* const continuous_target = continuous_out;
-      if constexpr (S::kActionKind == ActionKind::Discrete) {
-        (void)continuous_target;
-        discrete_target[i] = action;
-      } else {
-        (void)discrete_target;
-        for (int k = 0; k < S::kActionDim; ++k) continuous_target[i * S::kActionDim + k] = action.v[k];
-      }
-      action_offsets[i] = rng.offset();
-    });
+    const auto offsets = arena_[b_.action_offsets];
+    if (num_agents_ == 1)
+      parallel_for(
+          stream, num_envs_,
+          RandomActionKernel<S, false>{offsets, agents_[0].seed, agent_streams(), discrete.data, continuous.data});
+    else
+      parallel_for(stream, num_envs_,
+                   RandomActionKernel<S, true>{offsets, 0, agent_streams(), discrete.data, continuous.data});
   }
 
   void transition(Span<const float> states_in, const ActionView& actions, Span<float> next_states, Span<float> obs,
@@ -280,16 +271,21 @@ class VecEnv final : public Engine {
 
   void reduce_episode_stats(Span<double> out, const Stream& stream) override {
     check_stream(stream);
-    check_view(out, kEpisodeStatsWidth, "episode stats");
-    const auto tallies = arena_[b_.tallies];
-    parallel_reduce<kEpisodeStatsWidth>(
-        stream, num_envs_,
-        [=] SURGE_HD(std::int64_t i, double* acc) {
-          acc[0] += tallies[i].episodes;
-          acc[1] += tallies[i].return_sum;
-          acc[2] += tallies[i].length_sum;
-        },
-        arena_.data(b_.reduce_scratch), out.data);
+    check_view(out, num_agents_ * kEpisodeStatsWidth, "episode stats");
+    const EpisodeTally* tallies = arena_.data(b_.tallies);
+    double* scratch = arena_.data(b_.reduce_scratch);
+    if (num_agents_ == 1) {
+      parallel_reduce<kEpisodeStatsWidth>(stream, num_envs_, TallySum{tallies}, scratch, out.data);
+    } else if (device_.is_cpu()) {
+      reduce_agent_chunks(out.data, stream);
+    } else {
+      // One reduction per agent over its own environments, each in the order of an engine of its own; a
+      // segmented reduction (one launch pair for all agents) is to replace this loop.
+      const std::int64_t per_agent_scratch = reduce_scratch_size(device_, kEpisodeStatsWidth);
+      for (std::int64_t k = 0; k < num_agents_; ++k)
+        parallel_reduce<kEpisodeStatsWidth>(stream, envs_per_agent_, TallySum{tallies + k * envs_per_agent_},
+                                            scratch + k * per_agent_scratch, out.data + k * kEpisodeStatsWidth);
+    }
   }
 
   void clear_episode_stats(const Stream& stream) override {
@@ -321,10 +317,13 @@ class VecEnv final : public Engine {
     Slot<std::uint64_t> rng_offsets, action_offsets;
     Slot<EpisodeTally> tallies;
     Slot<Physics> physics;
+    Slot<std::uint64_t> seeds;
     Slot<double> reduce_scratch;
   };
-  // kSaved marks what a resumable checkpoint keeps of the environments.
-  static BufferTable table(Device device, std::int64_t n, Buffers& b) {
+  // kSaved marks what a resumable checkpoint keeps of the environments. Per-env buffers hold all K*N
+  // environments, agent k's at rows k*N .. k*N+N-1.
+  static BufferTable table(Device device, std::int64_t envs_per_agent, std::int64_t agents, Buffers& b) {
+    const std::int64_t n = envs_per_agent * agents;
     BufferTable t;
     b.states = t.add<State>(DType::Float32, "engine.state", {n}, "[N][state_dim]", "each env's physics state", kSaved);
     b.params = t.add<Params>(dtype_of<ParamType>, "engine.params", {n}, "[N][params]",
@@ -339,16 +338,23 @@ class VecEnv final : public Engine {
         t.add<std::uint64_t>("engine.action_offsets", {n}, "[N]", "words used of each env's random-action stream");
     b.tallies =
         t.add<EpisodeTally>(DType::Float64, "engine.tallies", {n}, "[N][3]", "finished episodes since the last clear");
-    b.physics = t.add<Physics>(dtype_of<ParamType>, "engine.physics", {1}, "[1][4][params]",
+    b.physics = t.add<Physics>(dtype_of<ParamType>, "engine.physics", {agents},
+                               agents == 1 ? "[1][4][params]" : "[K][4][params]",
                                "what resets draw the parameters from: value, low, high, randomised (1 or 0)");
-    b.reduce_scratch = t.add<double>("engine.reduce_scratch", {reduce_scratch_size(device, kEpisodeStatsWidth)},
-                                     "[SMs*4][3]", "partial sums of the episode statistics");
+    b.seeds = t.add<std::uint64_t>("engine.seeds", {agents}, agents == 1 ? "[1]" : "[K]",
+                                   "each agent's seed, keying its envs' streams");
+    // Several agents on the CPU: each agent's fixed chunks (reduce_agent_chunks); on CUDA: each agent's blocks.
+    const std::int64_t scratch = agents == 1       ? reduce_scratch_size(device, kEpisodeStatsWidth)
+                                 : device.is_cpu() ? agents * kCpuReduceChunks * kEpisodeStatsWidth
+                                                   : agents * reduce_scratch_size(device, kEpisodeStatsWidth);
+    b.reduce_scratch = t.add<double>("engine.reduce_scratch", {scratch}, agents == 1 ? "[SMs*4][3]" : "[K][chunks][3]",
+                                     "partial sums of the episode statistics");
     return t;
   }
 
-  // The table of `physics` (validated) into engine.physics, ordered on `stream`; waits, so the host table
-  // may go.
-  void write_physics(const PhysicsConfig& physics, const Stream& stream) {
+  // The table of `physics` (validated) into agent k's rows of engine.physics, ordered on `stream`; waits, so
+  // the host table may go.
+  void write_physics(std::int64_t agent, const PhysicsConfig& physics, const Stream& stream) {
     Physics table{};
     for (int j = 0; j < kParamCount; ++j) {
       table.value[j] = static_cast<ParamType>(physics.value[j]);
@@ -356,8 +362,44 @@ class VecEnv final : public Engine {
       table.high[j] = static_cast<ParamType>(physics.high[j]);
       table.randomized[j] = physics.randomized[j] ? ParamType(1) : ParamType(0);
     }
-    copy_bytes(arena_.data(b_.physics), device_, &table, Device::cpu(), sizeof table, stream);
+    copy_bytes(arena_.data(b_.physics) + agent, device_, &table, Device::cpu(), sizeof table, stream);
     stream.synchronize();
+  }
+
+  // rollout_random() for several agents: random_actions() and step() per step, the same bits as each agent's
+  // fused rollout alone, since the fused tiles number their streams by the environment's index in the rollout
+  // (an agent's own index only with one agent). Waits for the stream: it frees its action buffer.
+  void rollout_stepped(std::int64_t num_steps, const RolloutViews& out, const Stream& stream) {
+    const std::int64_t n = num_envs_;
+    const bool discrete = S::kActionKind == ActionKind::Discrete;
+    DeviceBuffer<std::int32_t> discrete_actions(device_, discrete ? n : 0);
+    DeviceBuffer<float> continuous_actions(device_, discrete ? 0 : n * action_words<S>());
+    for (std::int64_t t = 0; t < num_steps; ++t) {
+      random_actions(discrete_actions.span(), continuous_actions.span(), stream);
+      step(ActionView{discrete_actions.cspan(), continuous_actions.cspan()},
+           StepViews{out.obs.slice(t * n * S::kObsDim, n * S::kObsDim),
+                     out.reward.slice(t * n, n),
+                     out.terminated.slice(t * n, n),
+                     out.truncated.slice(t * n, n),
+                     {}},
+           stream);
+    }
+    stream.synchronize();
+  }
+
+  // The CPU's episode statistics of several agents in the order parallel_reduce gives each agent's N
+  // environments alone (AgentChunkSums): two loops, whatever K.
+  void reduce_agent_chunks(double* out, const Stream& stream) {
+    const AgentChunkSums sums{TallySum{arena_.data(b_.tallies)}, arena_.data(b_.reduce_scratch), envs_per_agent_, out};
+    parallel_for(stream, num_agents_ * kCpuReduceChunks, sums, envs_per_agent_ / kCpuReduceChunks + 1);
+    parallel_for(stream, num_agents_, AgentChunkFold{sums});
+  }
+
+  AgentStreams agent_streams() const { return {arena_.data(b_.seeds), envs_per_agent_, first_env_}; }
+  std::int64_t check_agent(std::int64_t agent) const {
+    SURGE_CHECK(agent >= 0 && agent < num_agents_,
+                "agent " + std::to_string(agent) + " of an engine of " + std::to_string(num_agents_) + " agents");
+    return agent;
   }
 
   void check_stream(const Stream& stream) const {
@@ -380,10 +422,11 @@ class VecEnv final : public Engine {
 
   ScenarioSpec spec_;
   Device device_;
-  std::int64_t num_envs_;
+  std::int64_t num_agents_;      // K
+  std::int64_t envs_per_agent_;  // N
+  std::int64_t num_envs_;        // K*N
   std::int64_t first_env_;
-  std::uint64_t seed_;
-  PhysicsConfig physics_config_;
+  std::vector<EngineAgent> agents_;  // each agent's seed and physics, as the device buffers hold them
   Buffers b_;
   BufferArena arena_;  // the table above, one allocation
 };

@@ -1,0 +1,134 @@
+#pragma once
+// The kernels of VecEnv's step (sim/vec_env.cuh): one agent's, and one launch for the environments of several
+// agents (Engine::num_agents), and the body of the episode statistics' reductions.
+// Include only from .cu files (scenarios/registry.cu instantiates the engines).
+#include <cstdint>
+
+#include "sim/engine.hpp"
+#include "sim/env_logic.cuh"
+#include "sim/hd.hpp"
+#include "sim/memory.hpp"
+#include "sim/philox.hpp"
+#include "sim/reduce_order.hpp"
+
+namespace surge {
+
+template <class S>
+struct StepKernel {
+  using Logic = EnvLogic<S>;
+  typename S::State* states;
+  typename S::Params* params;
+  std::int32_t* episode_steps;
+  float* episode_returns;
+  std::uint64_t* rng_offsets;
+  EpisodeTally* tallies;
+  const typename EnvLogic<S>::Physics* physics;  // [K], read at resets
+  std::uint64_t seed;
+  std::int64_t first_env;        // the global index of environment 0: its random streams' number
+  const std::int32_t* discrete;  // [N] or null
+  const float* continuous;       // [N][action_dim] or null
+  float* obs;                    // [N][obs_dim]
+  float* reward;                 // [N]
+  std::uint8_t* terminated;      // [N]
+  std::uint8_t* truncated;       // [N]
+  float* final_obs;              // [N][obs_dim] or null
+
+  SURGE_HD_INLINE void operator()(std::int64_t i) const {
+    const auto action = Logic::load_action(discrete, continuous, i);
+    reward[i] = Logic::step_env(seed, first_env + i, *physics, states[i], params[i], episode_steps[i],
+                                episode_returns[i], rng_offsets[i], tallies[i], action, terminated[i], truncated[i],
+                                obs + i * S::kObsDim, final_obs ? final_obs + i * S::kObsDim : nullptr);
+  }
+};
+
+// The step of an engine of several agents, one launch for all K*N environments: environment i draws from its
+// agent's seed (a device array) and resets under its agent's physics table. With one agent the engine keeps
+// StepKernel, which neither divides nor reads a seed from memory (the body is StepKernel's with the agent's
+// seed, stream and table: kept apart so that the one agent's kernel compiles exactly as before).
+template <class S>
+struct AgentStepKernel {
+  StepKernel<S> env;
+  AgentStreams streams;
+
+  SURGE_HD_INLINE void operator()(std::int64_t i) const {
+    const std::int64_t agent = streams.agent(i);
+    const auto action = EnvLogic<S>::load_action(env.discrete, env.continuous, i);
+    env.reward[i] = EnvLogic<S>::step_env(
+        streams.seeds[agent], streams.stream(i, agent), env.physics[agent], env.states[i], env.params[i],
+        env.episode_steps[i], env.episode_returns[i], env.rng_offsets[i], env.tallies[i], action, env.terminated[i],
+        env.truncated[i], env.obs + i * S::kObsDim, env.final_obs ? env.final_obs + i * S::kObsDim : nullptr);
+  }
+};
+
+// Uniform random actions, each drawn from its environment's action stream: of `seed` numbered first_env + i
+// with one agent (kAgents false: no division, no seed read from memory), else of environment i's agent.
+template <class S, bool kAgents>
+struct RandomActionKernel {
+  Span<std::uint64_t> action_offsets;  // [K*N] words used of each env's action stream
+  std::uint64_t seed;                  // one agent's
+  AgentStreams streams;
+  std::int32_t* discrete;  // [K*N] or null
+  float* continuous;       // [K*N][action_dim] or null
+
+  SURGE_HD_INLINE void operator()(std::int64_t i) const {
+    std::uint64_t stream_seed = seed;
+    std::int64_t env_stream = streams.first_env + i;
+    if constexpr (kAgents) {
+      const std::int64_t agent = streams.agent(i);
+      stream_seed = streams.seeds[agent];
+      env_stream = streams.stream(i, agent);
+    }
+    Rng rng(stream_seed, rng_subsequence(RngPurpose::Action, static_cast<std::uint64_t>(env_stream)),
+            action_offsets[i]);
+    const auto action = EnvLogic<S>::random_action(rng);
+    if constexpr (S::kActionKind == ActionKind::Discrete)
+      discrete[i] = action;
+    else
+      for (int k = 0; k < S::kActionDim; ++k) continuous[i * S::kActionDim + k] = action.v[k];
+    action_offsets[i] = rng.offset();
+  }
+};
+
+// Adds environment i's finished episodes to acc[kEpisodeStatsWidth]: the order-defining body of every
+// reduction of the episode statistics.
+struct TallySum {
+  const EpisodeTally* tallies;
+  SURGE_HD_INLINE void operator()(std::int64_t i, double* acc) const {
+    acc[0] += tallies[i].episodes;
+    acc[1] += tallies[i].return_sum;
+    acc[2] += tallies[i].length_sum;
+  }
+};
+
+// Each agent's episode statistics in the order the CPU's parallel_reduce sums N environments alone
+// (sim/reduce_order.hpp): item c sums chunk c % kCpuReduceChunks of agent c / kCpuReduceChunks in index order
+// into partial[c]; fold(k) adds agent k's chunks in order into out[k].
+struct AgentChunkSums {
+  static constexpr std::int64_t kChunks = kCpuReduceChunks;
+  static constexpr int kWidth = kEpisodeStatsWidth;
+  TallySum sum;
+  double* partial;  // [K][kChunks][kWidth]
+  std::int64_t envs_per_agent;
+  double* out;  // [K][kWidth]
+
+  SURGE_HD_INLINE void operator()(std::int64_t c) const {
+    const std::int64_t n = envs_per_agent, first = c / kChunks * n, chunk = c % kChunks;
+    double* acc = partial + c * kWidth;
+    for (int w = 0; w < kWidth; ++w) acc[w] = 0.0;
+    for (std::int64_t i = first + n * chunk / kChunks; i < first + n * (chunk + 1) / kChunks; ++i) sum(i, acc);
+  }
+  SURGE_HD_INLINE void fold(std::int64_t agent) const {
+    for (int w = 0; w < kWidth; ++w) {
+      double total = 0.0;
+      for (std::int64_t chunk = 0; chunk < kChunks; ++chunk) total += partial[(agent * kChunks + chunk) * kWidth + w];
+      out[agent * kWidth + w] = total;
+    }
+  }
+};
+
+struct AgentChunkFold {
+  AgentChunkSums sums;
+  SURGE_HD_INLINE void operator()(std::int64_t agent) const { sums.fold(agent); }
+};
+
+}  // namespace surge

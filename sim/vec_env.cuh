@@ -20,6 +20,7 @@
 #include "sim/memory.hpp"
 #include "sim/memory_plan.hpp"
 #include "sim/parallel.cuh"
+#include "sim/parallel_segments.cuh"
 #include "sim/philox.hpp"
 #include "sim/reduce_order.hpp"
 #include "sim/vec_env_kernels.cuh"
@@ -279,12 +280,9 @@ class VecEnv final : public Engine {
     } else if (device_.is_cpu()) {
       reduce_agent_chunks(out.data, stream);
     } else {
-      // One reduction per agent over its own environments, each in the order of an engine of its own; a
-      // segmented reduction (one launch pair for all agents) is to replace this loop.
-      const std::int64_t per_agent_scratch = reduce_scratch_size(device_, kEpisodeStatsWidth);
-      for (std::int64_t k = 0; k < num_agents_; ++k)
-        parallel_reduce<kEpisodeStatsWidth>(stream, envs_per_agent_, TallySum{tallies + k * envs_per_agent_},
-                                            scratch + k * per_agent_scratch, out.data + k * kEpisodeStatsWidth);
+      // One launch pair for all agents, each agent's sums in the order of an engine of its own.
+      parallel_reduce_segments<kEpisodeStatsWidth>(stream, num_agents_, envs_per_agent_,
+                                                   AgentTallySum{tallies, envs_per_agent_}, scratch, out.data);
     }
   }
 
@@ -346,7 +344,7 @@ class VecEnv final : public Engine {
     // Several agents on the CPU: each agent's fixed chunks (reduce_agent_chunks); on CUDA: each agent's blocks.
     const std::int64_t scratch = agents == 1       ? reduce_scratch_size(device, kEpisodeStatsWidth)
                                  : device.is_cpu() ? agents * kCpuReduceChunks * kEpisodeStatsWidth
-                                                   : agents * reduce_scratch_size(device, kEpisodeStatsWidth);
+                                                   : reduce_segments_scratch_size(device, agents, kEpisodeStatsWidth);
     b.reduce_scratch = t.add<double>("engine.reduce_scratch", {scratch}, agents == 1 ? "[SMs*4][3]" : "[K][chunks][3]",
                                      "partial sums of the episode statistics");
     return t;

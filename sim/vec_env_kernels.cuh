@@ -100,6 +100,15 @@ struct TallySum {
   }
 };
 
+// TallySum over agent s's environments, for parallel_reduce_segments (sim/parallel_segments.cuh).
+struct AgentTallySum {
+  const EpisodeTally* tallies;
+  std::int64_t envs_per_agent;
+  SURGE_HD_INLINE void operator()(std::int64_t s, std::int64_t i, double* acc) const {
+    TallySum{tallies + s * envs_per_agent}(i, acc);
+  }
+};
+
 // Each agent's episode statistics in the order the CPU's parallel_reduce sums N environments alone
 // (sim/reduce_order.hpp): item c sums chunk c % kCpuReduceChunks of agent c / kCpuReduceChunks in index order
 // into partial[c]; fold(k) adds agent k's chunks in order into out[k].

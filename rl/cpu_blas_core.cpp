@@ -19,6 +19,15 @@ std::string openblas_core() {
 #endif
 }
 
+std::string openblas_config() {
+#if defined(SURGE_HAVE_CBLAS) && defined(OPENBLAS_VERSION)
+  const char* config = openblas_get_config();
+  return config ? std::string(config) : std::string();
+#else
+  return {};
+#endif
+}
+
 std::string openblas_core_upgrade(const std::string& chosen) {
   // The generic cores OpenBLAS falls back to for an x86-64 model it does not know.
   if (chosen != "Prescott" && chosen != "Core2" && chosen != "Nehalem" && chosen != "Penryn" && chosen != "Dunnington")
@@ -37,6 +46,7 @@ std::string openblas_core_upgrade(const std::string& chosen) {
 
 void rerun_with_openblas_core(char** argv) {
   if (std::getenv("OPENBLAS_CORETYPE") || std::getenv("SURGE_OPENBLAS_RERUN")) return;
+  if (openblas_config().find("DYNAMIC_ARCH") == std::string::npos) return;  // one core, built in
   const std::string core = openblas_core_upgrade(openblas_core());
   if (core.empty()) return;
   // Marked first, so that a program that comes back (exec failed, or OpenBLAS ignores the name) stops here.

@@ -9,6 +9,9 @@ namespace surge::rl {
 
 // The kernels OpenBLAS chose ("SkylakeX", "Prescott", ...); empty where the CPU GEMM is not OpenBLAS.
 std::string openblas_core();
+// OpenBLAS's build ("OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH ..."); only DYNAMIC_ARCH builds read
+// OPENBLAS_CORETYPE. Empty where the CPU GEMM is not OpenBLAS.
+std::string openblas_config();
 
 // The OPENBLAS_CORETYPE this CPU and its OS support best, where OpenBLAS chose an older generic core
 // for it: "Cooperlake" (AVX-512 with BF16), "SkylakeX" (AVX-512) or "Haswell" (AVX2 and FMA). Empty

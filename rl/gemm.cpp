@@ -93,7 +93,9 @@ void cpu_gemm_with_bias(Transpose trans_a, Transpose trans_b, std::int64_t m, st
 
 // While alive, CBLAS runs each call on the calling thread alone: the agents' loop forks over the cores
 // itself. OpenBLAS's setting is the process's, so the previous count comes back afterwards; OpenBLAS
-// built on OpenMP sets OpenMP's thread count with its own, which is put back at once.
+// built on OpenMP sets OpenMP's thread count with its own, which is put back at once. Being process-wide,
+// it must not be used while another host thread may be inside OpenBLAS (today nothing forks a batched GEMM
+// beside other GEMMs: inside the agents' loop cpu_loop_forks is false and no SingleThreadedBlas is made).
 class SingleThreadedBlas {
  public:
 #if defined(SURGE_HAVE_CBLAS) && defined(OPENBLAS_VERSION)
@@ -159,8 +161,9 @@ void gemm_strided_batched(const Stream& stream, Transpose trans_a, Transpose tra
       cpu_order() == CpuOrder::kSequential ? std::vector<std::int64_t>{} : cpu_visit_order(batch_count);
   const auto agent = [&](std::int64_t position) {
     const std::int64_t i = order.empty() ? position : order[static_cast<std::size_t>(position)];
-    cpu_gemm_with_bias(trans_a, trans_b, m, n, k, alpha, a + i * stride_a, lda, b + i * stride_b, ldb, beta,
-                       c + i * stride_c, ldc, bias ? bias + i * stride_bias : nullptr);
+    // With k = 0 the operands may be null: no offset is formed from a null pointer.
+    cpu_gemm_with_bias(trans_a, trans_b, m, n, k, alpha, a ? a + i * stride_a : a, lda, b ? b + i * stride_b : b, ldb,
+                       beta, c + i * stride_c, ldc, bias ? bias + i * stride_bias : nullptr);
   };
   const std::int64_t work = batch_count * m * n * std::max<std::int64_t>(k, 1);
   if (!cpu_loop_forks(!order.empty() || (batch_count > 1 && work >= kAgentForkWork))) {

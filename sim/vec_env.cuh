@@ -277,10 +277,8 @@ class VecEnv final : public Engine {
     double* scratch = arena_.data(b_.reduce_scratch);
     if (num_agents_ == 1) {
       parallel_reduce<kEpisodeStatsWidth>(stream, num_envs_, TallySum{tallies}, scratch, out.data);
-    } else if (device_.is_cpu()) {
-      reduce_agent_chunks(out.data, stream);
     } else {
-      // One launch pair for all agents, each agent's sums in the order of an engine of its own.
+      // One pass for all agents (on CUDA one launch pair), each agent's sums in the order of an engine of its own.
       parallel_reduce_segments<kEpisodeStatsWidth>(stream, num_agents_, envs_per_agent_,
                                                    AgentTallySum{tallies, envs_per_agent_}, scratch, out.data);
     }
@@ -341,10 +339,9 @@ class VecEnv final : public Engine {
                                "what resets draw the parameters from: value, low, high, randomised (1 or 0)");
     b.seeds = t.add<std::uint64_t>("engine.seeds", {agents}, agents == 1 ? "[1]" : "[K]",
                                    "each agent's seed, keying its envs' streams");
-    // Several agents on the CPU: each agent's fixed chunks (reduce_agent_chunks); on CUDA: each agent's blocks.
-    const std::int64_t scratch = agents == 1       ? reduce_scratch_size(device, kEpisodeStatsWidth)
-                                 : device.is_cpu() ? agents * kCpuReduceChunks * kEpisodeStatsWidth
-                                                   : reduce_segments_scratch_size(device, agents, kEpisodeStatsWidth);
+    // Several agents: parallel_reduce_segments' partial sums, each agent's blocks (CUDA) or chunks (CPU).
+    const std::int64_t scratch = agents == 1 ? reduce_scratch_size(device, kEpisodeStatsWidth)
+                                             : reduce_segments_scratch_size(device, agents, kEpisodeStatsWidth);
     b.reduce_scratch = t.add<double>("engine.reduce_scratch", {scratch}, agents == 1 ? "[SMs*4][3]" : "[K][chunks][3]",
                                      "partial sums of the episode statistics");
     return t;
@@ -383,14 +380,6 @@ class VecEnv final : public Engine {
            stream);
     }
     stream.synchronize();
-  }
-
-  // The CPU's episode statistics of several agents in the order parallel_reduce gives each agent's N
-  // environments alone (AgentChunkSums): two loops, whatever K.
-  void reduce_agent_chunks(double* out, const Stream& stream) {
-    const AgentChunkSums sums{TallySum{arena_.data(b_.tallies)}, arena_.data(b_.reduce_scratch), envs_per_agent_, out};
-    parallel_for(stream, num_agents_ * kCpuReduceChunks, sums, envs_per_agent_ / kCpuReduceChunks + 1);
-    parallel_for(stream, num_agents_, AgentChunkFold{sums});
   }
 
   AgentStreams agent_streams() const { return {arena_.data(b_.seeds), envs_per_agent_, first_env_}; }

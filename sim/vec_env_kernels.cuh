@@ -109,35 +109,4 @@ struct AgentTallySum {
   }
 };
 
-// Each agent's episode statistics in the order the CPU's parallel_reduce sums N environments alone
-// (sim/reduce_order.hpp): item c sums chunk c % kCpuReduceChunks of agent c / kCpuReduceChunks in index order
-// into partial[c]; fold(k) adds agent k's chunks in order into out[k].
-struct AgentChunkSums {
-  static constexpr std::int64_t kChunks = kCpuReduceChunks;
-  static constexpr int kWidth = kEpisodeStatsWidth;
-  TallySum sum;
-  double* partial;  // [K][kChunks][kWidth]
-  std::int64_t envs_per_agent;
-  double* out;  // [K][kWidth]
-
-  SURGE_HD_INLINE void operator()(std::int64_t c) const {
-    const std::int64_t n = envs_per_agent, first = c / kChunks * n, chunk = c % kChunks;
-    double* acc = partial + c * kWidth;
-    for (int w = 0; w < kWidth; ++w) acc[w] = 0.0;
-    for (std::int64_t i = first + n * chunk / kChunks; i < first + n * (chunk + 1) / kChunks; ++i) sum(i, acc);
-  }
-  SURGE_HD_INLINE void fold(std::int64_t agent) const {
-    for (int w = 0; w < kWidth; ++w) {
-      double total = 0.0;
-      for (std::int64_t chunk = 0; chunk < kChunks; ++chunk) total += partial[(agent * kChunks + chunk) * kWidth + w];
-      out[agent * kWidth + w] = total;
-    }
-  }
-};
-
-struct AgentChunkFold {
-  AgentChunkSums sums;
-  SURGE_HD_INLINE void operator()(std::int64_t agent) const { sums.fold(agent); }
-};
-
 }  // namespace surge

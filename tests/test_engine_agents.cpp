@@ -16,7 +16,7 @@
 #include "sim/error.hpp"
 #include "sim/memory.hpp"
 #include "sim/memory_plan.hpp"
-#include "tests/test_engine_agents.hpp"
+#include "tests/support/engine_agents_cases.hpp"
 
 using surge::Device;
 using surge::DeviceBuffer;

@@ -4,7 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "sim/device.hpp"
-#include "tests/test_engine_agents.hpp"
+#include "tests/support/engine_agents_cases.hpp"
 
 TEST_CASE("each agent of a CUDA engine of three steps as a CUDA engine of its own seed and physics",
           "[engine_agents][gpu]") {

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -20,7 +21,14 @@ char stall_message[640];
 std::size_t stall_message_length = 0;
 char message_prefix[64] = "surge";
 
+// Taken by the first thread to say something: a second thread that faults (or the watchdog) meanwhile waits
+// for the first one's exit instead of writing its line too (seen under load: the line twice).
+std::atomic_flag said = ATOMIC_FLAG_INIT;
+
 void say_and_exit(const char* message, std::size_t length) {
+  if (said.test_and_set()) {
+    for (;;) ::pause();
+  }
   if (::write(STDERR_FILENO, message, length) < 0) {
     // Nothing more can be done from here.
   }

@@ -6,9 +6,11 @@ own choice), and with the user's OPENBLAS_CORETYPE, and checks each against the 
 """
 import json
 import os
+import platform
 import subprocess
 import sys
 
+SKIPPED = 77  # ctest's SKIP_RETURN_CODE
 GENERIC = {"Prescott", "Core2", "Nehalem", "Penryn", "Dunnington"}
 
 
@@ -17,7 +19,7 @@ def kernels(surge, **env):
     full.update(env)
     out = subprocess.run([surge, "doctor", "--json"], env=full, check=True, capture_output=True, text=True).stdout
     cpu = json.loads(out)["cpu"]
-    return cpu["blas"], cpu["blas_kernels"]
+    return cpu["blas"], cpu["blas_kernels"], cpu["blas_config"]
 
 
 def cpu_flags():
@@ -30,11 +32,11 @@ def cpu_flags():
 
 def main():
     surge = sys.argv[1]
-    blas, own = kernels(surge, SURGE_OPENBLAS_RERUN="1")
-    if not own:
-        print(f"skipped: the CPU GEMM is not OpenBLAS ({blas})")
-        return 0
-    _, default = kernels(surge)
+    blas, own, config = kernels(surge, SURGE_OPENBLAS_RERUN="1")
+    if not own or "DYNAMIC_ARCH" not in config or platform.machine() != "x86_64":
+        print(f"skipped: the CPU GEMM is not an x86-64 OpenBLAS that picks its kernels at load ({blas}; {config})")
+        return SKIPPED
+    _, default, _ = kernels(surge)
     flags = cpu_flags()
     avx512 = {"avx512f", "avx512bw", "avx512dq", "avx512vl"} <= flags
     if own in GENERIC and avx512:
@@ -46,7 +48,7 @@ def main():
     failures = []
     if default != expected:
         failures.append(f"OpenBLAS chose {own}; surge ran {default}, expected {expected}")
-    _, forced = kernels(surge, OPENBLAS_CORETYPE="Haswell")
+    _, forced, _ = kernels(surge, OPENBLAS_CORETYPE="Haswell")
     if forced != "Haswell":
         failures.append(f"the user's OPENBLAS_CORETYPE=Haswell gave {forced}")
     for failure in failures:

@@ -86,7 +86,8 @@ std::string auto_device(const Diagnosis& diagnosis) { return auto_choice(diagnos
 std::string blas_summary() {
   const std::string core = rl::openblas_core();
   if (core.empty()) return rl::cpu_gemm_library();
-  const std::string upgrade = rl::openblas_core_upgrade(core);
+  const bool dynamic = rl::openblas_config().find("DYNAMIC_ARCH") != std::string::npos;
+  const std::string upgrade = dynamic ? rl::openblas_core_upgrade(core) : std::string();
   const char* set = std::getenv("OPENBLAS_CORETYPE");
   const char* rerun = std::getenv("SURGE_OPENBLAS_RERUN");
   std::string text = rl::cpu_gemm_library() + ", " + core + " kernels";
@@ -240,6 +241,7 @@ std::string json_text(const MachineDescription& m, const Diagnosis& d, const Ope
   JsonObject cpu;
   cpu.add("precisions", rl::cpu_precisions()).add("avx512_bf16", rl::bf16_native_supported());
   cpu.add("blas", rl::cpu_gemm_library()).add("blas_kernels", rl::openblas_core());
+  cpu.add("blas_config", rl::openblas_config());
   JsonObject mpi;
   const rl::RankPlace place = rl::rank_place();
   mpi.add("library", rl::mpi_library())

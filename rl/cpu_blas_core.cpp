@@ -10,23 +10,24 @@
 
 namespace surge::rl {
 
-std::string openblas_core() {
+namespace {
+
+// OpenBLAS's kernels' name, or its build's description; empty without OpenBLAS.
+std::string ask_openblas(bool build) {
 #if defined(SURGE_HAVE_CBLAS) && defined(OPENBLAS_VERSION)
-  const char* name = openblas_get_corename();
-  return name ? std::string(name) : std::string();
+  const char* answer = build ? openblas_get_config() : openblas_get_corename();
+  return answer ? std::string(answer) : std::string();
 #else
+  (void)build;
   return {};
 #endif
 }
 
-std::string openblas_config() {
-#if defined(SURGE_HAVE_CBLAS) && defined(OPENBLAS_VERSION)
-  const char* config = openblas_get_config();
-  return config ? std::string(config) : std::string();
-#else
-  return {};
-#endif
-}
+}  // namespace
+
+std::string openblas_core() { return ask_openblas(false); }
+
+std::string openblas_config() { return ask_openblas(true); }
 
 std::string openblas_core_upgrade(const std::string& chosen) {
   // The generic cores OpenBLAS falls back to for an x86-64 model it does not know.

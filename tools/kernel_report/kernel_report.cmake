@@ -3,8 +3,8 @@
 # ptxas reports them as the libraries compile (SurgeCuda.cmake); this only collects them, in a second.
 if(SURGE_WITH_CUDA AND Python3_Interpreter_FOUND)
   set(_surge_report_script ${PROJECT_SOURCE_DIR}/tools/kernel_report/report.py)
-  set(_surge_kernel_launchers ${PROJECT_SOURCE_DIR}/sim/parallel.cuh ${PROJECT_SOURCE_DIR}/rl/fused_mlp_cuda.cu
-                              ${PROJECT_SOURCE_DIR}/rl/fused_mlp_cuda_plan.hpp)
+  set(_surge_kernel_launchers ${PROJECT_SOURCE_DIR}/sim/parallel.cuh ${PROJECT_SOURCE_DIR}/sim/parallel_segments.cuh
+                              ${PROJECT_SOURCE_DIR}/rl/fused_mlp_cuda.cu ${PROJECT_SOURCE_DIR}/rl/fused_mlp_cuda_plan.hpp)
   add_custom_command(
     OUTPUT ${CMAKE_BINARY_DIR}/kernel-report.json ${CMAKE_BINARY_DIR}/kernel-report.txt
     COMMAND ${Python3_EXECUTABLE} ${_surge_report_script} write

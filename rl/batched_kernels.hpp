@@ -1,11 +1,11 @@
 #pragma once
-// The learner's kernels with an agent dimension, for a batched learner of K agents (docs/agents.md, "The
-// batched learner's pieces"). Agent k's copy of an array is at base + k * stride (PerAgent); its scalars
+// The learner's kernels with an agent dimension, for a batched learner of K agents (docs/batched-learner.md,
+// "The pieces"). Agent k's copy of an array is at base + k * stride (PerAgent); its scalars
 // come from device arrays indexed by k (hyper[k], optimizer[k], state[k], seeds[k]), never from kernel
 // arguments. Each launcher is defined next to its per-agent twin (gae.cu, adam.cu, trainer_kernels.cu,
-// categorical.cu), runs the same per-element code with k taken from the element index, and gives agent k
-// the bits of the per-agent launcher on agent k's slices, on the CPU and on CUDA. On CUDA each is a fixed
-// number of launches whatever K is.
+// trainer_metrics.cu, categorical.cu, gaussian.cu, mlp.cu), runs the same per-element code with k taken from
+// the element index, and gives agent k the bits of the per-agent launcher on agent k's slices, on the CPU and
+// on CUDA. On CUDA each is a fixed number of launches whatever K is.
 #include <cstdint>
 
 #include "rl/adam.hpp"
@@ -76,6 +76,68 @@ void explained_variance_sums_batched(const Stream& stream, int agents, std::int6
                                      PerAgent<const float> returns, PerAgent<const float> value, double* scratch,
                                      double* sums);
 
+// The episode bookkeeping and metrics (rl/trainer_kernels.hpp, defined in trainer_metrics.cu) for each agent,
+// agent k's rollout being its own [T][N] arrays (one rank, first_env 0). state, optimizer and metrics are
+// [K] arrays.
+// track_episode_returns for each agent ([T][N] flags and rewards, [N] running, [T][N] ended).
+void track_episode_returns_batched(const Stream& stream, int agents, std::int64_t num_steps, std::int64_t num_envs,
+                                   PerAgent<const float> reward, PerAgent<const std::uint8_t> terminated,
+                                   PerAgent<const std::uint8_t> truncated, PerAgent<float> running_return,
+                                   PerAgent<float> ended_return);
+// count_finished for each agent over its slots = T*N. Two launches whatever K.
+void count_finished_batched(const Stream& stream, int agents, std::int64_t slots,
+                            PerAgent<const std::uint8_t> terminated, PerAgent<const std::uint8_t> truncated,
+                            PerAgent<std::int32_t> chunk_counts, PerAgent<std::int32_t> group_counts);
+// newest_finished for each agent with first_env 0 and global_envs = num_envs (one rank), into candidates[k]
+// (kRecentCandidateWidth doubles each; like the per-agent launcher it writes only the entries it finds).
+// One thread per agent.
+void newest_finished_batched(const Stream& stream, int agents, std::int64_t num_steps, std::int64_t num_envs,
+                             PerAgent<const std::uint8_t> terminated, PerAgent<const std::uint8_t> truncated,
+                             PerAgent<const float> ended_return, PerAgent<const std::int32_t> chunk_counts,
+                             PerAgent<const std::int32_t> group_counts, PerAgent<double> candidates);
+// push_recent_returns with ranks = 1 for each agent: candidates[k] into ring[k], state[k]. One thread per agent.
+void push_recent_returns_batched(const Stream& stream, int agents, PerAgent<const double> candidates,
+                                 PerAgent<double> ring, TrainState* state);
+// finish_iteration for each agent: metrics[k], state[k], optimizer[k]. One thread per agent.
+struct MetricsBatch {
+  PerAgent<const double> episode_stats;  // [3] each
+  PerAgent<const double> ring;           // [kRecentEpisodes] each
+  PerAgent<const double> loss_terms;     // [epochs * minibatches][kLossTermCount] each
+  PerAgent<const double> ev_sums;        // [4] each
+  std::int64_t minibatches = 0;
+  std::int64_t minibatch_size = 0;
+  std::int64_t steps_per_iteration = 0;
+};
+void finish_iteration_batched(const Stream& stream, int agents, const MetricsBatch& inputs,
+                              const OptimizerScalars* optimizer, TrainState* state, IterationMetrics* metrics);
+// fill (rl/device_util.hpp) for each agent: values[k][0 .. count) = value in one launch, e.g. to clear every
+// agent's candidates. Defined next to fill in mlp.cu.
+void fill_batched(const Stream& stream, int agents, PerAgent<double> values, std::int64_t count, double value);
+// Copies each agent's [count] floats from `from[k]` to `to[k]` in one launch (the trainer moves obs[T] to
+// obs[0] of every agent's rollout this way): the bytes copy_bytes gives agent by agent.
+void copy_batched(const Stream& stream, int agents, PerAgent<const float> from, PerAgent<float> to, std::int64_t count);
+
+// Observation normalisation and reward scaling (rl/normalization.hpp, defined in normalization.cu) for each
+// agent of one rank, its moments at moments[k] ([2*dim+1], rewards [3]) and its clips and gamma from hyper[k].
+// Doubles of scratch update_moments_batched and scale_rewards_batched need for `agents` on `device`.
+std::int64_t normalization_batched_scratch_doubles(Device device, int agents);
+// update_moments for each agent: samples[k] [count][dim] merged into moments[k]; batch_sums[k] holds
+// 2 * kMaxNormalizedDim doubles (stride at least that). A segmented reduction, then one thread per agent.
+void update_moments_batched(const Stream& stream, int agents, PerAgent<const float> samples, std::int64_t count,
+                            int dim, PerAgent<double> moments, PerAgent<double> batch_sums, double* scratch);
+// normalize_rows for each agent: rows[k] [count][dim] in place, clipped at hyper[k].obs_clip; where the flags
+// are given ([count] each), only the rows whose episode ended. One launch over K * count rows.
+void normalize_rows_batched(const Stream& stream, int agents, PerAgent<float> rows, std::int64_t count, int dim,
+                            PerAgent<const double> moments, const AgentHyper* hyper,
+                            PerAgent<const std::uint8_t> terminated = {}, PerAgent<const std::uint8_t> truncated = {});
+// scale_rewards for each agent ([T][N] rewards and flags, [N] accumulator, [T][N] scaled, [2*T] step sums),
+// with hyper[k].gamma and .reward_clip. On CUDA 3 + 2 * T launches whatever K (a segmented reduction per step).
+void scale_rewards_batched(const Stream& stream, int agents, std::int64_t num_steps, std::int64_t num_envs,
+                           const AgentHyper* hyper, PerAgent<const float> reward,
+                           PerAgent<const std::uint8_t> terminated, PerAgent<const std::uint8_t> truncated,
+                           PerAgent<float> accumulator, PerAgent<float> scaled, PerAgent<double> moments,
+                           PerAgent<double> step_sums, double* scratch);
+
 // sample_actions (rl/categorical.hpp) for each agent, agent k's draws from seeds[k] (device) and its own
 // counter: what ActionDraw{seeds[k], draw_counter[k], draws_per_count, draw, first_env} gives a solo run.
 struct BatchedActionDraw {
@@ -88,5 +150,13 @@ struct BatchedActionDraw {
 void sample_actions_batched(const Stream& stream, int agents, PerAgent<const float> logits, std::int64_t n,
                             int num_actions, const BatchedActionDraw& draw, bool greedy, PerAgent<std::int32_t> actions,
                             PerAgent<float> logprob);
+
+// sample_gaussian_actions (rl/gaussian.hpp) for each agent: agent k's means [n][dims] and log std [dims]
+// (its parameter slice), its draws from seeds[k] and its own counter as in sample_actions_batched; low and
+// high [dims] are every agent's (one scenario's bounds). actions and logprob may have null data.
+void sample_gaussian_actions_batched(const Stream& stream, int agents, PerAgent<const float> mean,
+                                     PerAgent<const float> log_std, std::int64_t n, int dims, const float* low,
+                                     const float* high, const BatchedActionDraw& draw, bool deterministic,
+                                     PerAgent<float> actions, PerAgent<float> logprob, PerAgent<float> env_actions);
 
 }  // namespace surge::rl

@@ -130,4 +130,13 @@ const void* HostMirror::wait(int slot) const {
   return static_cast<const char*>(host_.data()) + bytes_ * static_cast<std::size_t>(slot);
 }
 
+void enqueue_or_replay(IterationGraph& graph, bool replay, const std::function<void()>& enqueue) {
+  if (!replay) {
+    enqueue();
+    return;
+  }
+  if (!graph.captured()) graph.capture(enqueue);
+  graph.launch();
+}
+
 }  // namespace surge::rl

@@ -36,6 +36,10 @@ class IterationGraph {
 // `slots` host copies of a device struct of `bytes` bytes. On CUDA they are pinned and filled by
 // cudaMemcpyAsync, each followed by an event the reader waits on (sleeping, not spinning a core); on
 // the CPU the copy happens at once.
+// Enqueues one iteration on the graph's stream: `enqueue` itself, or where `replay`, a launch of the graph,
+// captured from `enqueue` the first time.
+void enqueue_or_replay(IterationGraph& graph, bool replay, const std::function<void()>& enqueue);
+
 class HostMirror {
  public:
   HostMirror(Device device, std::size_t bytes, int slots);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "rl/batched_kernels.hpp"
 #include "rl/bf16.hpp"
 #include "rl/device_util.hpp"
 #include "rl/fused_mlp.hpp"
@@ -102,6 +103,11 @@ struct ToBf16 {
 template <class Scalar>
 void fill(const Stream& stream, Scalar* values, std::int64_t count, Scalar value) {
   parallel_for(stream, count, [=] SURGE_HD(std::int64_t i) { values[i] = value; });
+}
+
+void fill_batched(const Stream& stream, int agents, PerAgent<double> values, std::int64_t count, double value) {
+  if (count <= 0) return;
+  parallel_for(stream, agents * count, [=] SURGE_HD(std::int64_t i) { values[i / count][i % count] = value; });
 }
 
 std::int64_t reduce_scratch_doubles(Device device, int width) { return reduce_scratch_size(device, width); }

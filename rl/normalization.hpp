@@ -109,13 +109,16 @@ class Normalization {
                            std::int64_t num_envs);
   std::size_t device_bytes() const { return arena_.device_bytes(); }
 
- private:
+  // The buffers, as entries of `table` (rl/batched_trainer.hpp keeps an agent's among its own): a
+  // switched-off part's entries are empty.
   struct Buffers {
     Slot<double> obs_moments, obs_batch_sums, reward_moments, reward_step_sums, reward_shifts, scratch;
     Slot<float> reward_accumulator, scaled_reward;
   };
-  static BufferTable table(Device device, const NormalizationConfig& config, int obs_dim, std::int64_t num_steps,
-                           std::int64_t num_envs, Buffers& b);
+  static void add_buffers(BufferTable& table, Device device, const NormalizationConfig& config, int obs_dim,
+                          std::int64_t num_steps, std::int64_t num_envs, Buffers& b);
+
+ private:
   template <class T>
   T* data(Slot<T> slot) const {
     return arena_.data(slot);

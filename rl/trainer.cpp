@@ -50,10 +50,40 @@ const ScenarioSpec& checked_spec(const Engine& engine, const TrainConfig& config
 
 }  // namespace
 
+void add_episode_buffers(BufferTable& table, std::int64_t num_steps, std::int64_t num_envs, int ranks,
+                         EpisodeBuffers& b) {
+  const std::int64_t t = num_steps, n = num_envs, slots = t * n;
+  b.running_return =
+      table.add<float>("metrics.running_return", {n}, "[N]", "return of each env's current episode", kSaved);
+  b.ended_return =
+      table.add<float>("metrics.ended_return", {t, n}, "[T][N]", "return of the episode that ended at (t, n)");
+  b.chunk_counts = table.add<std::int32_t>("metrics.chunk_counts", {finished_chunk_count(slots)}, "[T*N/256]",
+                                           "ended episodes per chunk of slots");
+  b.group_counts = table.add<std::int32_t>("metrics.group_counts", {finished_group_count(slots)}, "[T*N/65536]",
+                                           "ended episodes per group of chunks");
+  b.recent_returns = table.add<double>("metrics.recent_returns", {kRecentEpisodes}, "[100]",
+                                       "ring of the latest finished returns", kSaved);
+  b.recent_candidates = table.add<double>("metrics.recent_candidates", {ranks, kRecentCandidateWidth},
+                                          "[ranks][100][2]", "each rank's newest finished episodes: key, return");
+}
+
+void add_minibatch_buffers(BufferTable& table, std::int64_t minibatch_size, int obs_dim, int action_dim,
+                           bool continuous, std::int64_t minibatches, MinibatchSlots& b) {
+  const std::int64_t mb = minibatch_size;
+  b.obs = table.add<float>("minibatch.obs", {mb, obs_dim}, "[B][obs_dim]", "the minibatch's observations");
+  if (continuous)
+    b.continuous_actions = table.add<float>("minibatch.actions", {mb, action_dim}, "[B][action_dim]", "its actions");
+  else
+    b.actions = table.add<std::int32_t>("minibatch.actions", {mb}, "[B]", "its actions");
+  b.fields = table.add<float>("minibatch.fields", {4, mb}, "[4][B]", "its logprob, value, advantage and return");
+  b.loss_terms = table.add<double>("metrics.loss_terms", {minibatches, kLossTermCount}, "[E*M][5]",
+                                   "each minibatch's loss term sums");
+}
+
 BufferTable Trainer::table(const TrainConfig& config, const ActorCritic& net, int obs_dim, Device device, int ranks,
                            Buffers& b) {
-  const std::int64_t t = config.num_steps, n = config.num_envs, d = obs_dim, p = net.table().total();
-  const std::int64_t mb = config.minibatch_size(), slots = config.batch_size(), a = net.head_width();
+  const std::int64_t t = config.num_steps, n = config.num_envs, p = net.table().total();
+  const std::int64_t mb = config.minibatch_size(), a = net.head_width();
   const std::int64_t action_dim = net.action_dim(), continuous = net.continuous() ? 1 : 0;
   BufferTable table;
   // The learner: parameters, gradients and both Adam moments side by side, each laid out by the ParamTable.
@@ -74,27 +104,9 @@ BufferTable Trainer::table(const TrainConfig& config, const ActorCritic& net, in
                                    "the samples clipped to the action bounds, as the environments get them");
   b.action_bounds = table.add<float>("learner.action_bounds", {2, action_dim}, "[2][action_dim]",
                                      "the action space's low, then high");
-  b.mb_obs = table.add<float>("minibatch.obs", {mb, d}, "[B][obs_dim]", "the minibatch's observations");
-  if (continuous)
-    b.mb_continuous_actions = table.add<float>("minibatch.actions", {mb, action_dim}, "[B][action_dim]", "its actions");
-  else
-    b.mb_actions = table.add<std::int32_t>("minibatch.actions", {mb}, "[B]", "its actions");
-  b.mb_fields = table.add<float>("minibatch.fields", {4, mb}, "[4][B]", "its logprob, value, advantage and return");
-  b.loss_terms =
-      table.add<double>("metrics.loss_terms", {config.update_epochs * config.num_minibatches, kLossTermCount},
-                        "[E*M][5]", "each minibatch's loss term sums");
-  b.running_return =
-      table.add<float>("metrics.running_return", {n}, "[N]", "return of each env's current episode", kSaved);
-  b.ended_return =
-      table.add<float>("metrics.ended_return", {t, n}, "[T][N]", "return of the episode that ended at (t, n)");
-  b.chunk_counts = table.add<std::int32_t>("metrics.chunk_counts", {finished_chunk_count(slots)}, "[T*N/256]",
-                                           "ended episodes per chunk of slots");
-  b.group_counts = table.add<std::int32_t>("metrics.group_counts", {finished_group_count(slots)}, "[T*N/65536]",
-                                           "ended episodes per group of chunks");
-  b.recent_returns = table.add<double>("metrics.recent_returns", {kRecentEpisodes}, "[100]",
-                                       "ring of the latest finished returns", kSaved);
-  b.recent_candidates = table.add<double>("metrics.recent_candidates", {ranks, kRecentCandidateWidth},
-                                          "[ranks][100][2]", "each rank's newest finished episodes: key, return");
+  add_minibatch_buffers(table, mb, obs_dim, net.action_dim(), net.continuous(),
+                        config.update_epochs * config.num_minibatches, b.minibatch);
+  add_episode_buffers(table, t, n, ranks, b.episodes);
   b.small_sums = table.add<double>("metrics.sums", {3 + 4}, "[7]", "episode statistics and explained-variance sums");
   b.reduce_scratch = table.add<double>("metrics.reduce_scratch", {reduce_scratch_doubles(device, 4)}, "[scratch]",
                                        "partial sums of the reductions");
@@ -138,9 +150,14 @@ Trainer::Trainer(Engine& engine, const TrainConfig& config, const Collective& ra
             rollout_.returns(0),
             d,
             action_dim};
-  float* fields = data(b_.mb_fields);
-  minibatch_buffers_ = {data(b_.mb_obs), data(b_.mb_actions), data(b_.mb_continuous_actions), fields, fields + b,
-                        fields + 2 * b,  fields + 3 * b};
+  float* fields = data(b_.minibatch.fields);
+  minibatch_buffers_ = {data(b_.minibatch.obs),
+                        data(b_.minibatch.actions),
+                        data(b_.minibatch.continuous_actions),
+                        fields,
+                        fields + b,
+                        fields + 2 * b,
+                        fields + 3 * b};
   const MinibatchBuffers& m = minibatch_buffers_;
   minibatch_ = {b,       m.obs,       m.actions, m.logprob,
                 m.value, m.advantage, m.returns, network_.continuous() ? m.continuous_actions : nullptr};
@@ -267,7 +284,7 @@ void Trainer::track_episodes() {
   // scaled ones where normalize_reward is on.
   const PhaseMark mark(clock_, TrainPhase::Other);
   track_episode_returns(stream_, config_.num_steps, config_.num_envs, rollout_.reward(0), rollout_.terminated(0),
-                        rollout_.truncated(0), data(b_.running_return), data(b_.ended_return));
+                        rollout_.truncated(0), data(b_.episodes.running_return), data(b_.episodes.ended_return));
   normalization_.scale(stream_, rollout_.reward(0), rollout_.terminated(0), rollout_.truncated(0));
 }
 
@@ -283,14 +300,15 @@ void Trainer::episode_statistics() {
   // Episode statistics and the rollout's explained variance.
   const PhaseMark mark(clock_, TrainPhase::Other);
   const std::int64_t slots = config_.batch_size();
-  count_finished(stream_, slots, rollout_.terminated(0), rollout_.truncated(0), data(b_.chunk_counts),
-                 data(b_.group_counts));
+  count_finished(stream_, slots, rollout_.terminated(0), rollout_.truncated(0), data(b_.episodes.chunk_counts),
+                 data(b_.episodes.group_counts));
   // Each rank's newest episodes at its own place in the candidates: the sum over ranks gathers them all.
-  const Span<double> candidates = arena_[b_.recent_candidates];
+  const Span<double> candidates = arena_[b_.episodes.recent_candidates];
   fill(stream_, candidates.data, candidates.size, 0.0);
   newest_finished(stream_, config_.num_steps, config_.num_envs, engine_.first_env(), config_.num_envs * ranks_.size(),
-                  rollout_.terminated(0), rollout_.truncated(0), data(b_.ended_return), data(b_.chunk_counts),
-                  data(b_.group_counts), candidates.data + ranks_.rank() * kRecentCandidateWidth);
+                  rollout_.terminated(0), rollout_.truncated(0), data(b_.episodes.ended_return),
+                  data(b_.episodes.chunk_counts), data(b_.episodes.group_counts),
+                  candidates.data + ranks_.rank() * kRecentCandidateWidth);
   engine_.reduce_episode_stats(arena_[b_.small_sums].slice(0, kEpisodeStatsWidth), stream_);
   engine_.clear_episode_stats(stream_);
   explained_variance_sums(stream_, slots, rollout_.returns(0), rollout_.value(0), data(b_.reduce_scratch),
@@ -299,15 +317,15 @@ void Trainer::episode_statistics() {
     ranks_.all_reduce_sum(candidates, stream_);
     ranks_.all_reduce_sum(arena_[b_.small_sums], stream_);
   }
-  push_recent_returns(stream_, candidates.data, ranks_.size(), data(b_.recent_returns), data(b_.state));
+  push_recent_returns(stream_, candidates.data, ranks_.size(), data(b_.episodes.recent_returns), data(b_.state));
 }
 
 void Trainer::finish_iteration() {
   const PhaseMark mark(clock_, TrainPhase::Other);
   MetricsInputs inputs;
   inputs.episode_stats = data(b_.small_sums);
-  inputs.ring = data(b_.recent_returns);
-  inputs.loss_terms = data(b_.loss_terms);
+  inputs.ring = data(b_.episodes.recent_returns);
+  inputs.loss_terms = data(b_.minibatch.loss_terms);
   inputs.ev_sums = data(b_.small_sums) + kEpisodeStatsWidth;
   inputs.minibatches = config_.num_minibatches;
   inputs.minibatch_size = minibatch_size_ * ranks_.size();
@@ -326,11 +344,8 @@ void Trainer::iterate(PhaseClock* clock) {
     clock->start();
     enqueue_iteration();
     clock_ = nullptr;
-  } else if (uses_graph() && enqueued_ >= 1) {
-    if (!graph_.captured()) graph_.capture([this] { enqueue_iteration(); });
-    graph_.launch();
   } else {
-    enqueue_iteration();
+    enqueue_or_replay(graph_, uses_graph() && enqueued_ >= 1, [this] { enqueue_iteration(); });
   }
   // Slot enqueued_ % 2 still holds iteration enqueued_ - 2 if nobody read it: read it before reuse.
   if (collected_ <= enqueued_ - 2) collect(enqueued_ - 2);

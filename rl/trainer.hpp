@@ -133,12 +133,9 @@ class Trainer {
     Slot<OptimizerScalars> optimizer;
     Slot<TrainState> state;
     Slot<float> rollout_head, env_actions, action_bounds;
-    Slot<float> mb_obs, mb_continuous_actions, mb_fields;
-    Slot<std::int32_t> mb_actions;
-    Slot<double> loss_terms;
-    Slot<float> running_return, ended_return;
-    Slot<std::int32_t> chunk_counts, group_counts;
-    Slot<double> recent_returns, recent_candidates, small_sums, reduce_scratch;
+    MinibatchSlots minibatch;
+    EpisodeBuffers episodes;
+    Slot<double> small_sums, reduce_scratch;
     Slot<IterationMetrics> metrics;
     Slot<std::uint8_t> rollout_stacks, mb_stacks, carried_frames, carried_first;  // pixels only
     Slot<std::int64_t> mb_indices;

@@ -1,9 +1,8 @@
-// The trainer's bookkeeping kernels, single-source.
+// The trainer's bookkeeping kernels, single-source (the episode tracking and metrics: trainer_metrics.cu).
 #include "rl/trainer_kernels.hpp"
 
-#include <cmath>
-
 #include "rl/batched_kernels.hpp"
+#include "rl/batched_loss.hpp"
 #include "rl/ppo_loss.hpp"
 #include "sim/error.hpp"
 #include "sim/parallel.cuh"
@@ -37,9 +36,9 @@ struct ExplainedVarianceTerms {
     const float ret = returns[agent][s], v = value[agent][s];
     const double y = ret, residual = static_cast<double>(ret) - static_cast<double>(v);
     acc[0] += y;
-    acc[1] += y * y;
+    acc[1] += unfused(y * y);
     acc[2] += residual;
-    acc[3] += residual * residual;
+    acc[3] += unfused(residual * residual);  // as one agent's launcher has always rounded it
   }
 };
 
@@ -69,22 +68,29 @@ namespace detail {
 
 // A functor rather than a lambda: see mlp.cu's note on nvcc's host-side wrappers. One call copies a
 // tile of kGatherTileRows rows, so the shuffle's round keys (two Philox blocks) are derived once per
-// tile rather than once per row.
+// tile rather than once per row. Item i is tile i % tiles of agent i / tiles, whose permutation family
+// has seed seeds[agent] (kOneAgent: tile i of the one agent, whose family is `family` itself, found
+// without a division or a seed read).
 constexpr std::int64_t kGatherTileRows = 16;
 
+template <bool kOneAgent>
 struct GatherMinibatch {
-  Permutation base;
-  const TrainState* state;
-  std::int64_t epochs, epoch, first, size;
-  BatchView in;
-  MinibatchBuffers to;
-  SURGE_HD_INLINE void operator()(std::int64_t tile) const {
-    const Permutation p = base.with_shuffle(static_cast<std::uint64_t>(state->iteration * epochs + epoch));
+  Permutation family;          // size and half bits (and, for one agent, the seed)
+  const std::uint64_t* seeds;  // [K], unread for one agent
+  const TrainState* state;     // [K]
+  std::int64_t epochs, epoch, first, size, tiles;
+  GatherBatch in;
+  MinibatchBatch to;
+  SURGE_HD_INLINE void operator()(std::int64_t item) const {
+    const std::int64_t agent = kOneAgent ? 0 : item / tiles, tile = kOneAgent ? item : item % tiles;
+    Permutation base = family;
+    if (!kOneAgent) base.seed = seeds[agent];
+    const Permutation p = base.with_shuffle(static_cast<std::uint64_t>(state[agent].iteration * epochs + epoch));
     const std::int64_t begin = tile * kGatherTileRows;
     const std::int64_t end = begin + kGatherTileRows < size ? begin + kGatherTileRows : size;
     std::uint64_t source[kGatherTileRows];
     permute_tile(p, first + begin, static_cast<int>(end - begin), source);
-    for (std::int64_t j = begin; j < end; ++j) copy_row(j, static_cast<std::int64_t>(source[j - begin]));
+    for (std::int64_t j = begin; j < end; ++j) copy_row(agent, j, static_cast<std::int64_t>(source[j - begin]));
   }
   // out[j] = p(first + j) for j < rows, as Permutation::operator() gives them, with the tile's rows side by
   // side through each Feistel round: one index's rounds are a chain of dependent multiplies, and the rows'
@@ -127,19 +133,23 @@ struct GatherMinibatch {
     }
     for (int j = 0; j < kGatherTileRows; ++j) out[j] = static_cast<std::uint64_t>(left[j]) << half | right[j];
   }
-  SURGE_HD_INLINE void copy_row(std::int64_t j, std::int64_t s) const {
+  SURGE_HD_INLINE void copy_row(std::int64_t agent, std::int64_t j, std::int64_t s) const {
     const int d = in.obs_dim;
-    for (int k = 0; k < d; ++k) to.obs[j * d + k] = in.obs[s * d + k];
+    const float* obs = in.obs[agent];
+    float* obs_to = to.obs[agent];
+    for (int k = 0; k < d; ++k) obs_to[j * d + k] = obs[s * d + k];
     if (in.action_dim > 0) {
       const int a = in.action_dim;
-      for (int k = 0; k < a; ++k) to.continuous_actions[j * a + k] = in.continuous_actions[s * a + k];
+      const float* actions = in.continuous_actions[agent];
+      float* actions_to = to.continuous_actions[agent];
+      for (int k = 0; k < a; ++k) actions_to[j * a + k] = actions[s * a + k];
     } else {
-      to.actions[j] = in.actions[s];
+      to.actions[agent][j] = in.actions[agent][s];
     }
-    to.logprob[j] = in.logprob[s];
-    to.value[j] = in.value[s];
-    to.advantage[j] = in.advantage[s];
-    to.returns[j] = in.returns[s];
+    to.logprob[agent][j] = in.logprob[agent][s];
+    to.value[agent][j] = in.value[agent][s];
+    to.advantage[agent][j] = in.advantage[agent][s];
+    to.returns[agent][j] = in.returns[agent][s];
   }
 };
 
@@ -149,9 +159,28 @@ void gather_minibatch(const Stream& stream, const Permutation& permutation, cons
                       std::int64_t epochs, std::int64_t epoch, std::int64_t minibatch, std::int64_t minibatch_size,
                       const BatchView& batch, const MinibatchBuffers& out) {
   const std::int64_t tiles = (minibatch_size + detail::kGatherTileRows - 1) / detail::kGatherTileRows;
+  const GatherBatch in{{batch.obs, 0},     {batch.actions, 0}, {batch.continuous_actions, 0},
+                       {batch.logprob, 0}, {batch.value, 0},   {batch.advantage, 0},
+                       {batch.returns, 0}, batch.obs_dim,      batch.action_dim};
+  const MinibatchBatch to{{out.obs, 0},     {out.actions, 0}, {out.continuous_actions, 0},
+                          {out.logprob, 0}, {out.value, 0},   {out.advantage, 0},
+                          {out.returns, 0}};
   parallel_for(stream, tiles,
-               detail::GatherMinibatch{permutation, state, epochs, epoch, minibatch * minibatch_size, minibatch_size,
-                                       batch, out},
+               detail::GatherMinibatch<true>{permutation, nullptr, state, epochs, epoch, minibatch * minibatch_size,
+                                             minibatch_size, tiles, in, to},
+               64 * detail::kGatherTileRows);
+}
+
+void gather_minibatch_batched(const Stream& stream, int agents, const std::uint64_t* seeds, std::int64_t batch_size,
+                              const TrainState* state, std::int64_t epochs, std::int64_t epoch, std::int64_t minibatch,
+                              std::int64_t minibatch_size, const GatherBatch& batch, const MinibatchBatch& out) {
+  SURGE_CHECK(agents >= 0, "gather_minibatch_batched: a negative agent count");
+  const std::int64_t tiles = (minibatch_size + detail::kGatherTileRows - 1) / detail::kGatherTileRows;
+  // Every agent's family has the batch's size and half bits; the seed is set per agent on the device.
+  const Permutation family = Permutation::make(batch_size, 0, 0);
+  parallel_for(stream, agents * tiles,
+               detail::GatherMinibatch<false>{family, seeds, state, epochs, epoch, minibatch * minibatch_size,
+                                              minibatch_size, tiles, batch, out},
                64 * detail::kGatherTileRows);
 }
 
@@ -171,118 +200,6 @@ void end_epoch_batched(const Stream& stream, int agents, const AgentHyper* hyper
   });
 }
 
-void track_episode_returns(const Stream& stream, std::int64_t num_steps, std::int64_t num_envs, const float* reward,
-                           const std::uint8_t* terminated, const std::uint8_t* truncated, float* running_return,
-                           float* ended_return) {
-  const std::int64_t n = num_envs, steps = num_steps;
-  parallel_for(
-      stream, n,
-      [=] SURGE_HD(std::int64_t i) {
-        // Accumulated in float in step order, exactly as the engine accumulates its episode returns.
-        float running = running_return[i];
-        for (std::int64_t t = 0; t < steps; ++t) {
-          const std::int64_t slot = t * n + i;
-          running += reward[slot];
-          if (terminated[slot] || truncated[slot]) {
-            ended_return[slot] = running;
-            running = 0.0f;
-          }
-        }
-        running_return[i] = running;
-      },
-      num_steps);
-}
-
-std::int64_t finished_chunk_count(std::int64_t slots) { return (slots + kFinishedChunk - 1) / kFinishedChunk; }
-std::int64_t finished_group_count(std::int64_t slots) {
-  return (finished_chunk_count(slots) + kFinishedChunk - 1) / kFinishedChunk;
-}
-
-void count_finished(const Stream& stream, std::int64_t slots, const std::uint8_t* terminated,
-                    const std::uint8_t* truncated, std::int32_t* chunk_counts, std::int32_t* group_counts) {
-  const std::int64_t chunks = finished_chunk_count(slots), groups = finished_group_count(slots);
-  parallel_for(
-      stream, chunks,
-      [=] SURGE_HD(std::int64_t c) {
-        const std::int64_t end = (c + 1) * kFinishedChunk < slots ? (c + 1) * kFinishedChunk : slots;
-        std::int32_t count = 0;
-        for (std::int64_t s = c * kFinishedChunk; s < end; ++s) count += (terminated[s] || truncated[s]) ? 1 : 0;
-        chunk_counts[c] = count;
-      },
-      kFinishedChunk);
-  parallel_for(
-      stream, groups,
-      [=] SURGE_HD(std::int64_t g) {
-        const std::int64_t end = (g + 1) * kFinishedChunk < chunks ? (g + 1) * kFinishedChunk : chunks;
-        std::int32_t count = 0;
-        for (std::int64_t c = g * kFinishedChunk; c < end; ++c) count += chunk_counts[c];
-        group_counts[g] = count;
-      },
-      kFinishedChunk);
-}
-
-void newest_finished(const Stream& stream, std::int64_t num_steps, std::int64_t num_envs, std::int64_t first_env,
-                     std::int64_t global_envs, const std::uint8_t* terminated, const std::uint8_t* truncated,
-                     const float* ended_return, const std::int32_t* chunk_counts, const std::int32_t* group_counts,
-                     double* candidates) {
-  const std::int64_t slots = num_steps * num_envs, n = num_envs;
-  const std::int64_t chunks = finished_chunk_count(slots), groups = finished_group_count(slots);
-  parallel_for(stream, 1, [=] SURGE_HD(std::int64_t) {
-    // Walks back from the end and stops after kRecentEpisodes: older ones cannot matter.
-    int found = 0;
-    for (std::int64_t g = groups - 1; g >= 0 && found < kRecentEpisodes; --g) {
-      if (group_counts[g] == 0) continue;
-      const std::int64_t last_chunk = (g + 1) * kFinishedChunk < chunks ? (g + 1) * kFinishedChunk : chunks;
-      for (std::int64_t c = last_chunk - 1; c >= g * kFinishedChunk && found < kRecentEpisodes; --c) {
-        if (chunk_counts[c] == 0) continue;
-        const std::int64_t last_slot = (c + 1) * kFinishedChunk < slots ? (c + 1) * kFinishedChunk : slots;
-        for (std::int64_t s = last_slot - 1; s >= c * kFinishedChunk && found < kRecentEpisodes; --s) {
-          if (!(terminated[s] || truncated[s])) continue;
-          const std::int64_t key = (s / n) * global_envs + first_env + s % n + 1;
-          candidates[2 * found] = static_cast<double>(key);
-          candidates[2 * found + 1] = static_cast<double>(ended_return[s]);
-          ++found;
-        }
-      }
-    }
-  });
-}
-
-void push_recent_returns(const Stream& stream, const double* candidates, int ranks, double* ring, TrainState* state) {
-  constexpr int kMaxRanks = 4096;
-  SURGE_CHECK(ranks >= 1 && ranks <= kMaxRanks, "push_recent_returns: rank count out of range");
-  parallel_for(stream, 1, [=] SURGE_HD(std::int64_t) {
-    // Each rank's list is newest first: a merge of their heads, newest first, for kRecentEpisodes.
-    int next[kMaxRanks];
-    for (int r = 0; r < ranks; ++r) next[r] = 0;
-    double newest[kRecentEpisodes];
-    int found = 0;
-    while (found < kRecentEpisodes) {
-      int best = -1;
-      double best_key = 0.0;
-      for (int r = 0; r < ranks; ++r) {
-        if (next[r] >= kRecentEpisodes) continue;
-        const double key = candidates[r * kRecentCandidateWidth + 2 * next[r]];
-        if (key > best_key) {
-          best = r;
-          best_key = key;
-        }
-      }
-      if (best < 0) break;
-      newest[found++] = candidates[best * kRecentCandidateWidth + 2 * next[best] + 1];
-      next[best] += 1;
-    }
-    std::int64_t head = state->last100_head, count = state->last100_count;
-    for (int k = found - 1; k >= 0; --k) {
-      ring[head] = newest[k];
-      head = (head + 1) % kRecentEpisodes;
-      if (count < kRecentEpisodes) ++count;
-    }
-    state->last100_head = head;
-    state->last100_count = count;
-  });
-}
-
 void explained_variance_sums(const Stream& stream, std::int64_t slots, const float* returns, const float* value,
                              double* scratch, double* sums) {
   const detail::ExplainedVarianceTerms terms{{returns, 0}, {value, 0}};
@@ -294,44 +211,6 @@ void explained_variance_sums_batched(const Stream& stream, int agents, std::int6
                                      PerAgent<const float> returns, PerAgent<const float> value, double* scratch,
                                      double* sums) {
   parallel_reduce_segments<4>(stream, agents, slots, detail::ExplainedVarianceTerms{returns, value}, scratch, sums);
-}
-
-void finish_iteration(const Stream& stream, const MetricsInputs& inputs, const OptimizerScalars* optimizer,
-                      TrainState* state, IterationMetrics* metrics) {
-  const MetricsInputs in = inputs;
-  parallel_for(stream, 1, [=] SURGE_HD(std::int64_t) {
-    const double nan = NAN;
-    IterationMetrics m;
-    m.iteration = static_cast<double>(state->iteration + 1);
-    m.global_step = m.iteration * static_cast<double>(in.steps_per_iteration);
-    m.episodes = in.episode_stats[0];
-    m.episodic_return_mean = m.episodes > 0 ? in.episode_stats[1] / m.episodes : nan;
-    m.episodic_length_mean = m.episodes > 0 ? in.episode_stats[2] / m.episodes : nan;
-    const std::int64_t recent = state->last100_count;
-    double recent_sum = 0.0;
-    for (std::int64_t k = 0; k < recent; ++k) recent_sum += in.ring[k];
-    m.return_last100 = recent > 0 ? recent_sum / static_cast<double>(recent) : nan;
-    m.recent_episodes = static_cast<double>(recent);
-    // Loss terms of the minibatches whose updates were applied (a prefix: a freeze lasts the iteration).
-    const std::int64_t applied = state->epochs_applied * in.minibatches;
-    double sums[kLossTermCount] = {0.0, 0.0, 0.0, 0.0, 0.0};
-    for (std::int64_t b = 0; b < applied; ++b)
-      for (int k = 0; k < kLossTermCount; ++k) sums[k] += in.loss_terms[b * kLossTermCount + k];
-    const double samples = static_cast<double>(applied * in.minibatch_size);
-    m.policy_loss = applied > 0 ? sums[kPolicyLoss] / samples : nan;
-    m.value_loss = applied > 0 ? sums[kValueLoss] / samples : nan;
-    m.entropy = applied > 0 ? sums[kEntropy] / samples : nan;
-    m.approx_kl = applied > 0 ? sums[kApproxKl] / samples : nan;
-    m.clipfrac = applied > 0 ? sums[kClipFraction] / samples : nan;
-    const double n = static_cast<double>(in.steps_per_iteration);
-    const double var_y = in.ev_sums[1] / n - (in.ev_sums[0] / n) * (in.ev_sums[0] / n);
-    const double var_residual = in.ev_sums[3] / n - (in.ev_sums[2] / n) * (in.ev_sums[2] / n);
-    m.explained_variance = var_y > 0.0 ? 1.0 - var_residual / var_y : nan;
-    m.learning_rate = optimizer->learning_rate;
-    m.epochs_applied = static_cast<double>(state->epochs_applied);
-    *metrics = m;
-    state->iteration += 1;
-  });
 }
 
 }  // namespace surge::rl

@@ -1,12 +1,13 @@
 #pragma once
-// The trainer's own single-source kernels (trainer_kernels.cu): bookkeeping between the learner's
-// building blocks. Each launcher only enqueues.
+// The trainer's own single-source kernels (trainer_kernels.cu; the episode tracking and metrics in
+// trainer_metrics.cu): bookkeeping between the learner's building blocks. Each launcher only enqueues.
 #include <cstdint>
 
 #include "rl/adam.hpp"
 #include "rl/agent_hyper.hpp"
 #include "rl/shuffle.hpp"
 #include "rl/train_state.hpp"
+#include "sim/buffer_table.hpp"
 #include "sim/stream.hpp"
 
 namespace surge::rl {
@@ -59,6 +60,27 @@ void end_epoch(const Stream& stream, const AgentHyper* hyper, int agent, TrainSt
 void track_episode_returns(const Stream& stream, std::int64_t num_steps, std::int64_t num_envs, const float* reward,
                            const std::uint8_t* terminated, const std::uint8_t* truncated, float* running_return,
                            float* ended_return);
+
+// The buffers of the per-environment episode tracking and the ring of recent returns, entries of one
+// learner's buffer table (Trainer's, or each agent's of rl/batched_trainer.hpp); `ranks` lists of candidates.
+struct EpisodeBuffers {
+  Slot<float> running_return, ended_return;
+  Slot<std::int32_t> chunk_counts, group_counts;
+  Slot<double> recent_returns, recent_candidates;
+};
+void add_episode_buffers(BufferTable& table, std::int64_t num_steps, std::int64_t num_envs, int ranks,
+                         EpisodeBuffers& b);
+
+// The minibatch the gather fills ([B] rows: observations, actions, and logprob, value, advantage and return
+// side by side in `fields`) and each minibatch's loss term sums, entries of one learner's buffer table;
+// actions are discrete or [B][action_dim] continuous (the other slot left empty).
+struct MinibatchSlots {
+  Slot<float> obs, continuous_actions, fields;
+  Slot<std::int32_t> actions;
+  Slot<double> loss_terms;
+};
+void add_minibatch_buffers(BufferTable& table, std::int64_t minibatch_size, int obs_dim, int action_dim,
+                           bool continuous, std::int64_t minibatches, MinibatchSlots& b);
 
 // Two-level counts of ended episodes over the [T*N] slots, for finding the latest ones quickly:
 // chunk_counts[c] over slots [c*kChunk, (c+1)*kChunk), group_counts[g] over chunks [g*kChunk, ...).

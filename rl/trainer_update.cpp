@@ -16,7 +16,7 @@ void Trainer::gather_minibatch(std::int64_t epoch, std::int64_t m) {
 
 bool Trainer::fused_update(std::int64_t epoch, std::int64_t m) {
   if (clock_ || ranks_.size() > 1 || !fused_ppo_update_applies(network_, device_)) return false;
-  double* terms = data(b_.loss_terms) + (epoch * config_.num_minibatches + m) * kLossTermCount;
+  double* terms = data(b_.minibatch.loss_terms) + (epoch * config_.num_minibatches + m) * kLossTermCount;
   const LearnerBuffers learner{data(b_.params), data(b_.grads), data(b_.adam_m), data(b_.adam_v), data(b_.optimizer)};
   const AgentHyper& hyper = data(b_.hyper)[0];  // the fused update runs on the CPU, where the host reads it
   fused_ppo_update(network_, loss_config(hyper), adam_config(hyper, config_), minibatch_, learner, terms,
@@ -32,7 +32,7 @@ void Trainer::update_forward() {
 
 void Trainer::update_backward(std::int64_t epoch, std::int64_t m) {
   const PhaseMark mark(clock_, TrainPhase::UpdateBackward);
-  double* terms = data(b_.loss_terms) + (epoch * config_.num_minibatches + m) * kLossTermCount;
+  double* terms = data(b_.minibatch.loss_terms) + (epoch * config_.num_minibatches + m) * kLossTermCount;
   workspace_.compute_backward(stream_, data(b_.hyper), 0, minibatch_, data(b_.params), data(b_.grads), terms, &ranks_);
 }
 
@@ -44,7 +44,8 @@ void Trainer::average_gradients(std::int64_t epoch, std::int64_t m) {
   ranks_.all_reduce_sum(arena_[b_.grads], stream_);
   scale_values(stream_, data(b_.grads), network_.table().total(), 1.0f / static_cast<float>(ranks_.size()));
   ranks_.all_reduce_sum(
-      arena_[b_.loss_terms].slice((epoch * config_.num_minibatches + m) * kLossTermCount, kLossTermCount), stream_);
+      arena_[b_.minibatch.loss_terms].slice((epoch * config_.num_minibatches + m) * kLossTermCount, kLossTermCount),
+      stream_);
 }
 
 void Trainer::optimiser_step() {
@@ -57,7 +58,7 @@ void Trainer::optimiser_step() {
 void Trainer::end_epoch(std::int64_t epoch) {
   const PhaseMark mark(clock_, TrainPhase::Other);
   const double* last_terms =
-      data(b_.loss_terms) + (epoch * config_.num_minibatches + config_.num_minibatches - 1) * kLossTermCount;
+      data(b_.minibatch.loss_terms) + (epoch * config_.num_minibatches + config_.num_minibatches - 1) * kLossTermCount;
   rl::end_epoch(stream_, data(b_.hyper), 0, data(b_.state), data(b_.optimizer), last_terms,
                 minibatch_size_ * ranks_.size());
 }

@@ -1,5 +1,6 @@
 #include "sim/buffer_table.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "sim/error.hpp"
@@ -35,20 +36,29 @@ int BufferTable::find(const std::string& name) const {
   return -1;
 }
 
-void BufferTable::add_to(MemoryPlan& plan) const {
-  for (const BufferEntry& entry : entries_) plan.add(entry.name, entry.shape, entry.elements(), entry.element_bytes);
+void BufferTable::add_to(MemoryPlan& plan, int replicas) const {
+  SURGE_CHECK(replicas >= 1, "an arena of " + std::to_string(replicas) + " replicas");
+  for (const BufferEntry& entry : entries_)
+    plan.add(entry.name, replicas == 1 ? entry.shape : "[K]" + entry.shape, replicas * entry.elements(),
+             entry.element_bytes, replicas);
 }
 
-BufferArena::BufferArena(Device device, BufferTable table, const Stream& stream)
-    : table_(std::move(table)), storage_(device, static_cast<std::int64_t>(table_.bytes())) {
-  // Zeroed, so that no buffer starts with whatever the allocator left (counters and accumulators rely on it).
+BufferArena::BufferArena(Device device, BufferTable table, const Stream& stream, int replicas)
+    : table_(std::move(table)),
+      replicas_(replicas),
+      replica_stride_(table_.bytes()),
+      storage_(device, static_cast<std::int64_t>(table_.bytes()) * std::max(replicas, 1)) {
+  SURGE_CHECK(replicas >= 1, "an arena of " + std::to_string(replicas) + " replicas");
+  SURGE_CHECK(replica_stride_ % 256 == 0, "a table's bytes are whole 256-byte granules");
+  // Zeroed, every replica, so that no buffer starts with whatever the allocator left (counters and
+  // accumulators rely on it).
   if (storage_.bytes() > 0) zero_bytes(storage_.data(), device, storage_.bytes(), stream);
 }
 
-Span<std::byte> BufferArena::bytes_of(int index) const {
+Span<std::byte> BufferArena::bytes_of(int index, int replica) const {
   const BufferEntry& entry = table_[index];
   const std::int64_t count = static_cast<std::int64_t>(entry.bytes());
-  return {count > 0 ? storage_.data() + entry.offset : nullptr, count, device()};
+  return {count > 0 ? replica_base(replica) + entry.offset : nullptr, count, device()};
 }
 
 std::vector<NamedTensorView> BufferArena::tensor_views(const std::string& prefix) const {
@@ -76,13 +86,13 @@ std::vector<NamedTensorView> BufferArena::tensor_views(const std::string& prefix
   return views;
 }
 
-std::vector<SavedBuffer> save_buffers(const BufferArena& arena, const Stream& stream) {
+std::vector<SavedBuffer> save_buffers(const BufferArena& arena, const Stream& stream, int replica) {
   std::vector<SavedBuffer> saved;
   for (std::size_t k = 0; k < arena.table().entries().size(); ++k) {
     const BufferEntry& entry = arena.table().entries()[k];
     if (!entry.saved() || entry.bytes() == 0) continue;
     saved.push_back({entry.saved_name(), entry.dtype, entry.value_dims(), entry.agent(),
-                     to_host(arena.bytes_of(static_cast<int>(k)), stream)});
+                     to_host(arena.bytes_of(static_cast<int>(k), replica), stream)});
   }
   return saved;
 }
@@ -94,7 +104,7 @@ const SavedBuffer* find_saved(const std::vector<SavedBuffer>& saved, const std::
 }
 
 void restore_buffers(const BufferArena& arena, const std::vector<SavedBuffer>& saved, const std::string& what,
-                     const Stream& stream) {
+                     const Stream& stream, int replica) {
   for (std::size_t k = 0; k < arena.table().entries().size(); ++k) {
     const BufferEntry& entry = arena.table().entries()[k];
     if (!entry.saved() || entry.bytes() == 0) continue;
@@ -111,7 +121,7 @@ void restore_buffers(const BufferArena& arena, const std::vector<SavedBuffer>& s
                        std::to_string(found->bytes.size() / dtype_size(found->dtype)) + " values where this run has " +
                        std::to_string(entry.bytes() / dtype_size(entry.dtype)) +
                        "; resume with the checkpoint's own config");
-    from_host(arena.bytes_of(static_cast<int>(k)), found->bytes, stream);
+    from_host(arena.bytes_of(static_cast<int>(k), replica), found->bytes, stream);
   }
 }
 

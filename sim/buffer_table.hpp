@@ -14,6 +14,9 @@
 //   b.state = table.add<TrainState>("learner.train_state", {1}, "[1]", "iteration counters", kSaved);
 //   BufferArena arena(device, std::move(table));   // one allocation, zeroed
 //   Span<float> obs = arena[b.obs];
+//
+// An arena of K replicas holds K copies of the table's layout at a fixed distance in one allocation (one
+// per agent of a batched learner): replica k's copy of an entry is replica 0's plus k * replica_stride_bytes().
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -90,8 +93,9 @@ class BufferTable {
   int find(const std::string& name) const;  // -1 if absent
   // Bytes of the one allocation: every entry rounded up to 256 bytes, as device_alloc would round it.
   std::size_t bytes() const { return bytes_; }
-  // Every non-empty entry into `plan` (name, shape, size).
-  void add_to(MemoryPlan& plan) const;
+  // Every non-empty entry into `plan` (name, shape, size). With replicas > 1, as a BufferArena of that many
+  // replicas holds it: each entry once for all replicas, its shape prefixed "[K]", its size K times.
+  void add_to(MemoryPlan& plan, int replicas = 1) const;
 
  private:
   int append(BufferEntry entry);
@@ -103,33 +107,70 @@ class BufferTable {
 class BufferArena {
  public:
   BufferArena() = default;
-  BufferArena(Device device, BufferTable table, const Stream& stream);
+  BufferArena(Device device, BufferTable table, const Stream& stream)
+      : BufferArena(device, std::move(table), stream, 1) {}
+  // K = `replicas` copies of `table`'s layout in one allocation, all zeroed: replica k's entry at replica 0's
+  // address plus k * replica_stride_bytes() (the table's bytes, a multiple of 256, so every entry keeps its
+  // alignment).
+  BufferArena(Device device, BufferTable table, const Stream& stream, int replicas);
 
   // A slot the table never filled (a buffer this configuration does not have) gives an empty span.
   template <class T>
   Span<T> operator[](Slot<T> slot) const {
-    if (slot.index < 0) return {nullptr, 0, device()};
-    const BufferEntry& entry = table_[slot.index];
-    SURGE_CHECK(entry.element_bytes == sizeof(T), "buffer '" + entry.name + "' read as a type of another size");
-    const std::int64_t count = entry.elements();
-    return {count > 0 ? reinterpret_cast<T*>(storage_.data() + entry.offset) : nullptr, count, device()};
+    return at(slot, 0);
   }
   template <class T>
   T* data(Slot<T> slot) const {
-    return (*this)[slot].data;
+    return at(slot, 0).data;
+  }
+  // Replica `replica`'s entry.
+  template <class T>
+  Span<T> at(Slot<T> slot, int replica) const {
+    if (slot.index < 0) return {nullptr, 0, device()};
+    const BufferEntry& entry = typed_entry(slot.index, sizeof(T));
+    const std::int64_t count = entry.elements();
+    return {count > 0 ? reinterpret_cast<T*>(replica_base(replica) + entry.offset) : nullptr, count, device()};
+  }
+  template <class T>
+  T* data(Slot<T> slot, int replica) const {
+    return at(slot, replica).data;
+  }
+  // replica_stride_bytes() in elements of T: what a batched launcher takes as the distance between agents'
+  // copies of the entry (PerAgent<T>::stride). Throws when T's size does not divide it.
+  template <class T>
+  std::int64_t replica_stride(Slot<T> slot) const {
+    if (slot.index >= 0) typed_entry(slot.index, sizeof(T));
+    SURGE_CHECK(replica_stride_ % sizeof(T) == 0, "the replica stride of " + std::to_string(replica_stride_) +
+                                                      " bytes is not a multiple of " + std::to_string(sizeof(T)));
+    return static_cast<std::int64_t>(replica_stride_ / sizeof(T));
   }
 
   const BufferTable& table() const { return table_; }
   Device device() const { return storage_.device(); }
   std::size_t device_bytes() const { return storage_.bytes(); }
-  // The bytes of entry `index`, as they are on the device (an empty span for an empty buffer).
-  Span<std::byte> bytes_of(int index) const;
-  // A shaped view (BufferEntry::value_dims) of every entry with at least one element, named as the
-  // entry; `prefix` is cut from the front of the names ("rollout." -> "obs").
+  int replicas() const { return replicas_; }
+  std::size_t replica_stride_bytes() const { return replica_stride_; }
+  // The bytes of entry `index` of one replica, as they are on the device (an empty span for an empty buffer).
+  Span<std::byte> bytes_of(int index, int replica = 0) const;
+  // A shaped view (BufferEntry::value_dims) of every entry with at least one element of replica 0, named as
+  // the entry; `prefix` is cut from the front of the names ("rollout." -> "obs").
   std::vector<NamedTensorView> tensor_views(const std::string& prefix = "") const;
 
  private:
+  const BufferEntry& typed_entry(int index, std::size_t element_bytes) const {
+    const BufferEntry& entry = table_[index];
+    SURGE_CHECK(entry.element_bytes == element_bytes, "buffer '" + entry.name + "' read as a type of another size");
+    return entry;
+  }
+  std::byte* replica_base(int replica) const {
+    SURGE_CHECK(replica >= 0 && replica < replicas_,
+                "replica " + std::to_string(replica) + " of an arena of " + std::to_string(replicas_));
+    return storage_.data() + static_cast<std::size_t>(replica) * replica_stride_;
+  }
+
   BufferTable table_;
+  int replicas_ = 1;
+  std::size_t replica_stride_ = 0;
   DeviceBuffer<std::byte> storage_;
 };
 
@@ -153,11 +194,11 @@ std::optional<T> saved_value(const std::vector<SavedBuffer>& saved, const std::s
   std::memcpy(&value, buffer->bytes.data(), sizeof value);
   return value;
 }
-// Copies every kSaved entry of `arena` that holds anything to the host (waits for `stream`).
-std::vector<SavedBuffer> save_buffers(const BufferArena& arena, const Stream& stream);
-// Puts saved buffers back by name; throws InputError naming `what` when a non-empty entry is missing, or
-// its dtype or size differs from this run's.
+// Copies every kSaved entry of one replica of `arena` that holds anything to the host (waits for `stream`).
+std::vector<SavedBuffer> save_buffers(const BufferArena& arena, const Stream& stream, int replica = 0);
+// Puts saved buffers back by name into one replica; throws InputError naming `what` when a non-empty entry is
+// missing, or its dtype or size differs from this run's. The other replicas stay as they are.
 void restore_buffers(const BufferArena& arena, const std::vector<SavedBuffer>& saved, const std::string& what,
-                     const Stream& stream);
+                     const Stream& stream, int replica = 0);
 
 }  // namespace surge

@@ -67,9 +67,15 @@ struct PhysicsConfig {
   std::string describe(const ScenarioSpec& spec) const;  // "masspole ~ U(0.05, 0.2)", or "none"
 };
 
+// Views of an engine of K agents of N environments each (Engine::num_agents) at a per-agent distance: with
+// agent_stride_bytes = 0 every view holds the rows of all K*N environments one after another. With a stride
+// S > 0 each view holds agent 0's part ([N][...], N = envs_per_agent()) and agent k's part is at data + k*S
+// bytes (the same S for every view of the struct), as in K arenas at a fixed distance (BufferArena replicas).
+// S must be at least the bytes of each view's part and a multiple of its element's size.
 struct ActionView {
   Span<const std::int32_t> discrete;  // [N] for discrete scenarios
   Span<const float> continuous;       // [N][action_dim] for continuous scenarios
+  std::int64_t agent_stride_bytes = 0;
 };
 
 // Where step() writes. All on the engine's device; the caller owns them (they are rollout slices).
@@ -79,6 +85,7 @@ struct StepViews {
   Span<std::uint8_t> terminated;  // [N]
   Span<std::uint8_t> truncated;   // [N]
   Span<float> final_obs;          // [N][obs_dim] or empty; written only where an episode ended
+  std::int64_t agent_stride_bytes = 0;
 };
 
 // Where rollout_random() writes: T consecutive steps laid out as a rollout would be.
@@ -144,7 +151,11 @@ class Engine {
   virtual void reset(const Stream& stream) = 0;
   // Writes the current observation of every environment, [N][obs_dim].
   virtual void observe(Span<float> obs, const Stream& stream) const = 0;
+  // The same into views at a per-agent distance (ActionView): agent 0's [N][obs_dim] in `agent0_obs`, agent
+  // k's at its data + k * agent_stride_bytes bytes; one launch. A stride of 0 is observe().
+  virtual void observe_agents(Span<float> agent0_obs, std::int64_t agent_stride_bytes, const Stream& stream) const = 0;
   // One step of every environment with same-step auto-reset (semantics at EnvLogic::step_env in sim/env_logic.cuh).
+  // Actions are read and outputs written at each agent's place when the views have a per-agent stride.
   // Enqueued on `stream`; never waits for the device.
   virtual void step(const ActionView& actions, const StepViews& out, const Stream& stream) = 0;
   // `steps` steps of every environment with uniform random actions drawn on the device, fused in
@@ -192,7 +203,14 @@ class Engine {
     return all.slice(agent * rows, rows);
   }
   Span<float> agent_states(std::int64_t agent) { return agent_rows(states(), agent); }  // [N][state_dim]
-  TensorView agent_params(std::int64_t agent);                                          // [N][param_count]
+  // Agent k's rows of the entries a resumable checkpoint keeps (kSaved), named and shaped as those of an engine
+  // of its N environments alone: what save_buffers(buffers()) gives that engine. Waits for the stream.
+  std::vector<SavedBuffer> save_agent_state(std::int64_t agent, const Stream& stream) const;
+  // Puts such entries back into agent k's rows; throws InputError (saying `what`) where one is missing or
+  // sized for another run, before anything is written.
+  void restore_agent_state(std::int64_t agent, const std::vector<SavedBuffer>& saved, const std::string& what,
+                           const Stream& stream);
+  TensorView agent_params(std::int64_t agent);  // [N][param_count]
 };
 
 // Every environment's parameters, [N][param_count], on the host and widened to double (exactly), or

@@ -74,9 +74,12 @@ AvailableMemory available_memory(Device device) {
   return available;
 }
 
-MemoryPlan& MemoryPlan::add(std::string name, std::string shape, std::int64_t elements, std::size_t element_bytes) {
+MemoryPlan& MemoryPlan::add(std::string name, std::string shape, std::int64_t elements, std::size_t element_bytes,
+                            std::int64_t replicas) {
   SURGE_CHECK(elements >= 0, "negative element count for " + name);
-  if (elements > 0) buffers_.push_back({std::move(name), std::move(shape), elements, element_bytes});
+  SURGE_CHECK(replicas >= 1 && elements % replicas == 0,
+              name + ": " + std::to_string(elements) + " elements are not " + std::to_string(replicas) + " replicas");
+  if (elements > 0) buffers_.push_back({std::move(name), std::move(shape), elements, element_bytes, replicas});
   return *this;
 }
 

@@ -18,13 +18,18 @@ inline constexpr std::size_t allocation_bytes(std::size_t bytes) {
 }
 
 struct PlannedBuffer {
-  std::string name;   // "rollout.obs"
-  std::string shape;  // "[T][N][obs_dim]"
-  std::int64_t elements = 0;
+  std::string name;           // "rollout.obs"
+  std::string shape;          // "[T][N][obs_dim]"
+  std::int64_t elements = 0;  // of all replicas together
   std::size_t element_bytes = 0;
+  // Copies of the buffer, each rounded up on its own: one entry of a BufferArena of that many replicas.
+  std::int64_t replicas = 1;
 
   std::size_t bytes() const { return static_cast<std::size_t>(elements) * element_bytes; }  // as DeviceBuffer::bytes()
-  std::size_t allocated_bytes() const { return allocation_bytes(bytes()); }                 // as device_alloc takes it
+  // As device_alloc takes it, or as the replicas of an arena take it together.
+  std::size_t allocated_bytes() const {
+    return static_cast<std::size_t>(replicas) * allocation_bytes(bytes() / static_cast<std::size_t>(replicas));
+  }
 };
 
 // Memory a device has free for new allocations.
@@ -41,8 +46,9 @@ class MemoryPlan {
  public:
   explicit MemoryPlan(Device device) : device_(device) {}
 
-  // Buffers of zero elements allocate nothing and are left out.
-  MemoryPlan& add(std::string name, std::string shape, std::int64_t elements, std::size_t element_bytes);
+  // Buffers of zero elements allocate nothing and are left out. `elements` counts all `replicas` together.
+  MemoryPlan& add(std::string name, std::string shape, std::int64_t elements, std::size_t element_bytes,
+                  std::int64_t replicas = 1);
   template <class T>
   MemoryPlan& add(std::string name, std::string shape, std::int64_t elements) {
     return add(std::move(name), std::move(shape), elements, sizeof(T));

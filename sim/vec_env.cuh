@@ -153,14 +153,24 @@ class VecEnv final : public Engine {
     parallel_for(stream, num_envs_, [=] SURGE_HD(std::int64_t i) { S::observe(states[i], out + i * S::kObsDim); });
   }
 
+  void observe_agents(Span<float> agent0_obs, std::int64_t agent_stride_bytes, const Stream& stream) const override {
+    check_stream(stream);
+    check_agent_view(agent0_obs, S::kObsDim, agent_stride_bytes, "obs");
+    if (agent_stride_bytes == 0 || num_agents_ == 1) return observe(agent0_obs, stream);
+    parallel_for(stream, num_envs_,
+                 ObserveAgentsKernel<S>{arena_.data(b_.states), agent0_obs.data, envs_per_agent_, agent_stride_bytes});
+  }
+
   void step(const ActionView& actions, const StepViews& out, const Stream& stream) override {
     check_stream(stream);
-    check_actions(actions, num_envs_);
-    check_view(out.obs, num_envs_ * S::kObsDim, "obs");
-    check_view(out.reward, num_envs_, "reward");
-    check_view(out.terminated, num_envs_, "terminated");
-    check_view(out.truncated, num_envs_, "truncated");
-    if (!out.final_obs.empty()) check_view(out.final_obs, num_envs_ * S::kObsDim, "final_obs");
+    const std::int64_t s = out.agent_stride_bytes;
+    const AgentViewStrides strides{
+        check_agent_actions(actions),
+        check_agent_view(out.obs, S::kObsDim, s, "obs"),
+        check_agent_view(out.reward, 1, s, "reward"),
+        check_agent_view(out.terminated, 1, s, "terminated"),
+        check_agent_view(out.truncated, 1, s, "truncated"),
+        out.final_obs.empty() ? 0 : check_agent_view(out.final_obs, S::kObsDim, s, "final_obs")};
     const StepKernel<S> kernel{arena_.data(b_.states),
                                arena_.data(b_.params),
                                arena_.data(b_.episode_steps),
@@ -179,8 +189,10 @@ class VecEnv final : public Engine {
                                out.final_obs.data};
     if (num_agents_ == 1)
       parallel_for(stream, num_envs_, kernel);
-    else
+    else if (actions.agent_stride_bytes == 0 && s == 0)
       parallel_for(stream, num_envs_, AgentStepKernel<S>{kernel, agent_streams()});
+    else
+      parallel_for(stream, num_envs_, StridedAgentStepKernel<S>{kernel, agent_streams(), strides});
   }
 
   void rollout_random(std::int64_t num_steps, const RolloutViews& out, const Stream& stream) override {
@@ -400,7 +412,26 @@ class VecEnv final : public Engine {
     SURGE_CHECK(view.size == expected, std::string(what) + " view holds " + std::to_string(view.size) +
                                            " elements, expected " + std::to_string(expected));
   }
+  // A view of every environment's rows of `width` elements (stride 0), or agent 0's part of views `stride` bytes
+  // apart; returns the bytes from one agent's part to the next.
+  template <class T>
+  std::int64_t check_agent_view(Span<T> view, std::int64_t width, std::int64_t stride, const char* what) const {
+    const std::int64_t part = envs_per_agent_ * width, part_bytes = part * static_cast<std::int64_t>(sizeof(T));
+    check_view(view, stride == 0 ? num_envs_ * width : part, what);
+    if (stride == 0) return part_bytes;
+    SURGE_CHECK(stride >= part_bytes && stride % static_cast<std::int64_t>(sizeof(T)) == 0,
+                std::string(what) + " views " + std::to_string(stride) + " bytes apart: each agent's part takes " +
+                    std::to_string(part_bytes) + " bytes of " + std::to_string(sizeof(T)) + "-byte elements");
+    return stride;
+  }
+  std::int64_t check_agent_actions(const ActionView& actions) const {
+    if constexpr (S::kActionKind == ActionKind::Discrete)
+      return check_agent_view(actions.discrete, 1, actions.agent_stride_bytes, "discrete actions");
+    else
+      return check_agent_view(actions.continuous, S::kActionDim, actions.agent_stride_bytes, "continuous actions");
+  }
   void check_actions(const ActionView& actions, std::int64_t n) const {
+    SURGE_CHECK(actions.agent_stride_bytes == 0, "actions at a per-agent distance are for step() only");
     if constexpr (S::kActionKind == ActionKind::Discrete)
       check_view(actions.discrete, n, "discrete actions");
     else

@@ -3,6 +3,7 @@
 // agents (Engine::num_agents), and the body of the episode statistics' reductions.
 // Include only from .cu files (scenarios/registry.cu instantiates the engines).
 #include <cstdint>
+#include <type_traits>
 
 #include "sim/engine.hpp"
 #include "sim/env_logic.cuh"
@@ -57,6 +58,60 @@ struct AgentStepKernel {
         streams.seeds[agent], streams.stream(i, agent), env.physics[agent], env.states[i], env.params[i],
         env.episode_steps[i], env.episode_returns[i], env.rng_offsets[i], env.tallies[i], action, env.terminated[i],
         env.truncated[i], env.obs + i * S::kObsDim, env.final_obs ? env.final_obs + i * S::kObsDim : nullptr);
+  }
+};
+
+// Bytes from agent k's part of each of step()'s views to agent k+1's: the views' common stride (ActionView and
+// StepViews::agent_stride_bytes), or the bytes of N rows for views of every environment's rows.
+struct AgentViewStrides {
+  std::int64_t actions, obs, reward, terminated, truncated, final_obs;
+};
+
+// Agent `agent`'s part of a view whose parts lie `stride_bytes` apart.
+template <class T>
+SURGE_HD_INLINE T* agent_part(T* data, std::int64_t agent, std::int64_t stride_bytes) {
+  using Byte = std::conditional_t<std::is_const_v<T>, const char, char>;
+  return reinterpret_cast<T*>(reinterpret_cast<Byte*>(data) + agent * stride_bytes);
+}
+
+// The step of an engine of several agents whose actions or outputs lie at a per-agent distance: AgentStepKernel's
+// body, one launch for all K*N environments, with environment k*N+j's action read from and its outputs written
+// to row j of agent k's views. The engine's own per-environment buffers stay rows k*N+j, so every environment
+// draws and steps exactly as in AgentStepKernel (kept apart so that the contiguous kernels compile as before).
+template <class S>
+struct StridedAgentStepKernel {
+  StepKernel<S> env;
+  AgentStreams streams;
+  AgentViewStrides strides;
+
+  SURGE_HD_INLINE void operator()(std::int64_t i) const {
+    const std::int64_t agent = streams.agent(i);
+    const std::int64_t j = i - agent * streams.envs_per_agent;  // the row in agent k's views
+    const std::int32_t* discrete = env.discrete ? agent_part(env.discrete, agent, strides.actions) : nullptr;
+    const float* continuous = env.continuous ? agent_part(env.continuous, agent, strides.actions) : nullptr;
+    const auto action = EnvLogic<S>::load_action(discrete, continuous, j);
+    float* final_obs = env.final_obs ? agent_part(env.final_obs, agent, strides.final_obs) + j * S::kObsDim : nullptr;
+    agent_part(env.reward, agent, strides.reward)[j] =
+        EnvLogic<S>::step_env(streams.seeds[agent], streams.stream(i, agent), env.physics[agent], env.states[i],
+                              env.params[i], env.episode_steps[i], env.episode_returns[i], env.rng_offsets[i],
+                              env.tallies[i], action, agent_part(env.terminated, agent, strides.terminated)[j],
+                              agent_part(env.truncated, agent, strides.truncated)[j],
+                              agent_part(env.obs, agent, strides.obs) + j * S::kObsDim, final_obs);
+  }
+};
+
+// Engine::observe_agents: environment k*N+j's observation into row j of agent k's view, `stride_bytes` from
+// agent 0's.
+template <class S>
+struct ObserveAgentsKernel {
+  const typename S::State* states;  // [K*N]
+  float* obs;                       // agent 0's [N][obs_dim]
+  std::int64_t envs_per_agent;
+  std::int64_t stride_bytes;
+
+  SURGE_HD_INLINE void operator()(std::int64_t i) const {
+    const std::int64_t agent = i / envs_per_agent;
+    S::observe(states[i], agent_part(obs, agent, stride_bytes) + (i - agent * envs_per_agent) * S::kObsDim);
   }
 };
 

@@ -17,6 +17,7 @@
 #include "sim/memory.hpp"
 #include "sim/memory_plan.hpp"
 #include "tests/support/engine_agents_cases.hpp"
+#include "tests/support/engine_strided_cases.hpp"
 
 using surge::Device;
 using surge::DeviceBuffer;
@@ -207,4 +208,59 @@ TEST_CASE("an engine of agents refuses no agents and an agent's senseless physic
   negative.value[spec.param_index("masspole")] = -1.0;
   const std::vector<EngineAgent> agents = {{1, PhysicsConfig::defaults(spec)}, {2, negative}};
   CHECK_THROWS_WITH(surge::make_engine("cartpole", cpu, 8, agents), Catch::Contains("masspole"));
+}
+
+TEST_CASE("agents stepping into buffers at a per-agent distance write the bytes of the contiguous rows",
+          "[engine_agents]") {
+  surge::testing::check_agents_step_at_a_distance(Device::cpu());
+}
+
+TEST_CASE("observe_agents writes observe's rows at a per-agent distance; a wrong stride is refused",
+          "[engine_agents]") {
+  const Device cpu = Device::cpu();
+  Stream stream(cpu);
+  for (const std::string name : {"cartpole", "pendulum"}) {
+    INFO(name);
+    const ScenarioSpec& spec = surge::scenario_spec(name);
+    const std::int64_t n = 7, part = n * spec.obs_dim, stride = (part + 5) * 4;  // 5 floats of padding
+    const auto engine = surge::make_engine(name, cpu, n, surge::testing::test_agents(spec));
+    surge::StepBuffers rows(cpu, 3 * n, spec.obs_dim);
+    DeviceBuffer<float> continuous(cpu, 3 * n * spec.action_dim);
+    for (int t = 0; t < 30; ++t) {  // away from the reset states
+      engine->random_actions(rows.actions.span(), continuous.span(), stream);
+      engine->step({rows.actions.cspan(), continuous.cspan()}, rows.views(), stream);
+    }
+    const std::vector<float> padded(3 * stride / 4, -7.0f);
+    DeviceBuffer<float> apart(cpu, 3 * stride / 4);
+    surge::from_host(apart.span(), padded, stream);
+    engine->observe(rows.obs.span(), stream);
+    engine->observe_agents(apart.span().slice(0, part), stride, stream);
+    const std::vector<float> all = surge::to_host(rows.obs.span(), stream),
+                             written = surge::to_host(apart.span(), stream);
+    for (std::int64_t k = 0; k < 3; ++k) {
+      INFO("agent " << k);
+      CHECK(std::memcmp(written.data() + k * stride / 4, all.data() + k * part, part * sizeof(float)) == 0);
+      CHECK(std::memcmp(written.data() + k * stride / 4, all.data() + ((k + 1) % 3) * part, part * sizeof(float)) != 0);
+      for (std::int64_t i = part; i < stride / 4; ++i) CHECK(written[k * stride / 4 + i] == -7.0f);  // padding
+    }
+    // A stride below agent 0's part, not a multiple of a float, or negative; a view of every agent's rows with a
+    // stride; actions at a distance where only step() takes them.
+    const surge::Span<float> agent0 = apart.span().slice(0, part);
+    CHECK_THROWS_WITH(engine->observe_agents(agent0, part * 4 - 4, stream), Catch::Contains("apart"));
+    CHECK_THROWS_WITH(engine->observe_agents(agent0, stride + 2, stream), Catch::Contains("apart"));
+    CHECK_THROWS(engine->observe_agents(agent0, -stride, stream));
+    CHECK_THROWS(engine->observe_agents(rows.obs.span(), 3 * stride, stream));
+    surge::StepViews views = rows.views();
+    views.agent_stride_bytes = n * 4 - 4;  // the uint8 flags' parts fit, the floats' do not
+    views.obs = views.obs.slice(0, part);
+    views.final_obs = {};
+    views.reward = views.reward.slice(0, n);
+    views.terminated = views.terminated.slice(0, n);
+    views.truncated = views.truncated.slice(0, n);
+    CHECK_THROWS_WITH(engine->step({rows.actions.cspan(), continuous.cspan()}, views, stream),
+                      Catch::Contains("apart"));
+    surge::ActionView actions{rows.actions.cspan(), continuous.cspan(), 4};
+    CHECK_THROWS(engine->transition(engine->states(), actions, engine->states(), rows.obs.span(), rows.reward.span(),
+                                    rows.terminated.span(), stream));
+  }
 }

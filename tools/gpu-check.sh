@@ -351,8 +351,7 @@ for n in 1048576 65536 4096; do
   summarise
 done
 
-# The precisions side by side at 2^20 (fp32, tf32, bf16 alternating), and 1024 CartPole agents of 64
-# environments each (one learner per agent, a stream and a graph each): their lines go to gpu-check.log.
+# The precisions side by side at 2^20 (fp32, tf32, bf16 alternating): their lines go to gpu-check.log.
 if [[ -n $surge ]] && t=$(allow 60); then
   stage_begins "bench train"
   say "bench train: cartpole, N=1048576, precisions fp32, tf32 and bf16 alternating"
@@ -369,13 +368,17 @@ for fused in true false; do
   timeout "$t" "$surge" bench train --scenario cartpole --device cuda --num-envs 1048576 --set 'hidden=[64,64]' \
     --set cuda_fused_mlp=$fused --repeats 3 2>&1 | tail -4 | sed "s/^/cuda_fused_mlp=$fused: /" | tee -a "$log"
 done
-if [[ -n $surge ]] && t=$(allow 60); then
+# 1024 CartPole agents of 64 environments: the batched learner, then one learner per agent.
+for learner in batched separate; do
+  [[ -n $surge ]] || break
+  t=$(allow 60) || { skipped "bench train" "1024 agents, $learner"; continue; }
   stage_begins "bench train"
-  say "bench train: 1024 CartPole agents of 64 environments"
-  timeout "$t" "$surge" bench train --scenario cartpole --device cuda --num-envs 64 --agents 1024 --repeats 3 2>&1 |
-    tail -5 | tee -a "$log"
-else skipped "bench train" "1024 agents"; fi
-# Issue 15's GPU figure: 1024 CartPole agents of 64 envs each until every one reaches 475.
+  say "bench train: 1024 CartPole agents of 64 environments, --learner $learner"
+  timeout "$t" "$surge" bench train --scenario cartpole --device cuda --num-envs 64 --agents 1024 --learner $learner \
+    --repeats 3 2>&1 | tail -5 | sed "s/^/learner=$learner: /" | tee -a "$log"
+done
+# Issue 15's GPU figure: 1024 CartPole agents of 64 envs each until every one reaches 475 (--learner auto: the
+# batched learner on CUDA).
 if [[ -n $surge ]] && t=$(allow 150); then
   stage_begins "1024 agents to 475"; say "train: 1024 CartPole agents of 64 environments to 475"
   train_to_475 agents_475 agents-1024 "$t" --scenario cartpole --num-envs 64 --agents 1024 --seed 1

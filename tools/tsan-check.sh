@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${BUILD_DIR:-build-tsan}
 jobs=${JOBS:-$(nproc)}
-tests=(parallel vec_env rollout_log train_logs agent_set batched_kernels gemm_batched engine_agents)
+tests=(parallel vec_env rollout_log train_logs agent_set batched_kernels batched_bookkeeping batched_normalization batched_loss gemm_batched engine_agents batched_trainer)
 
 mkdir -p "$build_dir"
 cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \

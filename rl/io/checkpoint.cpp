@@ -226,7 +226,7 @@ void write_checkpoint(const std::string& path, const Checkpoint& c) {
   }
 }
 
-void write_checkpoint(const std::string& path, const Trainer& trainer) {
+Checkpoint checkpoint_of(const Trainer& trainer) {
   Checkpoint c;
   c.scenario = trainer.spec().name;
   c.gym_id = trainer.spec().gym_id;
@@ -246,7 +246,11 @@ void write_checkpoint(const std::string& path, const Trainer& trainer) {
   c.learning_rate = optimizer.learning_rate;
   c.obs_moments = to_host(trainer.obs_moments(), trainer.stream());
   c.reward_moments = to_host(trainer.reward_moments(), trainer.stream());
-  write_checkpoint(path, c);
+  return c;
+}
+
+void write_checkpoint(const std::string& path, const Trainer& trainer) {
+  write_checkpoint(path, checkpoint_of(trainer));
 }
 
 Checkpoint read_checkpoint(const std::string& path) {

@@ -56,6 +56,9 @@ bool checkpoints_available();
 // The network (untrained) whose table lays out a checkpoint's parameters.
 ActorCritic checkpoint_network(const Checkpoint& checkpoint);
 
+// The trainer's agent as a checkpoint holds it (waits for the trainer's stream).
+Checkpoint checkpoint_of(const Trainer& trainer);
+
 // Writes the trainer's state whole or not at all (into a temporary beside `path`, renamed when done).
 // Waits for the trainer's stream. Throws Error when the file cannot be written.
 void write_checkpoint(const std::string& path, const Trainer& trainer);

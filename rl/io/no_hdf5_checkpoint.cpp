@@ -10,6 +10,7 @@ namespace surge::rl {
 bool checkpoints_available() { return false; }
 
 ActorCritic checkpoint_network(const Checkpoint&) { no_hdf5("checkpoints"); }
+Checkpoint checkpoint_of(const Trainer&) { no_hdf5("checkpoints"); }
 void write_checkpoint(const std::string& path, const Trainer&) { no_hdf5("checkpoint '" + path + "'"); }
 void write_checkpoint(const std::string& path, const Checkpoint&) { no_hdf5("checkpoint '" + path + "'"); }
 Checkpoint read_checkpoint(const std::string& path) { no_hdf5("checkpoint '" + path + "'"); }
@@ -20,8 +21,12 @@ void ResumeState::restore(const Checkpoint&, Trainer&, Engine&) const { no_hdf5(
 void append_resume_state(const std::string& checkpoint_path, const ResumeState&) {
   no_hdf5("checkpoint '" + checkpoint_path + "'");
 }
+std::vector<SavedBuffer> ResumeState::trainer_state(const Checkpoint&) const { no_hdf5("checkpoints"); }
 ResumeState read_resume_state(const std::string& checkpoint_path) { no_hdf5("checkpoint '" + checkpoint_path + "'"); }
 void write_resumable_checkpoint(const std::string& path, const Trainer&, const ResumeState&) {
+  no_hdf5("checkpoint '" + path + "'");
+}
+void write_resumable_checkpoint(const std::string& path, const Checkpoint&, const ResumeState&) {
   no_hdf5("checkpoint '" + path + "'");
 }
 

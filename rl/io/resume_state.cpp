@@ -296,10 +296,10 @@ ResumeState read_resume_state(const std::string& path) {
   return checkpoint_file::guarded(path, [&] { return read_resume_file(file); });
 }
 
-void write_resumable_checkpoint(const std::string& path, const Trainer& trainer, const ResumeState& state) {
+void write_resumable_checkpoint(const std::string& path, const Checkpoint& agent, const ResumeState& state) {
   const std::string temporary = path + ".resumable." + std::to_string(::getpid());
   try {
-    write_checkpoint(temporary, trainer);
+    write_checkpoint(temporary, agent);
     append_resume_state(temporary, state);
   } catch (...) {
     std::remove(temporary.c_str());
@@ -309,6 +309,16 @@ void write_resumable_checkpoint(const std::string& path, const Trainer& trainer,
     std::remove(temporary.c_str());
     throw Error("could not move the checkpoint into place at '" + path + "'");
   }
+}
+
+void write_resumable_checkpoint(const std::string& path, const Trainer& trainer, const ResumeState& state) {
+  write_resumable_checkpoint(path, checkpoint_of(trainer), state);
+}
+
+std::vector<SavedBuffer> ResumeState::trainer_state(const Checkpoint& agent) const {
+  std::vector<SavedBuffer> saved = agent_buffers(agent);
+  saved.insert(saved.end(), trainer.begin(), trainer.end());
+  return saved;
 }
 
 }  // namespace surge::rl

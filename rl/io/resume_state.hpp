@@ -61,6 +61,9 @@ struct ResumeState {
   // the trainer's rank taking its own part; throws InputError when their sizes or the number of ranks
   // differ from the checkpoint's.
   void restore(const Checkpoint& agent, Trainer& trainer, Engine& engine) const;
+  // Rank 0's whole trainer state: the agent's entries (parameters, Adam moments, normalisation statistics)
+  // followed by `trainer`, as Trainer::save_state() gave them (for a learner that restores it itself).
+  std::vector<SavedBuffer> trainer_state(const Checkpoint& agent) const;
   // Iterations the saved run had completed (its train_state).
   std::int64_t iteration() const {
     const std::optional<TrainState> state = saved_value<TrainState>(trainer, "train_state");
@@ -80,5 +83,8 @@ ResumeState read_resume_state(const std::string& checkpoint_path);
 // A checkpoint with resume state, written whole or not at all: the agent (write_checkpoint) and /resume
 // go into a temporary file that is renamed over `path` once complete.
 void write_resumable_checkpoint(const std::string& path, const Trainer& trainer, const ResumeState& state);
+// The same for an agent given as a Checkpoint (an agent of the batched learner): the same file as a Trainer
+// of that state writes.
+void write_resumable_checkpoint(const std::string& path, const Checkpoint& agent, const ResumeState& state);
 
 }  // namespace surge::rl

@@ -216,21 +216,28 @@ def case_resume(tmp):
     refused(run(["train", "--resume", "part", "--agents", "2"], tmp, False), "--agents")
 
     # SIGINT: the run stops at an iteration boundary with every agent's checkpoint, and goes on from there.
-    long_run = SMALL[:5] + ["--agents", "3", "--total-steps", "2560000", "--out", "cut"]
-    process = subprocess.Popen([SURGE] + long_run, cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    interrupt(tmp, SMALL[:5] + ["--agents", "3", "--total-steps", "2560000", "--out", "cut"], "cut", 3)
+
+
+def interrupt(tmp, args, out, agents):
+    """Runs `surge ARGS` (a long run of `agents` agents into `out`), sends SIGINT once it has started, and
+    checks that it stopped at an iteration boundary with every agent's rows and checkpoint; returns the
+    iterations done."""
+    process = subprocess.Popen([SURGE] + args, cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
-    while not os.path.exists(os.path.join(tmp, "cut", "agents", "2", "metrics.csv")) and time.monotonic() < deadline:
+    last = os.path.join(tmp, out, "agents", str(agents - 1), "metrics.csv")
+    while not os.path.exists(last) and time.monotonic() < deadline:
         time.sleep(0.1)
     time.sleep(1.0)
     process.send_signal(signal.SIGINT)
-    out, err = process.communicate(timeout=120)
+    _, err = process.communicate(timeout=120)
     assert process.returncode == 128 + signal.SIGINT, (process.returncode, err)
-    assert "stopped by SIGINT" in err and "--resume cut" in err, err
-    done = len(agent_rows(os.path.join(tmp, "cut"), 0))
-    assert done >= 1 and all(len(agent_rows(os.path.join(tmp, "cut"), k)) == done for k in range(3)), done
-    for k in range(3):
-        assert os.path.isfile(os.path.join(tmp, "cut", "agents", str(k), "checkpoint.h5")), k
-
+    assert "stopped by SIGINT" in err and f"--resume {out}" in err, err
+    done = len(agent_rows(os.path.join(tmp, out), 0))
+    assert done >= 1 and all(len(agent_rows(os.path.join(tmp, out), k)) == done for k in range(agents)), done
+    for k in range(agents):
+        assert os.path.isfile(os.path.join(tmp, out, "agents", str(k), "checkpoint.h5")), k
+    return done
 
 def case_target(tmp):
     finished = {}

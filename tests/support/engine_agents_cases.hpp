@@ -74,6 +74,55 @@ inline std::vector<PhysicsConfig> agents_physics(const ScenarioSpec& spec) {
   return physics;
 }
 
+// mix()'s actions of step t for every environment of `engine` (agents first_agent .. first_agent + K - 1 of the
+// test), [K*N] (discrete) or [K*N][action_dim] (continuous; the other vector stays empty).
+inline void mix_actions(const Engine& engine, std::int64_t first_agent, std::int64_t t,
+                        std::vector<std::int32_t>& discrete, std::vector<float>& continuous) {
+  const ScenarioSpec& spec = engine.spec();
+  const std::int64_t all = engine.num_envs(), n = engine.envs_per_agent();
+  const std::int64_t action_dim = spec.action_kind == ActionKind::Discrete ? 0 : spec.action_dim;
+  discrete.assign(action_dim == 0 ? all : 0, 0);
+  continuous.assign(all * action_dim, 0.0f);
+  for (std::int64_t e = 0; e < all; ++e) {
+    const std::uint64_t word = mix(t, first_agent + e / n, e % n);
+    if (action_dim == 0) discrete[e] = static_cast<std::int32_t>(word % spec.num_actions);
+    for (std::int64_t d = 0; d < action_dim; ++d) {
+      const float unit = static_cast<float>((word >> (8 * d)) & 0xffffff) / 16777216.0f;
+      continuous[e * action_dim + d] = spec.action_low[d] + (spec.action_high[d] - spec.action_low[d]) * unit;
+    }
+  }
+}
+
+// Every agent's state, each into its trace, its parts named after `when`.
+inline void record_state(std::vector<Trace>& traces, Engine& engine, const std::string& when, const Stream& stream) {
+  for (std::int64_t k = 0; k < engine.num_agents(); ++k) {
+    Trace& trace = traces[static_cast<std::size_t>(k)];
+    record(trace, when + " states", engine.agent_states(k), stream);
+    const TensorView params = engine.agent_params(k);
+    REQUIRE(params.shape[0] == engine.envs_per_agent());
+    record(trace, when + " params",
+           Span<std::byte>{static_cast<std::byte*>(params.data),
+                           params.numel() * static_cast<std::int64_t>(dtype_size(params.dtype)), engine.device()},
+           stream);
+    record(trace, when + " rng_offsets", engine.agent_rows(engine.rng_offsets(), k), stream);
+    record(trace, when + " episode_steps", engine.agent_rows(engine.episode_steps(), k), stream);
+    record(trace, when + " episode_returns", engine.agent_rows(engine.episode_returns(), k), stream);
+  }
+}
+
+// The end of a run: every agent's state and episode statistics, each of which must have ended episodes.
+inline void record_end(std::vector<Trace>& traces, Engine& engine, const Stream& stream) {
+  record_state(traces, engine, "end", stream);
+  const std::int64_t agents = engine.num_agents();
+  DeviceBuffer<double> stats(engine.device(), agents * kEpisodeStatsWidth);
+  engine.reduce_episode_stats(stats.span(), stream);
+  for (std::int64_t k = 0; k < agents; ++k) {
+    const Span<double> row = stats.span().slice(k * kEpisodeStatsWidth, kEpisodeStatsWidth);
+    CHECK(to_host(row, stream)[0] > 0);  // every agent ended episodes, so resets ran inside the steps
+    record(traces[static_cast<std::size_t>(k)], "episode stats", row, stream);
+  }
+}
+
 // Resets `engine` (agents first_agent .. first_agent + K - 1 of the test), records every agent's state, then
 // steps it `steps` times with mix()'s actions, recording each step's outputs and, at the end, the engine's
 // state and episode statistics. One trace per agent of the engine.
@@ -81,44 +130,22 @@ inline std::vector<Trace> run(Engine& engine, std::int64_t first_agent, std::int
   const ScenarioSpec& spec = engine.spec();
   const Device device = engine.device();
   const bool discrete = spec.action_kind == ActionKind::Discrete;
-  const std::int64_t agents = engine.num_agents(), n = engine.envs_per_agent(), all = engine.num_envs();
+  const std::int64_t agents = engine.num_agents(), all = engine.num_envs();
   const std::int64_t obs_dim = spec.obs_dim, action_dim = discrete ? 0 : spec.action_dim;
   DeviceBuffer<std::int32_t> discrete_actions(device, discrete ? all : 0);
   DeviceBuffer<float> continuous_actions(device, all * action_dim);
   DeviceBuffer<float> obs(device, all * obs_dim), final_obs(device, all * obs_dim), reward(device, all);
   DeviceBuffer<std::uint8_t> terminated(device, all), truncated(device, all);
   std::vector<Trace> traces(static_cast<std::size_t>(agents));
-  const auto record_state = [&](const std::string& when) {
-    for (std::int64_t k = 0; k < agents; ++k) {
-      Trace& trace = traces[static_cast<std::size_t>(k)];
-      record(trace, when + " states", engine.agent_states(k), stream);
-      const TensorView params = engine.agent_params(k);
-      REQUIRE(params.shape[0] == n);
-      record(trace, when + " params",
-             Span<std::byte>{static_cast<std::byte*>(params.data),
-                             params.numel() * static_cast<std::int64_t>(dtype_size(params.dtype)), device},
-             stream);
-      record(trace, when + " rng_offsets", engine.agent_rows(engine.rng_offsets(), k), stream);
-      record(trace, when + " episode_steps", engine.agent_rows(engine.episode_steps(), k), stream);
-      record(trace, when + " episode_returns", engine.agent_rows(engine.episode_returns(), k), stream);
-    }
-  };
   engine.reset(stream);
   engine.observe(obs.span(), stream);
   for (std::int64_t k = 0; k < agents; ++k)
     record(traces[static_cast<std::size_t>(k)], "reset obs", engine.agent_rows(obs.span(), k), stream);
-  record_state("reset");
+  record_state(traces, engine, "reset", stream);
+  std::vector<std::int32_t> host_discrete;
+  std::vector<float> host_continuous;
   for (std::int64_t t = 0; t < steps; ++t) {
-    std::vector<std::int32_t> host_discrete(discrete_actions.size());
-    std::vector<float> host_continuous(continuous_actions.size());
-    for (std::int64_t e = 0; e < all; ++e) {
-      const std::uint64_t word = mix(t, first_agent + e / n, e % n);
-      if (discrete) host_discrete[e] = static_cast<std::int32_t>(word % spec.num_actions);
-      for (std::int64_t d = 0; d < action_dim; ++d) {
-        const float unit = static_cast<float>((word >> (8 * d)) & 0xffffff) / 16777216.0f;
-        host_continuous[e * action_dim + d] = spec.action_low[d] + (spec.action_high[d] - spec.action_low[d]) * unit;
-      }
-    }
+    mix_actions(engine, first_agent, t, host_discrete, host_continuous);
     from_host(discrete_actions.span(), host_discrete, stream);
     from_host(continuous_actions.span(), host_continuous, stream);
     zero_bytes(final_obs.data(), device, final_obs.span().bytes(), stream);
@@ -133,14 +160,7 @@ inline std::vector<Trace> run(Engine& engine, std::int64_t first_agent, std::int
       record(trace, "truncated", engine.agent_rows(truncated.span(), k), stream);
     }
   }
-  record_state("end");
-  DeviceBuffer<double> stats(device, agents * kEpisodeStatsWidth);
-  engine.reduce_episode_stats(stats.span(), stream);
-  for (std::int64_t k = 0; k < agents; ++k) {
-    const Span<double> row = stats.span().slice(k * kEpisodeStatsWidth, kEpisodeStatsWidth);
-    CHECK(to_host(row, stream)[0] > 0);  // every agent ended episodes, so resets ran inside the steps
-    record(traces[static_cast<std::size_t>(k)], "episode stats", row, stream);
-  }
+  record_end(traces, engine, stream);
   return traces;
 }
 
@@ -151,17 +171,23 @@ inline std::int64_t steps_for(const ScenarioSpec& spec) {
 
 inline const std::vector<std::uint64_t> kAgentSeeds = {11, 4, 2026};
 
+// The test's three agents of a scenario: kAgentSeeds with agents_physics.
+inline std::vector<EngineAgent> test_agents(const ScenarioSpec& spec) {
+  const std::vector<PhysicsConfig> physics = agents_physics(spec);
+  std::vector<EngineAgent> agents;
+  for (std::size_t k = 0; k < 3; ++k) agents.push_back({kAgentSeeds[k], physics[k]});
+  return agents;
+}
+
 // For every scenario, three agents of N = 5 and N = 64 environments with different seeds and physics (one
 // randomised): each agent's trace equals that of an engine of its own seed and physics.
 inline void check_agents_step_as_engines_alone(Device device) {
   Stream stream(device);
   for (const std::string& name : scenario_names()) {
     const ScenarioSpec& spec = scenario_spec(name);
-    const std::vector<PhysicsConfig> physics = agents_physics(spec);
+    const std::vector<EngineAgent> agents = test_agents(spec);
     for (const std::int64_t n : {std::int64_t{5}, std::int64_t{64}}) {
       INFO(name << ", N = " << n);
-      std::vector<EngineAgent> agents;
-      for (std::size_t k = 0; k < 3; ++k) agents.push_back({kAgentSeeds[k], physics[k]});
       const auto engine = make_engine(name, device, n, agents);
       REQUIRE(engine->num_agents() == 3);
       REQUIRE(engine->num_envs() == 3 * n);
@@ -169,7 +195,7 @@ inline void check_agents_step_as_engines_alone(Device device) {
       for (std::int64_t k = 0; k < 3; ++k) {
         INFO("agent " << k);
         CHECK(engine->agent_seed(k) == kAgentSeeds[k]);
-        const auto alone = make_engine(name, device, n, kAgentSeeds[k], physics[k]);
+        const auto alone = make_engine(name, device, n, kAgentSeeds[k], agents[k].physics);
         const std::vector<Trace> expected = run(*alone, k, steps_for(spec), stream);
         check_same(together[k], expected[0]);
       }

@@ -382,7 +382,12 @@ def run_cases(fx):
     for label, args in [("agents-0", ["--agents", "0"]), ("agents-text", ["--agents", "x"]),
                         ("grid-bogus-key", ["--grid", "bogus=1,2"]), ("grid-shape-key", ["--grid", "num_envs=4,8"]),
                         ("grid-empty", ["--grid", "lr="]), ("grid-no-equals", ["--grid", "lr"]),
-                        ("target-mode", ["--agents", "2", "--target-mode", "most"])]:
+                        ("target-mode", ["--agents", "2", "--target-mode", "most"]),
+                        ("learner-bogus", ["--agents", "2", "--learner", "fast"]),
+                        ("learner-empty", ["--agents", "2", "--learner", ""]),
+                        ("learner-without-agents", ["--learner", "batched"]),
+                        ("learner-batched-pixels", ["--agents", "2", "--learner", "batched", "--set",
+                                                    "observation=pixels"])]:
         cases.append(Case(f"run/train/{label}", TRAIN + args, {}, ("out",)))
     for label, args in [("precision", ["--precision", "fp8"]), ("precision-empty", ["--precision", ","]),
                         ("agents-0", ["--agents", "0"])]:
@@ -392,7 +397,8 @@ def run_cases(fx):
     for label, args, fls in [("log-no-folder", ["--log-rollouts", "nowhere/log.h5"], {}),
                              ("log-is-folder", ["--log-rollouts", "d.h5"], {"d.h5": ("dir",)}),
                              ("agents-frame-size-0", ["--agents", "2", "--set", "frame_size=0"], {}),
-                             ("agents-grid-encoder", ["--grid", "encoder=small,huge"], {})]:
+                             ("agents-grid-encoder", ["--grid", "encoder=small,huge"], {}),
+                             ("agents-batched", ["--agents", "2", "--learner", "batched"], {})]:
         cases.append(Case(f"run/train/pixels-{label}", TRAIN + pixels + args, fls, ("out",)))
     for label, args in [("frame-size-0", ["--set", "frame_size=0"]), ("encoder", ["--set", "encoder=huge"]),
                         ("frame-stack-0", ["--set", "frame_stack=0"]), ("agents-0", ["--agents", "0"])]:

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "rl/agent_set.hpp"
+#include "rl/batched_trainer.hpp"
 #include "rl/collective.hpp"
 #include "rl/precision.hpp"
 #include "rl/train_config.hpp"
@@ -117,6 +118,46 @@ Measurement measure(const std::string& scenario, Device device, const rl::TrainC
   return result;
 }
 
+// K agents in one batched learner (rl/batched_trainer.hpp): one engine of K agents, every launch serving all
+// of them; timed as measure() times the agents of their own learners.
+Measurement measure_batched(const std::string& scenario, Device device, const rl::TrainConfig& config, int repeats,
+                            std::int64_t iterations, std::int64_t agents) {
+  const PhysicsConfig physics = resolve_physics(scenario_spec(scenario), config.physics);
+  std::vector<rl::TrainConfig> configs;
+  std::vector<EngineAgent> engine_agents;
+  for (std::int64_t a = 0; a < agents; ++a) {
+    configs.push_back(config);
+    configs.back().seed = config.seed + static_cast<std::uint64_t>(a);
+    engine_agents.push_back({configs.back().seed, physics});
+  }
+  const std::unique_ptr<Engine> engine = make_engine(scenario, device, config.num_envs, engine_agents);
+  rl::BatchedTrainer trainer(*engine, configs);
+  for (int k = 0; k < kWarmupIterations; ++k) {
+    trainer.iterate();
+    trainer.ready_metrics();
+  }
+  trainer.drain();
+  Measurement result;
+  for (int r = 0; r < repeats; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    const double cpu_start = process_cpu_seconds();
+    for (std::int64_t k = 0; k < iterations; ++k) {
+      trainer.iterate();
+      trainer.ready_metrics();  // as surge train reads them
+    }
+    trainer.drain();
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double cpu_seconds = process_cpu_seconds() - cpu_start;
+    const auto steps = static_cast<double>(config.batch_size() * iterations * agents);
+    result.cpu_us_per_step.push_back(1e6 * cpu_seconds / steps);
+    result.cores_busy.push_back(cpu_seconds / seconds);
+    result.rates.push_back(steps / seconds);
+    result.timed_s += seconds;
+  }
+  result.median = median_of(result.rates);
+  return result;
+}
+
 // Builds the config, checks that it fits, measures and reports.
 int bench_train(const Command& cmd) {
   const std::string scenario = cmd.get("scenario");
@@ -128,6 +169,10 @@ int bench_train(const Command& cmd) {
   const std::int64_t iterations = cmd.has("iterations")           ? cmd.get_int("iterations", 1, 100000)
                                   : agents > 1 && device.is_cpu() ? rl::kAgentIterationsPerRound
                                                                   : 3;
+  const std::string learner = cmd.get("learner");
+  if (learner != "separate" && learner != "batched")
+    throw InputError(cmd.complaint("--learner '" + format_excerpt(learner) + "' is neither 'separate' nor 'batched'"));
+  const bool batched = learner == "batched";
   const std::string json_path = cmd.has("json") ? cmd.get("json") : "";
   if (!json_path.empty()) require_writable(json_path, "JSON report");
 
@@ -200,7 +245,9 @@ int bench_train(const Command& cmd) {
       rl::TrainConfig run = config;
       run.cuda_graph = graph_modes[k];
       run.precision = precision_modes[k];
-      const Measurement m = measure(scenario, device, run, alternate ? 1 : repeats, iterations, agents);
+      const Measurement m = batched
+                                ? measure_batched(scenario, device, run, alternate ? 1 : repeats, iterations, agents)
+                                : measure(scenario, device, run, alternate ? 1 : repeats, iterations, agents);
       results[k].rates.insert(results[k].rates.end(), m.rates.begin(), m.rates.end());
       results[k].communication_s += m.communication_s;
       results[k].waiting_s += m.waiting_s;
@@ -234,7 +281,10 @@ int bench_train(const Command& cmd) {
         static_cast<long long>(config.frame_size), static_cast<long long>(config.frame_size),
         config.grayscale ? "grey" : "RGB", static_cast<long long>(config.frame_stack), config.encoder.c_str(),
         static_cast<long long>(frame_bytes), static_cast<long long>((frame_bytes - 1) * config.frame_stack));
-  if (agents > 1)
+  if (batched)
+    std::printf("agents                    %lld in one batched learner (env-steps/s of all together)\n",
+                static_cast<long long>(agents));
+  else if (agents > 1)
     std::printf("agents                    %lld, %d CPU threads across them (env-steps/s of all together)\n",
                 static_cast<long long>(agents), device.is_cpu() ? rl::agent_threads(agents) : 0);
   for (std::size_t k = 0; k < results.size(); ++k) {
@@ -265,6 +315,7 @@ int bench_train(const Command& cmd) {
     json.add("num_envs", config.num_envs)
         .add("num_steps", config.num_steps)
         .add("agents", agents)
+        .add("learner", learner)
         .add("update_epochs", config.update_epochs)
         .add("num_minibatches", config.num_minibatches)
         .add("hidden", hidden)
@@ -303,6 +354,10 @@ int run_bench_train(const Args& args) {
               "K independent learners side by side, as surge train --agents runs them (seeds seed .. seed+K-1); "
               "env-steps/s counts them all",
               "1")
+      .option("learner", "KIND",
+              "with --agents: 'separate' (one learner per agent, as surge train --agents runs them) or 'batched' "
+              "(one learner whose every kernel serves all agents: vector observations, fp32, the GEMM path)",
+              "separate")
       .option("preset", "NAME", "a preset of the scenario's config (e.g. cleanrl), its num_envs and num_steps included")
       .option("repeats", "R", "timed repeats; the median is reported", "5")
       .option("iterations", "I",

@@ -380,6 +380,8 @@ int train_command(const Args& args) {
   if (!agents.empty()) return start_agents(cmd, agents, plan.device);
   if (!cmd.get_all("target-mode").empty())
     throw InputError(cmd.complaint("--target-mode says when a run of several agents stops; give --agents or --grid"));
+  if (!cmd.get_all("learner").empty())
+    throw InputError(cmd.complaint("--learner says which learner trains several agents; give --agents or --grid"));
   if (cmd.has("target-return")) plan.target = cmd.get_double("target-return", -1e300, 1e300);
   // Every buffer is sized from the config: a run that would not fit stops here, before it allocates.
   MemoryPlan memory = engine_memory_plan(scenario, plan.device, plan.config.num_envs);

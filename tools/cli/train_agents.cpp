@@ -6,6 +6,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "rl/batched_trainer.hpp"
 #include "rl/io/checkpoint.hpp"
 #include "rl/trainer.hpp"
 #include "scenarios/registry.hpp"
@@ -39,7 +40,33 @@ Command& add_grid_option(Command& cmd) {
               "with several agents and --target-return: stop once any agent, all of them, or the median one "
               "(at least half) reached it; each agent stops at its own first iteration at the target, as a run "
               "alone with --target-return does",
-              "all");
+              "all")
+      .option("learner", "KIND",
+              "with several agents: separate (one learner per agent, their iterations side by side), batched (one "
+              "learner of all the agents, every launch serving all of them; vector observations, fp32, at most "
+              "65535 agents) or auto (batched on CUDA where it covers the config, else separate)",
+              "auto");
+}
+
+bool choose_batched(const Command& cmd, const std::vector<rl::AgentSpec>& agents, Device device) {
+  const std::string learner = cmd.get("learner");
+  if (learner != "separate" && learner != "batched" && learner != "auto")
+    throw InputError(
+        cmd.complaint("--learner '" + format_excerpt(learner) + "' is not a learner; give separate, batched or auto"));
+  if (learner == "separate") return false;
+  std::string why;
+  if (static_cast<std::int64_t>(agents.size()) > rl::BatchedTrainer::kMaxAgents) {
+    if (learner == "auto") return false;
+    throw InputError(cmd.complaint("--learner batched holds at most " + std::to_string(rl::BatchedTrainer::kMaxAgents) +
+                                   " agents, and this run has " + std::to_string(agents.size()) +
+                                   "; use --learner separate"));
+  }
+  for (const rl::AgentSpec& agent : agents)
+    if (!rl::BatchedTrainer::supported(agent.config, scenario_spec(agent.config.scenario), &why)) {
+      if (learner == "auto") return false;
+      throw InputError(cmd.complaint("--learner batched: " + why + "; use --learner separate"));
+    }
+  return learner == "batched" || device.is_cuda();
 }
 
 std::vector<rl::AgentSpec> plan_agents(const Command& cmd, const rl::TrainConfig& config,
@@ -165,37 +192,54 @@ MemoryPlan agent_memory_plan(const rl::AgentSpec& agent, Device device) {
   return memory;
 }
 
+MemoryPlan batched_memory_plan(const std::vector<rl::AgentSpec>& agents, Device device) {
+  const rl::TrainConfig& config = agents.front().config;
+  const auto count = static_cast<std::int64_t>(agents.size());
+  MemoryPlan memory = engine_memory_plan(config.scenario, device, config.num_envs, count);
+  memory.append(
+      rl::BatchedTrainer::memory_plan(config, scenario_spec(config.scenario), device, static_cast<int>(count)));
+  return memory;
+}
+
 namespace {
 
 // Every agent allocates what the first one does: the grid varies no shape.
-std::size_t total_bytes(const std::vector<rl::AgentSpec>& agents, Device device) {
+std::size_t total_bytes(const std::vector<rl::AgentSpec>& agents, Device device, bool batched) {
+  if (batched) return batched_memory_plan(agents, device).allocated_bytes();
   return agents.size() * agent_memory_plan(agents.front(), device).allocated_bytes();
 }
 
-std::string total_line(const std::vector<rl::AgentSpec>& agents, Device device, const AvailableMemory& available) {
-  const std::size_t each = agent_memory_plan(agents.front(), device).allocated_bytes();
-  std::string line = "all " + plural(static_cast<long long>(agents.size()), "agent") + ": " +
-                     format_bytes(total_bytes(agents, device)) + " (" + std::to_string(agents.size()) + " x " +
-                     format_bytes(each) + ")";
+std::string total_line(const std::vector<rl::AgentSpec>& agents, Device device, bool batched,
+                       const AvailableMemory& available) {
+  const std::size_t total = total_bytes(agents, device, batched);
+  std::string line = "all " + plural(static_cast<long long>(agents.size()), "agent") + ": " + format_bytes(total) +
+                     (batched ? std::string(" (one batched learner)")
+                              : " (" + std::to_string(agents.size()) + " x " +
+                                    format_bytes(agent_memory_plan(agents.front(), device).allocated_bytes()) + ")");
   if (available.known)
     line += ", " + format_bytes(available.free_bytes) +
-            " free: " + (total_bytes(agents, device) <= available.free_bytes ? "fits" : "does not fit");
+            " free: " + (total <= available.free_bytes ? "fits" : "does not fit");
   return line;
 }
 
 }  // namespace
 
-int dry_run_agents(const std::vector<rl::AgentSpec>& agents, Device device) {
+int dry_run_agents(const std::vector<rl::AgentSpec>& agents, Device device, bool batched) {
   const AvailableMemory available = available_memory(device);
-  std::cout << agents_table(agents) << "each agent:\n" << agent_memory_plan(agents.front(), device).table(available);
-  std::cout << total_line(agents, device, available) << "\n";
-  return !available.known || total_bytes(agents, device) <= available.free_bytes ? 0 : 2;
+  std::cout << agents_table(agents);
+  if (batched)
+    std::cout << "one batched learner of " << plural(static_cast<long long>(agents.size()), "agent") << ":\n"
+              << batched_memory_plan(agents, device).table(available);
+  else
+    std::cout << "each agent:\n" << agent_memory_plan(agents.front(), device).table(available);
+  std::cout << total_line(agents, device, batched, available) << "\n";
+  return !available.known || total_bytes(agents, device, batched) <= available.free_bytes ? 0 : 2;
 }
 
-void require_agents_fit(const std::vector<rl::AgentSpec>& agents, Device device) {
+void require_agents_fit(const std::vector<rl::AgentSpec>& agents, Device device, bool batched) {
   const AvailableMemory available = available_memory(device);
-  if (!available.known || total_bytes(agents, device) <= available.free_bytes) return;
-  throw InputError("surge train: on " + device.str() + ", " + total_line(agents, device, available) +
+  if (!available.known || total_bytes(agents, device, batched) <= available.free_bytes) return;
+  throw InputError("surge train: on " + device.str() + ", " + total_line(agents, device, batched, available) +
                    "; give fewer agents, fewer grid values or a smaller --num-envs (--dry-run shows the plan)");
 }
 
@@ -220,10 +264,16 @@ AgentsPlan common_plan(const Command& cmd, Device device) {
 
 }  // namespace
 
+int train_agents(const AgentsPlan& plan, const std::string& out_dir) {
+  return plan.batched ? train_agents_batched(plan, out_dir) : train_agents_separate(plan, out_dir);
+}
+
 int start_agents(const Command& cmd, std::vector<rl::AgentSpec> agents, Device device) {
-  if (cmd.flag_set("dry-run")) return dry_run_agents(agents, device);
-  require_agents_fit(agents, device);
+  const bool batched = choose_batched(cmd, agents, device);
+  if (cmd.flag_set("dry-run")) return dry_run_agents(agents, device, batched);
+  require_agents_fit(agents, device, batched);
   AgentsPlan plan = common_plan(cmd, device);
+  plan.batched = batched;
   plan.agents = std::move(agents);
   plan.reuse = cmd.flag_set("overwrite") ? RunFolder::Reuse::Overwrite : RunFolder::Reuse::Refuse;
   if (!cmd.get_all("out").empty() && cmd.get("out").empty())
@@ -250,7 +300,8 @@ int resume_agents(const Command& cmd, Device device) {
   if (cmd.flag_set("no-graph"))
     for (rl::AgentSpec& agent : plan.agents) agent.config.cuda_graph = false;
   for (const rl::AgentSpec& agent : plan.agents) agent.config.validate();
-  require_agents_fit(plan.agents, device);
+  plan.batched = choose_batched(cmd, plan.agents, device);
+  require_agents_fit(plan.agents, device, plan.batched);
   plan.reuse = RunFolder::Reuse::Resume;
   return train_agents(plan, dir);
 }

@@ -15,7 +15,7 @@
 
 namespace surge::cli {
 
-// --grid (repeated), with the keys a grid may vary in its help, and --target-mode.
+// --grid (repeated), with the keys a grid may vary in its help, --target-mode and --learner.
 Command& add_grid_option(Command& cmd);
 
 // The run's agents from the config's [grid] table, --grid and config.num_agents (--agents): empty for a
@@ -48,18 +48,28 @@ struct AgentsPlan {
   TargetMode mode = TargetMode::All;
   std::int64_t checkpoint_every = 0, stop_after = -1;
   RunFolder::Reuse reuse = RunFolder::Reuse::Refuse;  // Resume: every agent goes on from its checkpoint
+  bool batched = false;  // one BatchedTrainer for all agents (--learner), else one Trainer per agent
 };
+
+// --learner separate|batched|auto for these agents: whether the batched learner trains them. auto takes it on
+// CUDA where it covers every agent's config, else one learner per agent. Throws InputError (one line) for a
+// bad value, and for batched where an agent's config is not covered (rl::BatchedTrainer::supported).
+bool choose_batched(const Command& cmd, const std::vector<rl::AgentSpec>& agents, Device device);
 
 // Per agent (one engine and one trainer) and for all of them; `--dry-run` prints both.
 MemoryPlan agent_memory_plan(const rl::AgentSpec& agent, Device device);
-// Prints the agents, the plan of one and the total; returns 0 if the total fits (or cannot be
-// measured), 2 if not.
-int dry_run_agents(const std::vector<rl::AgentSpec>& agents, Device device);
+// The batched learner's: one engine of K agents and one BatchedTrainer of K agents.
+MemoryPlan batched_memory_plan(const std::vector<rl::AgentSpec>& agents, Device device);
+// Prints the agents, the plan of one (batched: the batched plan) and the total; returns 0 if the total fits
+// (or cannot be measured), 2 if not.
+int dry_run_agents(const std::vector<rl::AgentSpec>& agents, Device device, bool batched = false);
 // Throws InputError when K agents do not fit in the device's free memory.
-void require_agents_fit(const std::vector<rl::AgentSpec>& agents, Device device);
+void require_agents_fit(const std::vector<rl::AgentSpec>& agents, Device device, bool batched = false);
 
-// Trains the agents into `out_dir`; returns the exit code.
+// Trains the agents into `out_dir` with the plan's learner; returns the exit code.
 int train_agents(const AgentsPlan& plan, const std::string& out_dir);
+int train_agents_separate(const AgentsPlan& plan, const std::string& out_dir);  // train_agents_run.cpp
+int train_agents_batched(const AgentsPlan& plan, const std::string& out_dir);   // train_agents_batched.cpp
 
 // `surge train` with --agents or --grid: the dry run, or the run into --out (by default
 // runs/<scenario>/<date>-<time>-agents<K>).

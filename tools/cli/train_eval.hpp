@@ -22,8 +22,14 @@ class TrainEvaluator {
   bool due(std::int64_t iteration) const;
   // Waits for the trainer's work so far, then plays the episodes with its parameters.
   EvalResult run(const rl::Trainer& trainer, std::int64_t iteration) const;
+  // The same for a policy given as its network, parameters and observation statistics (an agent of the
+  // batched learner; the statistics empty where its config does not normalise); waits for `stream` first.
+  EvalResult run(const rl::ActorCritic& network, Span<const float> params, Span<const double> obs_moments,
+                 const Stream& stream, const rl::TrainConfig& config, std::int64_t iteration) const;
 
  private:
+  EvalResult play(const rl::ActorCritic& network, Span<const float> params, Span<const double> moments,
+                  const rl::TrainConfig& config, std::int64_t iteration) const;
   std::string scenario_;
   PhysicsConfig physics_;
   std::int64_t every_, episodes_;

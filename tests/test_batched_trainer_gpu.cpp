@@ -1,23 +1,26 @@
-// rl/batched_trainer on CUDA: three CartPole agents in one batched learner (one cuBLASLt call per GEMM for
-// all of them, the iterations after the first replayed from one CUDA graph) against each agent's Trainer
-// alone on CUDA. cuBLASLt may pick another kernel for a batch than for one matrix, and the trainer alone
-// may take the fused CUDA MLP, so the parameters agree within float's reach after a few updates, not bit
-// for bit; the bookkeeping (iterations, epochs applied, steps) agrees exactly. Runs only on a GPU.
+// rl/batched_trainer on CUDA: three agents in one batched learner (one cuBLASLt call per GEMM for all of
+// them, the iterations after the first replayed from one CUDA graph) against each agent's Trainer alone on
+// CUDA. cuBLASLt may pick another kernel for a batch than for one matrix, and the trainer alone may take the
+// fused CUDA MLP, so the parameters agree within float's reach after a few updates, not bit for bit; the
+// bookkeeping (iterations, the first iteration's episodes) agrees exactly. Runs only on a GPU.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <string>
 
 #include "tests/support/batched_trainer_cases.hpp"
 
-TEST_CASE("batched learner on CUDA: each agent close to its trainer alone, one graph for all",
-          "[batched_trainer][gpu]") {
+namespace {
+
+void check_close_to_alone(const std::string& scenario, bool normalize) {
   const int iterations = 3;
-  const auto configs = surge::testing::batched_agent_configs(64, 16, iterations, 21);
+  auto configs = surge::testing::batched_agent_configs(64, 16, iterations, 21);
+  for (auto& config : configs) config.normalize_obs = config.normalize_reward = normalize;
   bool captured = false;
-  const auto together = surge::testing::run_batched("cartpole", surge::Device::cuda(0), configs, iterations, &captured);
+  const auto together = surge::testing::run_batched(scenario, surge::Device::cuda(0), configs, iterations, &captured);
   CHECK(captured);
   for (std::size_t k = 0; k < configs.size(); ++k) {
-    INFO("agent " << k);
-    const auto alone = surge::testing::run_alone("cartpole", surge::Device::cuda(0), configs[k], iterations);
+    INFO(scenario << ", agent " << k);
+    const auto alone = surge::testing::run_alone(scenario, surge::Device::cuda(0), configs[k], iterations);
     CHECK(together[k].state.iteration == alone.state.iteration);
     REQUIRE(together[k].metrics.size() == alone.metrics.size());
     CHECK(together[k].metrics.front().episodes == alone.metrics.front().episodes);
@@ -29,4 +32,16 @@ TEST_CASE("batched learner on CUDA: each agent close to its trainer alone, one g
     }
     CHECK(far == 0);
   }
+}
+
+}  // namespace
+
+TEST_CASE("batched learner on CUDA: CartPole agents close to their trainers alone, one graph for all",
+          "[batched_trainer][gpu]") {
+  check_close_to_alone("cartpole", false);
+}
+
+TEST_CASE("batched learner on CUDA: Pendulum agents (a Gaussian policy) with both normalisations",
+          "[batched_trainer][gpu]") {
+  check_close_to_alone("pendulum", true);
 }

@@ -390,7 +390,10 @@ def run_cases(fx):
                                                     "observation=pixels"])]:
         cases.append(Case(f"run/train/{label}", TRAIN + args, {}, ("out",)))
     for label, args in [("precision", ["--precision", "fp8"]), ("precision-empty", ["--precision", ","]),
-                        ("agents-0", ["--agents", "0"])]:
+                        ("agents-0", ["--agents", "0"]), ("learner-bogus", ["--agents", "2", "--learner", "fast"]),
+                        ("learner-empty", ["--agents", "2", "--learner", ""]),
+                        ("learner-batched-pixels", ["--agents", "2", "--learner", "batched", "--set",
+                                                    "observation=pixels"])]:
         cases.append(Case(f"run/bench-train/{label}", ["bench", "train", "--device", "cpu"] + args, {}, ()))
     # Pixel runs that are no longer refused as a whole (rollout logs, agents, bench train): their inputs.
     pixels = ["--set", "observation=pixels", "--set", "frame_size=36", "--set", "encoder=small"]

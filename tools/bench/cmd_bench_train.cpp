@@ -211,6 +211,16 @@ int bench_train(const Command& cmd) {
     }
     if (precisions.empty()) throw InputError(cmd.complaint("--precision is empty; give fp32, bf16 or fp32,bf16"));
   }
+  std::string why;
+  for (const std::string& precision : precisions) {
+    rl::TrainConfig each = config;
+    each.precision = precision;
+    if (batched && !rl::BatchedTrainer::supported(each, spec, &why))
+      throw InputError(cmd.complaint("--learner batched: " + why + "; use --learner separate"));
+  }
+  if (batched && agents > rl::BatchedTrainer::kMaxAgents)
+    throw InputError(cmd.complaint("--learner batched holds at most " + std::to_string(rl::BatchedTrainer::kMaxAgents) +
+                                   " agents; use --learner separate"));
   // Every buffer is sized from the config: a run that would not fit stops here, as surge train does.
   MemoryPlan plan = engine_memory_plan(scenario, device, config.num_envs);
   for (const std::string& precision : precisions) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "sim/error.hpp"
 
@@ -86,13 +87,36 @@ std::vector<NamedTensorView> BufferArena::tensor_views(const std::string& prefix
   return views;
 }
 
-std::vector<SavedBuffer> save_buffers(const BufferArena& arena, const Stream& stream, int replica) {
+namespace {
+
+// The bytes a checkpoint keeps of entry `index` of one replica: all of them, or `rows` of them.
+Span<std::byte> kept_bytes(const BufferArena& arena, std::size_t index, int replica, const SavedRows* rows) {
+  const Span<std::byte> all = arena.bytes_of(static_cast<int>(index), replica);
+  if (!rows) return all;
+  const BufferEntry& entry = arena.table().entries()[index];
+  SURGE_CHECK(!entry.dims.empty() && entry.dims[0] == rows->total && rows->first >= 0 && rows->count >= 0 &&
+                  rows->first + rows->count <= rows->total,
+              "buffer '" + entry.name + "' is not " + std::to_string(rows->total) + " rows");
+  const std::int64_t row_bytes = all.size / rows->total;
+  return all.slice(rows->first * row_bytes, rows->count * row_bytes);
+}
+
+std::vector<std::int64_t> kept_dims(const BufferEntry& entry, const SavedRows* rows) {
+  std::vector<std::int64_t> dims = entry.value_dims();
+  if (rows) dims[0] = rows->count;
+  return dims;
+}
+
+}  // namespace
+
+std::vector<SavedBuffer> save_buffers(const BufferArena& arena, const Stream& stream, int replica,
+                                      const SavedRows* rows) {
   std::vector<SavedBuffer> saved;
   for (std::size_t k = 0; k < arena.table().entries().size(); ++k) {
     const BufferEntry& entry = arena.table().entries()[k];
     if (!entry.saved() || entry.bytes() == 0) continue;
-    saved.push_back({entry.saved_name(), entry.dtype, entry.value_dims(), entry.agent(),
-                     to_host(arena.bytes_of(static_cast<int>(k), replica), stream)});
+    saved.push_back({entry.saved_name(), entry.dtype, kept_dims(entry, rows), entry.agent(),
+                     to_host(kept_bytes(arena, k, replica, rows), stream)});
   }
   return saved;
 }
@@ -104,7 +128,8 @@ const SavedBuffer* find_saved(const std::vector<SavedBuffer>& saved, const std::
 }
 
 void restore_buffers(const BufferArena& arena, const std::vector<SavedBuffer>& saved, const std::string& what,
-                     const Stream& stream, int replica) {
+                     const Stream& stream, int replica, const SavedRows* rows) {
+  std::vector<std::pair<Span<std::byte>, const SavedBuffer*>> writes;  // every entry checked before one is written
   for (std::size_t k = 0; k < arena.table().entries().size(); ++k) {
     const BufferEntry& entry = arena.table().entries()[k];
     if (!entry.saved() || entry.bytes() == 0) continue;
@@ -116,13 +141,15 @@ void restore_buffers(const BufferArena& arena, const std::vector<SavedBuffer>& s
                        dtype_name(entry.dtype) +
                        " (it was written by another version of surge, or is damaged), so the run "
                        "cannot continue exactly; evaluate the agent with 'surge eval' or train afresh");
-    if (found->bytes.size() != entry.bytes())
+    const Span<std::byte> target = kept_bytes(arena, k, replica, rows);
+    if (found->bytes.size() != static_cast<std::size_t>(target.size))
       throw InputError(what + "'s '" + name + "' holds " +
                        std::to_string(found->bytes.size() / dtype_size(found->dtype)) + " values where this run has " +
-                       std::to_string(entry.bytes() / dtype_size(entry.dtype)) +
+                       std::to_string(static_cast<std::size_t>(target.size) / dtype_size(entry.dtype)) +
                        "; resume with the checkpoint's own config");
-    from_host(arena.bytes_of(static_cast<int>(k), replica), found->bytes, stream);
+    writes.emplace_back(target, found);
   }
+  for (const auto& [target, found] : writes) from_host(target, found->bytes, stream);
 }
 
 }  // namespace surge

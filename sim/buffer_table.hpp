@@ -194,11 +194,19 @@ std::optional<T> saved_value(const std::vector<SavedBuffer>& saved, const std::s
   std::memcpy(&value, buffer->bytes.data(), sizeof value);
   return value;
 }
-// Copies every kSaved entry of one replica of `arena` that holds anything to the host (waits for `stream`).
-std::vector<SavedBuffer> save_buffers(const BufferArena& arena, const Stream& stream, int replica = 0);
-// Puts saved buffers back by name into one replica; throws InputError naming `what` when a non-empty entry is
-// missing, or its dtype or size differs from this run's. The other replicas stay as they are.
+// Rows [first, first + count) of every saved entry, each `total` rows along its first dimension: one agent's
+// environments of an engine of several agents. Without them, whole entries.
+struct SavedRows {
+  std::int64_t first = 0, count = 0, total = 0;
+};
+// Copies every kSaved entry of one replica of `arena` that holds anything to the host (waits for `stream`):
+// with `rows`, only those rows, saved with `count` as the first extent.
+std::vector<SavedBuffer> save_buffers(const BufferArena& arena, const Stream& stream, int replica = 0,
+                                      const SavedRows* rows = nullptr);
+// Puts saved buffers back by name into one replica (with `rows`, into those rows alone); throws InputError
+// naming `what` when a non-empty entry is missing, or its dtype or size differs from this run's, before
+// anything is written. The other replicas and rows stay as they are.
 void restore_buffers(const BufferArena& arena, const std::vector<SavedBuffer>& saved, const std::string& what,
-                     const Stream& stream, int replica = 0);
+                     const Stream& stream, int replica = 0, const SavedRows* rows = nullptr);
 
 }  // namespace surge

@@ -109,37 +109,17 @@ std::vector<EpisodeStats> Engine::agent_episode_stats(const Stream& stream) {
 std::vector<SavedBuffer> Engine::save_agent_state(std::int64_t agent, const Stream& stream) const {
   SURGE_CHECK(agent >= 0 && agent < num_agents(),
               "agent " + std::to_string(agent) + " of an engine of " + std::to_string(num_agents()) + " agents");
-  std::vector<SavedBuffer> saved = save_buffers(buffers(), stream);
-  const std::int64_t k = num_agents(), n = envs_per_agent();
-  for (SavedBuffer& buffer : saved) {
-    SURGE_CHECK(!buffer.dims.empty() && buffer.dims[0] == k * n,
-                "engine entry '" + buffer.name + "' is not per environment");
-    const std::size_t row_bytes = buffer.bytes.size() / static_cast<std::size_t>(k * n);
-    const auto first = buffer.bytes.begin() + static_cast<std::ptrdiff_t>(row_bytes * agent * n);
-    buffer.bytes = std::vector<std::byte>(first, first + static_cast<std::ptrdiff_t>(row_bytes * n));
-    buffer.dims[0] = n;
-  }
-  return saved;
+  // Only the agent's rows leave the device: a checkpoint of every agent copies each engine row once.
+  const SavedRows rows{agent * envs_per_agent(), envs_per_agent(), num_envs()};
+  return save_buffers(buffers(), stream, 0, &rows);
 }
 
 void Engine::restore_agent_state(std::int64_t agent, const std::vector<SavedBuffer>& saved, const std::string& what,
                                  const Stream& stream) {
   SURGE_CHECK(agent >= 0 && agent < num_agents(),
               "agent " + std::to_string(agent) + " of an engine of " + std::to_string(num_agents()) + " agents");
-  // Every agent's rows as they are, with agent k's replaced, checked whole by restore_buffers.
-  std::vector<SavedBuffer> all = save_buffers(buffers(), stream);
-  const std::int64_t k = num_agents(), n = envs_per_agent();
-  for (SavedBuffer& buffer : all) {
-    const SavedBuffer* mine = find_saved(saved, buffer.name);
-    if (!mine) throw InputError(what + " lacks '" + buffer.name + "'; resume with a checkpoint of this run's kind");
-    const std::size_t row_bytes = buffer.bytes.size() / static_cast<std::size_t>(k * n);
-    if (mine->dtype != buffer.dtype || mine->bytes.size() != row_bytes * static_cast<std::size_t>(n))
-      throw InputError(what + "'s '" + buffer.name + "' is not sized for " + std::to_string(n) + " environments of " +
-                       dtype_name(buffer.dtype) + " rows; resume with the checkpoint's own config");
-    std::copy(mine->bytes.begin(), mine->bytes.end(),
-              buffer.bytes.begin() + static_cast<std::ptrdiff_t>(row_bytes * agent * n));
-  }
-  restore_buffers(buffers(), all, what, stream);
+  const SavedRows rows{agent * envs_per_agent(), envs_per_agent(), num_envs()};
+  restore_buffers(buffers(), saved, what, stream, 0, &rows);
 }
 
 TensorView Engine::agent_params(std::int64_t agent) {

@@ -8,3 +8,8 @@
 TEST_CASE("an arena of three replicas: layout, plan, independence, save and restore of one replica", "[buffer_arena]") {
   surge::testing::check_arena_replicas(surge::Device::cpu());
 }
+
+TEST_CASE("rows of every saved entry: saved and restored alone, a damaged save refused before any write",
+          "[buffer_arena]") {
+  surge::testing::check_saved_rows(surge::Device::cpu());
+}

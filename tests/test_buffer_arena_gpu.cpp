@@ -8,3 +8,8 @@ TEST_CASE("a CUDA arena of three replicas: layout, plan, independence, save and 
           "[buffer_arena][gpu]") {
   surge::testing::check_arena_replicas(surge::Device::cuda(0));
 }
+
+TEST_CASE("CUDA: rows of every saved entry saved and restored alone, a damaged save refused before any write",
+          "[buffer_arena][gpu]") {
+  surge::testing::check_saved_rows(surge::Device::cuda(0));
+}

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "sim/buffer_table.hpp"
+#include "sim/error.hpp"
 #include "sim/memory.hpp"
 #include "sim/memory_plan.hpp"
 
@@ -138,6 +139,63 @@ inline void check_arena_replicas(Device device) {
   CHECK(replica_bytes(arena, 1, stream) == before[1]);
   CHECK(replica_bytes(arena, 0, stream) == before[0]);
   CHECK_THROWS(save_buffers(arena, stream, 3));
+}
+
+// Rows of every saved entry (one agent's environments of an engine of several): saved and restored alone,
+// the other rows and the unsaved entries untouched; a damaged save is refused before anything is written.
+inline void check_saved_rows(Device device) {
+  Stream stream(device);
+  BufferTable table;
+  const auto states = table.add<float>("env.states", {6, 3}, "[6][3]", "states", kSaved);
+  table.add<std::uint8_t>("env.scratch", {6}, "[6]", "scratch");
+  table.add<float>("env.switched_off", {0}, "[0]", "switched off", kSaved);
+  table.add<Triple>(DType::Float32, "env.points", {6}, "[6][3]", "points", kSaved);
+  const auto counts = table.add<std::int64_t>("env.counts", {6, 2}, "[6][2]", "counts", kSaved);
+  const BufferArena arena(device, std::move(table), stream);
+  fill_replicas(arena, stream);
+  const std::vector<std::vector<std::byte>> before = replica_bytes(arena, 0, stream);
+  const std::vector<SavedBuffer> whole = save_buffers(arena, stream);
+
+  const SavedRows middle{2, 2, 6}, last{4, 2, 6};
+  const std::vector<SavedBuffer> saved = save_buffers(arena, stream, 0, &middle);
+  REQUIRE(saved.size() == 3);
+  for (std::size_t e = 0; e < saved.size(); ++e) {
+    INFO("entry " << saved[e].name);
+    CHECK(saved[e].name == whole[e].name);
+    CHECK(saved[e].dims[0] == 2);
+    CHECK(saved[e].dims.back() == whole[e].dims.back());
+    const std::size_t row = whole[e].bytes.size() / 6;
+    CHECK(saved[e].bytes == std::vector<std::byte>(whole[e].bytes.begin() + 2 * row, whole[e].bytes.begin() + 4 * row));
+  }
+
+  // Rows 2-3 put into rows 4-5: those rows of the saved entries change, nothing else.
+  restore_buffers(arena, saved, "rows 2-3", stream, 0, &last);
+  const std::vector<std::vector<std::byte>> after = replica_bytes(arena, 0, stream);
+  for (int e : {0, 3, 4}) {
+    INFO("entry " << e);
+    const std::size_t row = before[e].size() / 6;
+    CHECK(std::vector<std::byte>(after[e].begin(), after[e].begin() + 4 * row) ==
+          std::vector<std::byte>(before[e].begin(), before[e].begin() + 4 * row));
+    CHECK(std::vector<std::byte>(after[e].begin() + 4 * row, after[e].end()) ==
+          std::vector<std::byte>(before[e].begin() + 2 * row, before[e].begin() + 4 * row));
+  }
+  CHECK(after[1] == before[1]);
+  CHECK(after[0] != before[0]);
+
+  // One value short in the last entry, or an entry missing: refused, and the first entry is not written either.
+  std::vector<SavedBuffer> short_save = save_buffers(arena, stream, 0, &middle);
+  from_host(arena.at(states, 0), std::vector<float>(18, 7.0f), stream);
+  short_save.back().bytes.resize(short_save.back().bytes.size() - sizeof(std::int64_t));
+  CHECK_THROWS_AS(restore_buffers(arena, short_save, "rows", stream, 0, &last), InputError);
+  std::vector<SavedBuffer> missing = save_buffers(arena, stream, 0, &middle);
+  missing.pop_back();
+  CHECK_THROWS_AS(restore_buffers(arena, missing, "rows", stream, 0, &last), InputError);
+  CHECK(to_host(arena.at(states, 0), stream) == std::vector<float>(18, 7.0f));
+  // The whole entries are not rows of another count, nor rows out of range.
+  const SavedRows wrong_total{0, 1, 5}, past_end{5, 2, 6};
+  CHECK_THROWS(save_buffers(arena, stream, 0, &wrong_total));
+  CHECK_THROWS(save_buffers(arena, stream, 0, &past_end));
+  CHECK(to_host(arena.at(counts, 0), stream).size() == 12);
 }
 
 }  // namespace surge::testing

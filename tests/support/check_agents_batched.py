@@ -9,7 +9,8 @@ With cpu_fused_mlp = false (the batched learner's GEMM path, which a run alone t
            state, bit for bit; `surge eval` reads an agent's checkpoint
   resume   stopped (--stop-after) and resumed (--resume DIR --learner batched), every agent equals the
            whole run; the separate learners resume a batched run to the same end; after SIGINT every
-           agent's checkpoint is there and the run goes on from it
+           agent's checkpoint is there and the run goes on from it; a later agent's checkpoint sized for
+           another run is refused (one line) by either learner before any agent's file is rewritten
   pause    with --target-return (and eval_every), each agent equals its run alone with the target to its
            last row (metrics.csv, checkpoint.h5, best.h5); --target-mode any ends where the separate
            learners end; a run cut while some agents are paused resumes to the same end
@@ -19,8 +20,10 @@ With cpu_fused_mlp = false (the batched learner's GEMM path, which a run alone t
 Every case runs in a fresh temporary folder; the comparisons are check_agents.py's.
 """
 import os
+import shutil
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import check_agents as ca  # noqa: E402
@@ -78,6 +81,40 @@ def case_solo(tmp):
     assert {r["grid.learning_rate"] for r in ca.agent_rows(os.path.join(tmp, "g"), 3)} == {"3e-3"}
 
 
+def files_of(run_dir):
+    """Every file under run_dir: its bytes and modification time."""
+    found = {}
+    for root, _, names in os.walk(run_dir):
+        for name in names:
+            path = os.path.join(root, name)
+            if name == ".lock":  # the run folder's lock, taken by every run
+                continue
+            with open(path, "rb") as f:
+                found[os.path.relpath(path, run_dir)] = (f.read(), os.stat(path).st_mtime_ns)
+    return found
+
+
+def refused_resume(tmp, side, learner):
+    """A later agent's checkpoint whose environment state is sized for another run is refused with one line
+    before any agent's file is rewritten (its files are read whole first, then its state restored)."""
+    if ca.h5py is None:
+        print("check_agents_batched resume: h5py missing, the damaged checkpoint is not made")
+        return
+    damaged = os.path.join(tmp, side + "_damaged")
+    shutil.copytree(os.path.join(tmp, side), damaged)
+    with ca.h5py.File(os.path.join(damaged, "agents", "4", "checkpoint.h5"), "r+") as f:
+        state = f["resume/env_state"][...]
+        del f["resume/env_state"]
+        f["resume/env_state"] = state[: len(state) // 2]
+    before = files_of(damaged)
+    time.sleep(0.01)  # a rewrite would show in the modification times
+    ca.refused(ca.run(["train", "--resume", side + "_damaged", "--learner", learner], tmp, False), "checkpoint")
+    after = files_of(damaged)
+    assert after.keys() == before.keys(), sorted(set(after) ^ set(before))
+    changed = [name for name in before if before[name] != after[name]]
+    assert not changed, f"{learner}: a refused resume rewrote {changed}"
+
+
 def case_resume(tmp):
     whole = SMALL + BATCHED + ["--agents", "3", "--grid", "clip_coef=0.1,0.3"]
     ca.run(whole + ["--out", "whole"], tmp)
@@ -85,6 +122,7 @@ def case_resume(tmp):
         stopped = ca.run(whole + ["--out", side, "--stop-after", "11"], tmp)
         assert f"surge train --resume {side}" in stopped.stderr, stopped.stderr
         assert len(ca.rows(os.path.join(tmp, side, "metrics.csv"))) == 6 * 11
+        refused_resume(tmp, side, learner)
         ca.run(["train", "--resume", side, "--learner", learner], tmp)
         for k in range(6):
             what = f"agent {k} resumed by the {learner} learner"

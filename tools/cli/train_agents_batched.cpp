@@ -76,8 +76,8 @@ int train_agents_batched(const AgentsPlan& plan, const std::string& out_dir) {
   std::vector<EngineAgent> engine_agents;
   std::filesystem::create_directories(folder.dir() + "/tb");
   for (std::size_t k = 0; k < count; ++k) {
+    prepare_agent(agents[k], plan, folder.dir(), k);
     if (resume) resumed[k] = read_resumed_agent(folder.dir(), k);
-    open_agent_outputs(agents[k], plan, folder.dir(), k, resumed[k] ? &*resumed[k] : nullptr);
     records.push_back(&agents[k]);
     configs.push_back(agents[k].spec.config);
     engine_agents.push_back({configs.back().seed, agents[k].physics});
@@ -101,6 +101,9 @@ int train_agents_batched(const AgentsPlan& plan, const std::string& out_dir) {
       throw InputError("checkpoint '" + checkpoint.path + "': " + error.what());
     }
   }
+  // Every checkpoint read and restored: only now is any agent's file rewritten.
+  for (std::size_t k = 0; k < count; ++k)
+    open_agent_outputs(agents[k], plan, folder.dir(), k, resumed[k] ? &*resumed[k] : nullptr);
   write_agents_manifest(folder.dir(), records);
   write_combined_metrics(folder.dir(), records);
   folder.keep();

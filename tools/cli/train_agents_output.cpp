@@ -156,14 +156,17 @@ ResumedAgent read_resumed_agent(const std::string& run_dir, std::size_t k) {
   return resumed;
 }
 
+void prepare_agent(AgentRecord& agent, const AgentsPlan& plan, const std::string& run_dir, std::size_t k) {
+  agent.spec = plan.agents[k];
+  agent.dir = run_dir + "/agents/" + std::to_string(k);
+  agent.physics = resolve_physics(scenario_spec(agent.spec.config.scenario), agent.spec.config.physics);
+}
+
 void open_agent_outputs(AgentRecord& agent, const AgentsPlan& plan, const std::string& run_dir, std::size_t k,
                         const ResumedAgent* resumed) {
-  agent.spec = plan.agents[k];
   const rl::TrainConfig& config = agent.spec.config;
   const ScenarioSpec& spec = scenario_spec(config.scenario);
-  agent.dir = run_dir + "/agents/" + std::to_string(k);
   std::filesystem::create_directories(agent.dir);
-  agent.physics = resolve_physics(spec, config.physics);
   const std::string tb = run_dir + "/tb/agent_" + std::to_string(k);
   if (resumed) {
     agent.done = resumed->state.iteration();

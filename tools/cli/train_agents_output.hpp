@@ -46,9 +46,12 @@ struct ResumedAgent {
 };
 ResumedAgent read_resumed_agent(const std::string& run_dir, std::size_t k);
 
-// Fills agent k's record from the plan and opens its outputs: its folder, grid_point.toml (a new run) or the
-// rows it continues (`resumed`: done, and with the plan's target where it already stopped), config.toml, its
-// evaluator.
+// Fills agent k's record from the plan (its spec, folder name and physics), writing nothing.
+void prepare_agent(AgentRecord& agent, const AgentsPlan& plan, const std::string& run_dir, std::size_t k);
+// Opens a prepared agent's outputs: its folder, grid_point.toml (a new run) or the rows it continues
+// (`resumed`: done, and with the plan's target where it already stopped), config.toml, its evaluator. A
+// resumed run calls it once every agent's checkpoint has been read and restored: a refused checkpoint
+// leaves every agent's files as they were.
 void open_agent_outputs(AgentRecord& agent, const AgentsPlan& plan, const std::string& run_dir, std::size_t k,
                         const ResumedAgent* resumed);
 

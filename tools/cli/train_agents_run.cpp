@@ -48,19 +48,23 @@ int train_agents_separate(const AgentsPlan& plan, const std::string& out_dir) {
   std::vector<Agent> agents(plan.agents.size());
   std::vector<const AgentRecord*> records;
   std::filesystem::create_directories(folder.dir() + "/tb");
+  std::vector<std::optional<ResumedAgent>> resumed(agents.size());
   for (std::size_t k = 0; k < agents.size(); ++k) {
     Agent& agent = agents[k];
     records.push_back(&agent);
     const rl::TrainConfig& config = plan.agents[k].config;
-    std::optional<ResumedAgent> resumed;
-    if (resume) resumed = read_resumed_agent(folder.dir(), k);
-    open_agent_outputs(agent, plan, folder.dir(), k, resumed ? &*resumed : nullptr);
+    prepare_agent(agent, plan, folder.dir(), k);
+    if (resume) resumed[k] = read_resumed_agent(folder.dir(), k);
     agent.engine = make_engine(config.scenario, plan.device, config.num_envs, config.seed, agent.physics);
     agent.frames = make_frame_store(*agent.engine, config.pixel_observations(), config.num_steps, config.frame_size,
                                     config.grayscale, config.frame_stack);
     agent.trainer = std::make_unique<rl::Trainer>(*agent.engine, config, ranks, agent.frames.get());
-    if (resumed) resumed->state.restore(resumed->checkpoint, *agent.trainer, *agent.engine);
+    if (resumed[k]) resumed[k]->state.restore(resumed[k]->checkpoint, *agent.trainer, *agent.engine);
   }
+  // Every checkpoint read and restored: only now is any agent's file rewritten.
+  for (std::size_t k = 0; k < agents.size(); ++k)
+    open_agent_outputs(agents[k], plan, folder.dir(), k, resumed[k] ? &*resumed[k] : nullptr);
+  resumed.clear();
   write_agents_manifest(folder.dir(), records);
   write_combined_metrics(folder.dir(), records);
   folder.keep();

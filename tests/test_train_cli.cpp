@@ -82,6 +82,11 @@ TEST_CASE("surge train, eval and bench train run a Gaussian policy on pendulum",
     const Result resumed = run_surge("train --resume " + checkpoint + " --device cpu --stop-after 1");
     INFO(resumed.output());
     CHECK(resumed.exit_code == 0);
+    // The run's folder stands for its checkpoint, as a run of several agents' folder does.
+    const Result by_folder = run_surge("train --resume " + dir.string() + " --device cpu --stop-after 1");
+    INFO(by_folder.output());
+    CHECK(by_folder.exit_code == 0);
+    CHECK(by_folder.output().find(", resumed after iteration 4") != std::string::npos);
   } else {
     const Result e = run_surge("eval --checkpoint " + checkpoint + " --device cpu");
     CHECK(e.exit_code == 2);

@@ -68,7 +68,8 @@ void declare(Command& cmd) {
       .option("stop-after", "K", "stop after K iterations of this run, writing the checkpoint as at the end")
       .option("resume", "CKPT",
               "continue the run that wrote checkpoint CKPT, exactly; its config and scenario are used "
-              "(--out defaults to CKPT's folder). A run of several agents: give its folder")
+              "(--out defaults to CKPT's folder). A run's folder stands for its checkpoint.h5; a run of several "
+              "agents: give its folder")
       .option("log-rollouts", "FILE.h5", "log rollouts to FILE.h5 (HDF5; see 'surge h5' and docs/hdf5-schema.md)")
       .option("log-every", "K", "log iterations 1, 1+K, 1+2K, ...", "10")
       .option("log-envs", "M", "log environments 0 .. M-1 (by default at most 64)", "64")
@@ -123,6 +124,11 @@ void declare(Command& cmd) {
 // Reads the checkpoint to continue and checks that nothing would change its config.
 void read_resume(const Command& cmd, RunPlan& plan, int ranks) {
   plan.resume_path = cmd.get("resume");
+  // A run's folder stands for the checkpoint the run keeps there.
+  std::error_code error;
+  const std::filesystem::path in_folder = std::filesystem::path(plan.resume_path) / "checkpoint.h5";
+  if (std::filesystem::is_directory(plan.resume_path, error) && std::filesystem::is_regular_file(in_folder, error))
+    plan.resume_path = in_folder.string();
   for (const char* fixed :
        {"scenario", "config", "preset", "set", "physics", "num-envs", "num-steps", "seed", "seeds", "overwrite"})
     if (!cmd.get_all(fixed).empty() || (std::string(fixed) == "overwrite" && cmd.flag_set("overwrite")))

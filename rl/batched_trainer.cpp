@@ -3,8 +3,8 @@
 #include "rl/batched_trainer.hpp"
 
 #include <algorithm>
-#include <thread>
 
+#include "rl/agent_set.hpp"
 #include "rl/batched_kernels.hpp"
 #include "rl/batched_loss.hpp"
 #include "rl/device_util.hpp"
@@ -161,6 +161,8 @@ BatchedTrainer::BatchedTrainer(Engine& engine, const std::vector<TrainConfig>& c
       configs_(checked_configs(engine, configs)),
       config_(configs_.front()),
       agents_(static_cast<int>(configs_.size())),
+      cpu_agent_threads_(engine.device().is_cpu() && agents_ > 1 ? agent_threads(static_cast<std::size_t>(agents_))
+                                                                 : 1),
       num_steps_(config_.num_steps),
       num_envs_(config_.num_envs),
       obs_dim_(engine.spec().obs_dim),
@@ -176,9 +178,8 @@ BatchedTrainer::BatchedTrainer(Engine& engine, const std::vector<TrainConfig>& c
       pending_(static_cast<std::size_t>(agents_)) {
   prepare_gemm(device_);  // the iteration graph captures GEMMs: cuBLASLt must exist before
   if (device_.is_cuda()) set_cuda_gemm_tf32(false);
-  if (device_.is_cpu())
-    set_cpu_threads(config_.cpu_threads > 0 ? static_cast<int>(config_.cpu_threads)
-                                            : std::max(1, static_cast<int>(std::thread::hardware_concurrency())));
+  // As a Trainer alone sets them (CartPole's config: one thread); the agents' region takes cpu_agent_threads_.
+  if (device_.is_cpu()) set_cpu_threads(cpu_threads_for(config_));
   std::vector<AgentHyper> hyper;
   std::vector<std::uint64_t> seeds;
   for (const TrainConfig& config : configs_) {
@@ -203,7 +204,7 @@ BatchedTrainer::BatchedTrainer(Engine& engine, const std::vector<TrainConfig>& c
   engine_.observe_agents(agent_arena_.at(b_.obs, 0).slice(num_steps_ * row, row),
                          static_cast<std::int64_t>(agent_arena_.replica_stride_bytes()), stream_);
   start_normalization();
-  observe_normalized(num_steps_ * num_envs_, -1);
+  observe_normalized(num_steps_ * num_envs_, -1, {0, agents_});
   engine_.clear_episode_stats(stream_);
   stream_.synchronize();
 }

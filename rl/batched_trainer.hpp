@@ -14,6 +14,7 @@
 // covers today: discrete and continuous actions, vector observations, observation and reward normalisation,
 // one process (no ranks), fp32; supported() says why a config is left to one Trainer per agent.
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -122,25 +123,50 @@ class BatchedTrainer {
   static BufferTable shared_table(const TrainConfig& config, const ActorCritic& net, Device device, int agents,
                                   SharedBuffers& b);
 
+  // Agents [first, first + count): each phase below runs for such a range in one launcher call per
+  // kernel, agent `first`'s copies and the arena's distance (an agent's bits do not depend on the range).
+  struct Agents {
+    int first, count;
+  };
+  // One iteration of every agent: on CUDA, and on the CPU on one thread, each phase in one call for all of
+  // them; on the CPU with cpu_agent_threads_ > 1, each agent's rollout (its environments' steps too) and then
+  // its update on one thread, the agents spread over that many threads (batched_trainer_cpu.cpp).
   void enqueue_iteration();
-  void start_iteration();
-  // One rollout step of every agent: both networks' forward passes, the draws, the environments' step (and
-  // the normalisation of what they observed), the critic on the final observations of ended episodes.
-  void rollout_step(std::int64_t t);
-  void sample_actions(std::int64_t t), step_environments(std::int64_t t), value_final_observations(std::int64_t t);
-  // The critic on the last observations, episode tracking and reward scaling, GAE, the episode statistics.
-  void finish_rollout();
-  void episode_statistics();
-  // One minibatch of every agent: the gather, the forward passes, the loss, the backward passes and Adam.
-  void update(std::int64_t epoch, std::int64_t m), gather_minibatch(std::int64_t epoch, std::int64_t m);
-  void end_epoch(std::int64_t epoch);
-  void finish_iteration();
+  void enqueue_iteration_per_agent();
+  // f(range) over the agents: all of them in one call, or on the CPU with cpu_agent_threads_ > 1 one agent per
+  // call, the calls spread over that many threads (each call's work on its one thread); joins before it returns.
+  void for_agents(const std::function<void(Agents)>& f);
+  // The iteration's start and its rollout: for each step, the agents' forward passes and draws (act), their
+  // environments' step, the normalisation of what they observed, the critic on the final observations of
+  // ended episodes.
+  void rollout(Agents a);
+  void start_iteration(Agents a);
+  void act(std::int64_t t, Agents a), sample_actions(std::int64_t t, Agents a);
+  void step_environments(std::int64_t t, Agents a), value_final_observations(std::int64_t t, Agents a);
+  // Whether step t needs value_final_observations for the agents: on the CPU only where one of their
+  // episodes was truncated then (the flags read on the host).
+  bool needs_final_values(std::int64_t t, Agents a) const;
+  // The critic on the last observations, episode tracking and reward scaling, GAE, the episode statistics
+  // (the engine's for every agent too where `engine_statistics`).
+  void finish_rollout(Agents a, bool engine_statistics);
+  void episode_statistics(Agents a, bool engine_statistics);
+  // Every epoch's minibatches (update) and the epoch's end; one minibatch: the gather, the forward passes,
+  // the loss, the backward passes and Adam.
+  void learn(Agents a);
+  void update(std::int64_t epoch, std::int64_t m, Agents a),
+      gather_minibatch(std::int64_t epoch, std::int64_t m, Agents a);
+  void end_epoch(std::int64_t epoch, Agents a);
+  void finish_iteration(Agents a);
   void collect(std::int64_t iteration);
 
-  // Agent 0's copy of an entry and the distance to the next agent's, in elements.
+  // Agent 0's (or agent a.first's) copy of an entry and the distance to the next agent's, in elements.
   template <class T>
   T* base(Slot<T> slot) const {
     return agent_arena_.data(slot);
+  }
+  template <class T>
+  T* base(Slot<T> slot, Agents a) const {
+    return agent_arena_.data(slot, a.first);
   }
   template <class T>
   std::int64_t stride(Slot<T> slot) const {
@@ -161,17 +187,26 @@ class BatchedTrainer {
     return {base(slot), stride(slot)};
   }
   template <class T>
+  Copies<T> each(Slot<T> slot, Agents a) const {
+    return {base(slot, a), stride(slot)};
+  }
+  template <class T>
   T* shared(Slot<T> slot) const {
     return shared_arena_.data(slot);
   }
+  // Agent a.first's element of a [K] array.
+  template <class T>
+  T* per_agent(Slot<T> slot, Agents a) const {
+    return shared_arena_.data(slot) + a.first;
+  }
   void forward(const Mlp& mlp, Slot<float> activations, Slot<float> input, std::int64_t input_row, std::int64_t rows,
-               Slot<float> output, std::int64_t output_offset);
+               Slot<float> output, std::int64_t output_offset, Agents a);
   // The policy's loss and its gradient with respect to the heads' outputs (and log_std), for the minibatch.
-  void loss(std::int64_t epoch, std::int64_t m);
+  void loss(std::int64_t epoch, std::int64_t m, Agents a);
   // Normalisation (rl/normalization.hpp), where the configs turn it on: counts every agent's observations
   // obs[row] into its statistics and normalises them (and the final observations where episodes ended at
   // step `flags_row`, or none for -1); or normalises only.
-  void observe_normalized(std::int64_t row, std::int64_t flags_row);
+  void observe_normalized(std::int64_t row, std::int64_t flags_row, Agents a);
   void normalize_observations(std::int64_t row);
   void start_normalization();
 
@@ -179,6 +214,7 @@ class BatchedTrainer {
   std::vector<TrainConfig> configs_;
   const TrainConfig& config_;  // agent 0's: the shapes every agent shares
   int agents_;
+  int cpu_agent_threads_;  // the CPU's threads across the agents (1: every phase one call for all of them)
   std::int64_t num_steps_, num_envs_, obs_dim_, minibatch_size_, num_iterations_;
   Device device_;
   Stream stream_;

@@ -91,30 +91,6 @@ void cpu_gemm_with_bias(Transpose trans_a, Transpose trans_b, std::int64_t m, st
   cpu_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
-// While alive, CBLAS runs each call on the calling thread alone: the agents' loop forks over the cores
-// itself. OpenBLAS's setting is the process's, so the previous count comes back afterwards; OpenBLAS
-// built on OpenMP sets OpenMP's thread count with its own, which is put back at once. Being process-wide,
-// it must not be used while another host thread may be inside OpenBLAS (today nothing forks a batched GEMM
-// beside other GEMMs: inside the agents' loop cpu_loop_forks is false and no SingleThreadedBlas is made).
-class SingleThreadedBlas {
- public:
-#if defined(SURGE_HAVE_CBLAS) && defined(OPENBLAS_VERSION)
-  SingleThreadedBlas() : blas_threads_(openblas_get_num_threads()), omp_threads_(omp_get_max_threads()) {
-    openblas_set_num_threads(1);
-    omp_set_num_threads(omp_threads_);
-  }
-  ~SingleThreadedBlas() {
-    openblas_set_num_threads(blas_threads_);
-    omp_set_num_threads(omp_threads_);
-  }
-  SingleThreadedBlas(const SingleThreadedBlas&) = delete;
-  SingleThreadedBlas& operator=(const SingleThreadedBlas&) = delete;
-
- private:
-  int blas_threads_, omp_threads_;
-#endif
-};
-
 // Multiply-adds below which the agents' loop stays on the calling thread: an OpenMP fork costs
 // microseconds, about what 64x64x16 multiply-adds take.
 constexpr std::int64_t kAgentForkWork = std::int64_t(1) << 16;
@@ -205,6 +181,23 @@ std::string cpu_gemm_library() {
   return "plain loops (built without CBLAS)";
 #endif
 }
+
+// Inside the agents' loop of gemm_strided_batched (or of rl/agent_set) cpu_loop_forks is false and no
+// SingleThreadedBlas is made: OpenBLAS is at one thread there already.
+#if defined(SURGE_HAVE_CBLAS) && defined(OPENBLAS_VERSION)
+SingleThreadedBlas::SingleThreadedBlas()
+    : blas_threads_(openblas_get_num_threads()), omp_threads_(omp_get_max_threads()) {
+  openblas_set_num_threads(1);
+  omp_set_num_threads(omp_threads_);
+}
+SingleThreadedBlas::~SingleThreadedBlas() {
+  openblas_set_num_threads(blas_threads_);
+  omp_set_num_threads(omp_threads_);
+}
+#else
+SingleThreadedBlas::SingleThreadedBlas() = default;
+SingleThreadedBlas::~SingleThreadedBlas() = default;
+#endif
 
 void set_cpu_threads(int threads) {
   SURGE_CHECK(threads >= 1, "at least one CPU thread");

@@ -64,6 +64,22 @@ std::string cpu_gemm_library();
 // OpenMP setting, which is where Surge runs its work).
 void set_cpu_threads(int threads);
 
+// While alive, CBLAS runs each call on the calling thread alone, so that a loop over agents can fork over
+// the cores itself. OpenBLAS's setting is the process's, so the previous count comes back afterwards
+// (OpenBLAS built on OpenMP sets OpenMP's thread count with its own, which is put back at once). Being
+// process-wide, it must not be made while another host thread may be inside OpenBLAS. Nothing without
+// OpenBLAS.
+class SingleThreadedBlas {
+ public:
+  SingleThreadedBlas();
+  ~SingleThreadedBlas();
+  SingleThreadedBlas(const SingleThreadedBlas&) = delete;
+  SingleThreadedBlas& operator=(const SingleThreadedBlas&) = delete;
+
+ private:
+  int blas_threads_ = 0, omp_threads_ = 0;
+};
+
 // Whether GEMMs on CUDA may round their inputs to TF32 (faster on tensor cores, about 10 bits of
 // mantissa). Off by default; applies to shapes first seen after the call.
 void set_cuda_gemm_tf32(bool allowed);

@@ -17,16 +17,6 @@
 namespace surge::rl {
 namespace {
 
-// cpu_threads = 0 chooses: one thread while the rollout is narrower than 4096 environments, where an
-// OpenMP fork per small kernel costs more than it saves and a second thread that waits spins, which on a
-// busy machine is ruinous (CleanRL's 4 x 128 on MountainCar: 333 s with two threads on a loaded 2-core
-// machine, 6.6 s with one); every core from there on.
-int cpu_threads_for(const TrainConfig& config) {
-  if (config.cpu_threads > 0) return static_cast<int>(config.cpu_threads);
-  if (config.num_envs < 4096) return 1;
-  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-}
-
 const ScenarioSpec& checked_spec(const Engine& engine, const TrainConfig& config, const Collective& ranks) {
   config.validate();
   if (config.num_agents != 1)
@@ -49,6 +39,16 @@ const ScenarioSpec& checked_spec(const Engine& engine, const TrainConfig& config
 }
 
 }  // namespace
+
+// cpu_threads = 0 chooses: one thread while the rollout is narrower than 4096 environments, where an
+// OpenMP fork per small kernel costs more than it saves and a second thread that waits spins, which on a
+// busy machine is ruinous (CleanRL's 4 x 128 on MountainCar: 333 s with two threads on a loaded 2-core
+// machine, 6.6 s with one); every core from there on.
+int cpu_threads_for(const TrainConfig& config) {
+  if (config.cpu_threads > 0) return static_cast<int>(config.cpu_threads);
+  if (config.num_envs < 4096) return 1;
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
 
 void add_episode_buffers(BufferTable& table, std::int64_t num_steps, std::int64_t num_envs, int ranks,
                          EpisodeBuffers& b) {

@@ -35,6 +35,10 @@ namespace surge::rl {
 enum class TrainPhase : int { PolicyForward, Sampling, EnvStep, Gae, UpdateForward, UpdateBackward, Optimiser, Other };
 inline constexpr int kTrainPhaseCount = 8;
 
+// The CPU threads a run of `config` alone takes (OpenMP and OpenBLAS): config.cpu_threads where given,
+// else one below 4096 environments, every core from there on.
+int cpu_threads_for(const TrainConfig& config);
+
 class Trainer {
  public:
   // `engine` holds config.num_envs environments of a scenario on the device to train on (a categorical

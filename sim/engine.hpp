@@ -158,6 +158,11 @@ class Engine {
   // Actions are read and outputs written at each agent's place when the views have a per-agent stride.
   // Enqueued on `stream`; never waits for the device.
   virtual void step(const ActionView& actions, const StepViews& out, const Stream& stream) = 0;
+  // step() for the environments of agents [first, first + count) only, the views as step() takes them (agent
+  // 0's parts, or every environment's rows): each of those environments steps exactly as in step(), the
+  // others and their outputs are left untouched. Host threads may step disjoint ranges at once on the CPU.
+  virtual void step_agents(std::int64_t first, std::int64_t count, const ActionView& actions, const StepViews& out,
+                           const Stream& stream) = 0;
   // `steps` steps of every environment with uniform random actions drawn on the device, fused in
   // one launch: the inner loop of `surge bench env`.
   virtual void rollout_random(std::int64_t steps, const RolloutViews& out, const Stream& stream) = 0;

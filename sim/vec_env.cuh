@@ -163,36 +163,31 @@ class VecEnv final : public Engine {
 
   void step(const ActionView& actions, const StepViews& out, const Stream& stream) override {
     check_stream(stream);
-    const std::int64_t s = out.agent_stride_bytes;
-    const AgentViewStrides strides{
-        check_agent_actions(actions),
-        check_agent_view(out.obs, S::kObsDim, s, "obs"),
-        check_agent_view(out.reward, 1, s, "reward"),
-        check_agent_view(out.terminated, 1, s, "terminated"),
-        check_agent_view(out.truncated, 1, s, "truncated"),
-        out.final_obs.empty() ? 0 : check_agent_view(out.final_obs, S::kObsDim, s, "final_obs")};
-    const StepKernel<S> kernel{arena_.data(b_.states),
-                               arena_.data(b_.params),
-                               arena_.data(b_.episode_steps),
-                               arena_.data(b_.episode_returns),
-                               arena_.data(b_.rng_offsets),
-                               arena_.data(b_.tallies),
-                               arena_.data(b_.physics),
-                               agents_[0].seed,
-                               first_env_,
-                               actions.discrete.data,
-                               actions.continuous.data,
-                               out.obs.data,
-                               out.reward.data,
-                               out.terminated.data,
-                               out.truncated.data,
-                               out.final_obs.data};
+    AgentViewStrides strides{};
+    const StepKernel<S> kernel = step_kernel(actions, out, strides);
     if (num_agents_ == 1)
       parallel_for(stream, num_envs_, kernel);
-    else if (actions.agent_stride_bytes == 0 && s == 0)
+    else if (actions.agent_stride_bytes == 0 && out.agent_stride_bytes == 0)
       parallel_for(stream, num_envs_, AgentStepKernel<S>{kernel, agent_streams()});
     else
       parallel_for(stream, num_envs_, StridedAgentStepKernel<S>{kernel, agent_streams(), strides});
+  }
+
+  void step_agents(std::int64_t first, std::int64_t count, const ActionView& actions, const StepViews& out,
+                   const Stream& stream) override {
+    SURGE_CHECK(first >= 0 && count >= 0 && first + count <= num_agents_,
+                "agents " + std::to_string(first) + " to " + std::to_string(first + count) + " of an engine of " +
+                    std::to_string(num_agents_));
+    if (first == 0 && count == num_agents_) return step(actions, out, stream);  // step()'s kernels, as they were
+    check_stream(stream);
+    AgentViewStrides strides{};
+    const StepKernel<S> kernel = step_kernel(actions, out, strides);
+    if (count == 0) return;
+    const std::int64_t envs = count * envs_per_agent_, offset = first * envs_per_agent_;
+    if (actions.agent_stride_bytes == 0 && out.agent_stride_bytes == 0)
+      parallel_for(stream, envs, FromEnv<AgentStepKernel<S>>{{kernel, agent_streams()}, offset});
+    else
+      parallel_for(stream, envs, FromEnv<StridedAgentStepKernel<S>>{{kernel, agent_streams(), strides}, offset});
   }
 
   void rollout_random(std::int64_t num_steps, const RolloutViews& out, const Stream& stream) override {
@@ -317,6 +312,33 @@ class VecEnv final : public Engine {
   const BufferArena& buffers() const override { return arena_; }
 
  private:
+  // step()'s kernel over its views (checked; `strides` set to their per-agent distances).
+  StepKernel<S> step_kernel(const ActionView& actions, const StepViews& out, AgentViewStrides& strides) const {
+    const std::int64_t s = out.agent_stride_bytes;
+    strides = {check_agent_actions(actions),
+               check_agent_view(out.obs, S::kObsDim, s, "obs"),
+               check_agent_view(out.reward, 1, s, "reward"),
+               check_agent_view(out.terminated, 1, s, "terminated"),
+               check_agent_view(out.truncated, 1, s, "truncated"),
+               out.final_obs.empty() ? 0 : check_agent_view(out.final_obs, S::kObsDim, s, "final_obs")};
+    return {arena_.data(b_.states),
+            arena_.data(b_.params),
+            arena_.data(b_.episode_steps),
+            arena_.data(b_.episode_returns),
+            arena_.data(b_.rng_offsets),
+            arena_.data(b_.tallies),
+            arena_.data(b_.physics),
+            agents_[0].seed,
+            first_env_,
+            actions.discrete.data,
+            actions.continuous.data,
+            out.obs.data,
+            out.reward.data,
+            out.terminated.data,
+            out.truncated.data,
+            out.final_obs.data};
+  }
+
   struct Buffers {
     Slot<State> states;
     Slot<Params> params;

@@ -100,6 +100,14 @@ struct StridedAgentStepKernel {
   }
 };
 
+// `kernel` for environments offset, offset + 1, ...: Engine::step_agents for a range of agents.
+template <class Kernel>
+struct FromEnv {
+  Kernel kernel;
+  std::int64_t offset;
+  SURGE_HD_INLINE void operator()(std::int64_t i) const { kernel(offset + i); }
+};
+
 // Engine::observe_agents: environment k*N+j's observation into row j of agent k's view, `stride_bytes` from
 // agent 0's.
 template <class S>

@@ -46,8 +46,9 @@ inline constexpr std::uint8_t kUntouched = 0xa5;
 // run() with every view at a per-agent distance: agent k's actions, observations and step outputs in replica k of
 // an arena of K replicas of AgentRollout, stepped with the arena's replica stride (`stride_change` added to it
 // for the outputs). Checks that the bytes outside every entry of every replica (the padding) stay untouched.
+// With `agent_ranges` each step is Engine::step_agents for agents 1 to K-1, an empty range, then agent 0.
 inline std::vector<Trace> run_strided(Engine& engine, std::int64_t first_agent, std::int64_t steps,
-                                      const Stream& stream, std::int64_t pad_bytes = 1000) {
+                                      const Stream& stream, std::int64_t pad_bytes = 1000, bool agent_ranges = false) {
   const ScenarioSpec& spec = engine.spec();
   const Device device = engine.device();
   const int agents = static_cast<int>(engine.num_agents());
@@ -91,11 +92,16 @@ inline std::vector<Trace> run_strided(Engine& engine, std::int64_t first_agent, 
     const ActionView actions{
         discrete_actions ? arena.at(b.discrete, 0).slice(t * n, n) : Span<std::int32_t>{},
         discrete_actions ? Span<float>{} : arena.at(b.continuous, 0).slice(t * action_width, action_width), stride};
-    engine.step(actions,
-                {arena.at(b.obs, 0).slice((t + 1) * obs_width, obs_width), arena.at(b.reward, 0).slice(t * n, n),
-                 arena.at(b.terminated, 0).slice(t * n, n), arena.at(b.truncated, 0).slice(t * n, n),
-                 arena.at(b.final_obs, 0).slice(t * obs_width, obs_width), stride},
-                stream);
+    const StepViews out{arena.at(b.obs, 0).slice((t + 1) * obs_width, obs_width),
+                        arena.at(b.reward, 0).slice(t * n, n),
+                        arena.at(b.terminated, 0).slice(t * n, n),
+                        arena.at(b.truncated, 0).slice(t * n, n),
+                        arena.at(b.final_obs, 0).slice(t * obs_width, obs_width),
+                        stride};
+    if (!agent_ranges) return engine.step(actions, out, stream);
+    engine.step_agents(1, agents - 1, actions, out, stream);
+    engine.step_agents(agents, 0, actions, out, stream);
+    engine.step_agents(0, 1, actions, out, stream);
   };
   for (std::int64_t t = 0; t < steps; ++t) step(t);
   // Every step's outputs of agent k, as run() records them step after step.
@@ -128,7 +134,8 @@ inline std::vector<Trace> run_strided(Engine& engine, std::int64_t first_agent, 
 // For CartPole and Acrobot (discrete) and Pendulum (continuous), three agents of N = 5 and N = 64 environments
 // with different seeds and physics (one randomised) stepping into per-agent buffers at a padded distance: each
 // agent's trace equals that agent's rows of the contiguous layout and its engine alone's, alone in the strided
-// layout too (one agent: the engine's own kernel); the next agent's trace differs.
+// layout too (one agent: the engine's own kernel), and stepped in ranges of agents (Engine::step_agents); the next
+// agent's trace differs. A range outside the agents is refused.
 inline void check_agents_step_at_a_distance(Device device) {
   Stream stream(device);
   for (const std::string name : {"cartpole", "acrobot", "pendulum"}) {
@@ -149,6 +156,16 @@ inline void check_agents_step_at_a_distance(Device device) {
         const auto alone_strided = make_engine(name, device, n, agents[k].seed, agents[k].physics);
         check_same(run_strided(*alone_strided, k, steps_for(spec), stream, 3)[0], strided[k]);
       }
+      // Engine::step_agents: the agents stepped in two ranges and an empty one write the same bytes.
+      const auto ranged_engine = make_engine(name, device, n, agents);
+      const std::vector<Trace> ranged = run_strided(*ranged_engine, 0, steps_for(spec), stream, 1000, true);
+      for (std::int64_t k = 0; k < 3; ++k) {
+        INFO("agent " << k << ", stepped in ranges");
+        check_same(ranged[k], strided[k]);
+        CHECK_FALSE(same(ranged[k], strided[(k + 1) % 3]));
+      }
+      CHECK_THROWS_AS(ranged_engine->step_agents(2, 2, {}, {}, stream), Error);
+      CHECK_THROWS_AS(ranged_engine->step_agents(-1, 1, {}, {}, stream), Error);
     }
   }
 }

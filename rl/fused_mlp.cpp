@@ -1,25 +1,28 @@
 // The fused small-MLP path of the CPU backend (rl/fused_mlp.hpp).
 //
-// Vectors are GCC/Clang vector extensions of 64 bytes: one AVX-512 register when SURGE_CPU_NATIVE
-// builds for a machine that has it, lowered by the compiler to narrower registers otherwise, so the
-// same source is its own portable fallback. Each pass repacks the network's weights with every row
-// padded to whole vectors (zeros in the padding), as W^T [in][out] for the forward products and, where
-// the parameters' own W [out][in] is not whole vectors already, as W for the input gradients, so that no
-// lane is masked; padded columns stay zero through every layer (tanh(0) = relu(0) = 0). A tile of
-// kTileRows rows then goes through the whole layer stack in L1, in register blocks of kBlockRows rows x
-// kBlockVecs vectors.
+// Vectors are GCC/Clang vector extensions as wide as the build's widest register (kVectorBytes: 64 bytes
+// under AVX-512, 32 under AVX2, 16 otherwise), so the same source is its own portable fallback. Each pass
+// repacks the network's weights with every row padded to whole vectors (zeros in the padding), as W^T
+// [in][out] for the forward products and, where the parameters' own W [out][in] is not whole vectors
+// already, as W for the input gradients, so that no lane is masked; padded columns stay zero through every
+// layer (tanh(0) = relu(0) = 0). A tile of kTileRows rows then goes through the whole layer stack in L1, in
+// register blocks of up to kBlockRows rows x kBlockVecs vectors, sized to the machine's vector registers.
+// Every element of a product is its initial value plus its products in the order of the summed index,
+// whatever the vector width and blocking, so the results do not depend on them.
 #include "rl/fused_mlp.hpp"
 
-#if defined(__AVX512F__)
+#if defined(__AVX__)
 #include <immintrin.h>
 #endif
 
 #include <algorithm>
 #include <atomic>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "rl/fused_mlp_common.hpp"
+#include "rl/fused_mlp_transpose.hpp"
 #include "rl/mlp.hpp"
 
 namespace surge::rl {
@@ -27,11 +30,11 @@ namespace {
 
 using namespace fused;
 
-typedef float FloatVec __attribute__((vector_size(64)));
-typedef double DoubleVec __attribute__((vector_size(64)));
+typedef float FloatVec __attribute__((vector_size(kVectorBytes)));
+typedef double DoubleVec __attribute__((vector_size(kVectorBytes)));
 // The same vectors in memory, at any address of their scalars.
-typedef float FloatVecInMemory __attribute__((vector_size(64), aligned(alignof(float))));
-typedef double DoubleVecInMemory __attribute__((vector_size(64), aligned(alignof(double))));
+typedef float FloatVecInMemory __attribute__((vector_size(kVectorBytes), aligned(alignof(float))));
+typedef double DoubleVecInMemory __attribute__((vector_size(kVectorBytes), aligned(alignof(double))));
 
 template <class Scalar>
 struct VecOf;
@@ -75,7 +78,7 @@ inline Vec<Scalar> finish(Vec<Scalar> values, const Scalar* gate) {
     return values > Scalar(0) ? values : Vec<Scalar>{};
   } else if constexpr (epilogue == Epilogue::Tanh) {
 #if defined(SURGE_FAST_TANH_LANES)
-    if constexpr (std::is_same_v<Scalar, float>) return (Vec<Scalar>)fast_tanh_lanes((__m512)values);
+    if constexpr (std::is_same_v<Scalar, float>) return (Vec<Scalar>)fast_tanh_lanes((TanhLanes)values);
 #endif
     for (int i = 0; i < kLanes<Scalar>; ++i) values[i] = tanh_of(values[i]);
     return values;
@@ -83,6 +86,25 @@ inline Vec<Scalar> finish(Vec<Scalar> values, const Scalar* gate) {
     return values;
   }
 }
+
+// acc + s row in one rounding, the fused multiply-add the AVX-512 path's `acc += s * row` contracts to.
+// Written out where the machine has FMA: GCC's tuning for AMD's cores (avoid-fma-max-bits) leaves a chain
+// of 256-bit or narrower multiply-adds carried round a loop as a multiply and an add, two roundings.
+#if !defined(__AVX512F__)
+#if defined(__FMA__)
+inline FloatVec multiply_add(float s, FloatVec row, FloatVec acc) {
+  return (FloatVec)_mm256_fmadd_ps(_mm256_set1_ps(s), (__m256)row, (__m256)acc);
+}
+inline DoubleVec multiply_add(double s, DoubleVec row, DoubleVec acc) {
+  return (DoubleVec)_mm256_fmadd_pd(_mm256_set1_pd(s), (__m256d)row, (__m256d)acc);
+}
+#else
+template <class Scalar>
+inline Vec<Scalar> multiply_add(Scalar s, Vec<Scalar> row, Vec<Scalar> acc) {
+  return acc + s * row;
+}
+#endif
+#endif
 
 // The one register block: c[r][0 .. NV lanes) = finish(init[r][..] + sum_p a(r, p) b[p][..]) for NR rows,
 // where a(r, p) = a[r * a_row + p * a_col] (so a or a^T), init [NR][init_ld] (init_ld 0: one row for all,
@@ -106,7 +128,11 @@ void block(const Scalar* a, std::int64_t a_row, std::int64_t a_col, int k, const
     for (int v = 0; v < NV; ++v) row[v] = vec_at(b + p * ldb + v * lanes);
     for (int r = 0; r < NR; ++r) {
       const Scalar s = a[r * a_row + p * a_col];
+#if defined(__AVX512F__)
       for (int v = 0; v < NV; ++v) acc[r][v] += s * row[v];
+#else
+      for (int v = 0; v < NV; ++v) acc[r][v] = multiply_add(s, row[v], acc[r][v]);
+#endif
     }
   }
   // The gate (the layer's output, for a derivative) is read only by the gradients' epilogues, and is null
@@ -118,17 +144,48 @@ void block(const Scalar* a, std::int64_t a_row, std::int64_t a_col, int k, const
           finish<epilogue, Scalar>(acc[r][v], gated ? gate + r * ldc + v * lanes : nullptr);
 }
 
-// Rows per register block for a block NV vectors wide, where a whole block of them remains: enough
-// accumulators (NR x NV of the 32 AVX-512 registers) to hide the FMA's latency behind independent sums. A
-// 1-vector-wide product (a 2-wide head, a 4-wide input's weight gradient) in blocks of 4 rows waits on its
-// 4 chains. Every element is still init plus its products in the order of p, so the row blocking changes
-// no bit. Narrower registers keep 4 rows: a 64-byte vector is already 2 to 4 of them. 4 x 4 stays: 6 x 4
-// (24 accumulators) was no faster on a 32-row tile, whose last 2 rows then take a block of their own.
+// Register blocks: up to kBlockRows rows x kBlockVecs vectors, and kWideRows[NV - 1] rows for a block NV
+// vectors wide where a whole block of them remains: enough accumulators to hide the FMA's latency behind
+// independent sums, few enough that they, a row of b and a broadcast of a fit the registers. Every element
+// is still init plus its products in the order of p, so the blocking changes no bit.
 #if defined(__AVX512F__)
+// 32 registers. A 1-vector-wide product (a 2-wide head, a 4-wide input's weight gradient) in blocks of 4
+// rows waits on its 4 chains. 4 x 4 stays: 6 x 4 (24 accumulators) was no faster on a 32-row tile, whose
+// last 2 rows then take a block of their own.
+constexpr int kBlockRows = 4;
+constexpr int kBlockVecs = 4;
 constexpr int kWideRows[kBlockVecs] = {16, 8, 4, 4};
 #else
-constexpr int kWideRows[kBlockVecs] = {4, 4, 4, 4};
+// 16 registers (AVX2's ymm, SSE's xmm): at most 12 accumulators, the rest for a row of b and a broadcast.
+// 6 x 2 ran CleanRL's 64-wide layers faster than 4 x 2, 4 x 3 or 4 x 4.
+constexpr int kBlockRows = 4;
+constexpr int kBlockVecs = 2;
+constexpr int kWideRows[kBlockVecs] = {8, 6};
 #endif
+
+// The register blocks of one kind of product with NR rows: at[NV - 1] has NV vectors.
+template <class Scalar, Epilogue epilogue, bool by_rows>
+struct BlockRow {
+  using Block = void (*)(const Scalar*, std::int64_t, std::int64_t, int, const Scalar*, std::int64_t, const Scalar*,
+                         std::int64_t, Scalar*, std::int64_t, const Scalar*);
+  Block at[kBlockVecs];
+};
+template <class Scalar, Epilogue epilogue, bool by_rows, int NR, int... v>
+constexpr BlockRow<Scalar, epilogue, by_rows> block_row(std::integer_sequence<int, v...>) {
+  return {{block<Scalar, NR, v + 1, epilogue, by_rows>...}};
+}
+
+// All of them: small[NR - 1].at[NV - 1], and wide[NV - 1] with kWideRows[NV - 1] rows.
+template <class Scalar, Epilogue epilogue, bool by_rows, class Rows = std::make_integer_sequence<int, kBlockRows>,
+          class Vecs = std::make_integer_sequence<int, kBlockVecs>>
+struct BlockTable;
+template <class Scalar, Epilogue epilogue, bool by_rows, int... r, int... v>
+struct BlockTable<Scalar, epilogue, by_rows, std::integer_sequence<int, r...>, std::integer_sequence<int, v...>> {
+  using Block = typename BlockRow<Scalar, epilogue, by_rows>::Block;
+  static constexpr BlockRow<Scalar, epilogue, by_rows> small[kBlockRows] = {
+      block_row<Scalar, epilogue, by_rows, r + 1>(std::integer_sequence<int, v...>())...};
+  static constexpr Block wide[kBlockVecs] = {block<Scalar, kWideRows[v], v + 1, epilogue, by_rows>...};
+};
 
 // c [rows][n_padded] (leading dimension ldc) = init + a(r, p) b [k][n_padded], in register blocks, then
 // the epilogue (gate, for a gradient's, [rows][ldc]).
@@ -136,25 +193,14 @@ template <class Scalar, bool by_rows, Epilogue epilogue = Epilogue::None>
 void product(const Scalar* a, std::int64_t a_row, std::int64_t a_col, int rows, int k, const Scalar* b,
              std::int64_t n_padded, const Scalar* init, std::int64_t init_ld, Scalar* c, std::int64_t ldc,
              const Scalar* gate = nullptr) {
-  using Block = void (*)(const Scalar*, std::int64_t, std::int64_t, int, const Scalar*, std::int64_t, const Scalar*,
-                         std::int64_t, Scalar*, std::int64_t, const Scalar*);
-#define SURGE_BLOCK_ROW(n)                                                             \
-  {                                                                                    \
-    block<Scalar, n, 1, epilogue, by_rows>, block<Scalar, n, 2, epilogue, by_rows>,    \
-        block<Scalar, n, 3, epilogue, by_rows>, block<Scalar, n, 4, epilogue, by_rows> \
-  }
-  static constexpr Block blocks[kBlockRows][kBlockVecs] = {SURGE_BLOCK_ROW(1), SURGE_BLOCK_ROW(2), SURGE_BLOCK_ROW(3),
-                                                           SURGE_BLOCK_ROW(4)};
-#undef SURGE_BLOCK_ROW
-  static constexpr Block wide_blocks[kBlockVecs] = {
-      block<Scalar, kWideRows[0], 1, epilogue, by_rows>, block<Scalar, kWideRows[1], 2, epilogue, by_rows>,
-      block<Scalar, kWideRows[2], 3, epilogue, by_rows>, block<Scalar, kWideRows[3], 4, epilogue, by_rows>};
+  using Blocks = BlockTable<Scalar, epilogue, by_rows>;
+  using Block = typename Blocks::Block;
   constexpr int lanes = kLanes<Scalar>;
   for (std::int64_t c0 = 0; c0 < n_padded; c0 += kBlockVecs * lanes) {
     const int vecs = static_cast<int>(std::min<std::int64_t>(kBlockVecs, (n_padded - c0) / lanes));
     for (int r0 = 0; r0 < rows;) {
       const int wide = kWideRows[vecs - 1], step = rows - r0 >= wide ? wide : std::min(kBlockRows, rows - r0);
-      const Block run = step == wide ? wide_blocks[vecs - 1] : blocks[step - 1][vecs - 1];
+      const Block run = step == wide ? Blocks::wide[vecs - 1] : Blocks::small[step - 1].at[vecs - 1];
       run(a + r0 * a_row, a_row, a_col, k, b + c0, n_padded, init ? init + r0 * init_ld + c0 : nullptr, init_ld,
           c + r0 * ldc + c0, ldc, gate ? gate + r0 * ldc + c0 : nullptr);
       r0 += step;
@@ -211,58 +257,6 @@ void add_column_sums(const Scalar* dy, std::int64_t ldy, int rows, int out, Scal
 }
 
 // ============================== the network, repacked ==============================
-
-#if defined(__AVX512F__)
-// One round of a 16 x 16 transpose: in every square of 2 half x 2 half floats, swap the off-diagonal halves.
-template <int half>
-inline void swap_off_diagonal(__m512 (&square)[16]) {
-  struct Indices {  // lane j of a pair (a, b) of rows: index j of a, 16 + j of b
-    alignas(64) std::int32_t low[16], high[16];
-    constexpr Indices() : low(), high() {
-      for (int j = 0; j < 16; ++j) {
-        low[j] = (j & half) ? 16 + j - half : j;
-        high[j] = (j & half) ? 16 + j : j + half;
-      }
-    }
-  };
-  static constexpr Indices indices;
-  const __m512i low = _mm512_load_si512(indices.low), high = _mm512_load_si512(indices.high);
-#pragma GCC unroll 16
-  for (int r = 0; r < 16; ++r)
-    if (!(r & half)) {
-      const __m512 a = square[r], b = square[r + half];
-      square[r] = _mm512_permutex2var_ps(a, low, b);
-      square[r + half] = _mm512_permutex2var_ps(a, high, b);
-    }
-}
-#endif
-
-// dst [cols][ldd] = src [rows][cols]^T. Under AVX-512, whole 16 x 16 squares of floats go through
-// two-register permutes; the edges, and other types and machines, one element at a time.
-template <class Scalar>
-void transpose(const Scalar* src, int rows, int cols, Scalar* dst, std::int64_t ldd) {
-  int whole_rows = 0, whole_cols = 0;
-#if defined(__AVX512F__)
-  if constexpr (std::is_same_v<Scalar, float>) {
-    whole_rows = rows / 16 * 16;
-    whole_cols = cols / 16 * 16;
-    for (int r0 = 0; r0 < whole_rows; r0 += 16)
-      for (int c0 = 0; c0 < whole_cols; c0 += 16) {
-        __m512 square[16];
-#pragma GCC unroll 16
-        for (int r = 0; r < 16; ++r) square[r] = _mm512_loadu_ps(src + (r0 + r) * cols + c0);
-        swap_off_diagonal<8>(square);
-        swap_off_diagonal<4>(square);
-        swap_off_diagonal<2>(square);
-        swap_off_diagonal<1>(square);
-#pragma GCC unroll 16
-        for (int c = 0; c < 16; ++c) _mm512_storeu_ps(dst + (c0 + c) * ldd + r0, square[c]);
-      }
-  }
-#endif
-  for (int r = 0; r < rows; ++r)
-    for (int c = r < whole_rows ? whole_cols : 0; c < cols; ++c) dst[c * ldd + r] = src[r * cols + c];
-}
 
 // One network's weights repacked for the tile kernels, with the parameters and layout it was made from.
 template <class Scalar>

@@ -53,6 +53,12 @@ namespace {
 using namespace fused;
 using Word = std::uint32_t;
 
+// Rows padded to 16 words, whole 64-byte vectors (vdpbf16ps's) on any machine, and register blocks of up
+// to 4 rows x 4 such vectors.
+constexpr int kPadWords = 16;
+constexpr int kBlockRows = 4;
+constexpr int kBlockVecs = 4;
+
 inline Word pair(float even, float odd) { return rounded_bf16(even) | rounded_bf16(odd) << 16; }
 
 // ============================== register blocks ==============================
@@ -163,7 +169,7 @@ void pairs_along_rows(const float* src, std::int64_t ld, int rows, int width, Wo
 // dst [pairs_of(rows)][padded(width)] = src [rows][width] (leading dimension ld) as pairs down the columns,
 // zeros in the padding.
 void pairs_down_columns(const float* src, std::int64_t ld, int rows, int width, Word* dst) {
-  const std::int64_t stride = padded<float>(width);
+  const std::int64_t stride = padded<float, kPadWords>(width);
   for (int q = 0; q < pairs_of(rows); ++q) {
     const float* even = src + 2 * q * ld;
     const float* odd = 2 * q + 1 < rows ? even + ld : nullptr;
@@ -195,11 +201,11 @@ struct PackedBf16 : PackedSource<float> {
     for (int l = 0; l < layers; ++l) {
       const std::int64_t in = mlp.layer_in(l), out = mlp.layer_out(l);
       transposed[l] = total;
-      total += pairs_of(in) * padded<float>(out);
+      total += pairs_of(in) * padded<float, kPadWords>(out);
       rows[l] = total;
-      total += pairs_of(out) * padded<float>(in);
+      total += pairs_of(out) * padded<float, kPadWords>(in);
       bias[l] = bias_total;
-      bias_total += padded<float>(out);
+      bias_total += padded<float, kPadWords>(out);
     }
     words = aligned(word_storage, total);
     biases = aligned(bias_storage, bias_total);
@@ -223,7 +229,7 @@ struct PackedBf16 : PackedSource<float> {
 void fused_mlp_bf16_forward(const Mlp& mlp, const float* params, const float* input, std::int64_t batch,
                             float* activations, float* output, Bf16Kernel kernel, std::uint64_t params_version) {
   const PackedBf16& weights = packed_cache<PackedBf16>(mlp, params, params_version);
-  const int widest = widest_padded<float>(mlp), layers = mlp.num_layers();
+  const int widest = widest_padded<float, kPadWords>(mlp), layers = mlp.num_layers();
   const std::int64_t tiles = (batch + kTileRows - 1) / kTileRows;
   for_each_index(tiles, run_parallel(batch), [&](std::int64_t tile) {
     thread_local std::vector<float> storage;
@@ -235,14 +241,14 @@ void fused_mlp_bf16_forward(const Mlp& mlp, const float* params, const float* in
     pairs_along_rows(input + row0 * mlp.input_dim(), mlp.input_dim(), rows, mlp.input_dim(), x);
     for (int l = 0; l < layers; ++l) {
       const int in = mlp.layer_in(l), out = mlp.layer_out(l);
-      const std::int64_t out_p = padded<float>(out);
+      const std::int64_t out_p = padded<float, kPadWords>(out);
       const bool head = l + 1 == layers;
       float* target = (head ? output : activations + mlp.activation_offset(l, batch)) + row0 * out;
       float* z = out == out_p ? target : y;  // a layer of whole vectors is written in place
       product(kernel, x, pairs_of(in), rows, static_cast<int>(pairs_of(in)), weights.words + weights.transposed[l],
               out_p, weights.biases + weights.bias[l], 0, z, out_p);
       if (!head) activate(mlp.activation(), z, rows * out_p);
-      if (z != target) store_unpadded(z, rows, out, target);
+      if (z != target) store_unpadded<float, kPadWords>(z, rows, out, target);
       if (!head) pairs_along_rows(z, out_p, rows, out, x);
     }
   });
@@ -252,9 +258,9 @@ void fused_mlp_bf16_backward(const Mlp& mlp, const float* params, const float* i
                              const float* activations, const float* d_output, float* grads, Bf16Kernel kernel,
                              std::uint64_t params_version) {
   const PackedBf16& weights = packed_cache<PackedBf16>(mlp, params, params_version);
-  thread_local GradientSums<float> sums_of_thread;
-  GradientSums<float>& sums = sums_of_thread;  // one name for every thread of the loop below
-  const int widest = widest_padded<float>(mlp), layers = mlp.num_layers();
+  thread_local GradientSums<float, kPadWords> sums_of_thread;
+  GradientSums<float, kPadWords>& sums = sums_of_thread;  // one name for every thread of the loop below
+  const int widest = widest_padded<float, kPadWords>(mlp), layers = mlp.num_layers();
   sums.plan(mlp, batch);
 
   for_each_index(sums.chunks, run_parallel(batch), [&](std::int64_t chunk) {
@@ -274,7 +280,7 @@ void fused_mlp_bf16_backward(const Mlp& mlp, const float* params, const float* i
       std::int64_t ldy = mlp.output_dim();
       for (int l = layers - 1; l >= 0; --l) {
         const int in = mlp.layer_in(l), out = mlp.layer_out(l);
-        const std::int64_t in_p = padded<float>(in);
+        const std::int64_t in_p = padded<float, kPadWords>(in);
         const float* x = (l == 0 ? input : activations + mlp.activation_offset(l - 1, batch)) + row0 * in;
         pairs_down_columns(x, in, rows, in, x_words);
         pairs_transposed(dy, ldy, rows, out, dy_words);
@@ -285,7 +291,7 @@ void fused_mlp_bf16_backward(const Mlp& mlp, const float* params, const float* i
           for (int o = 0; o < out; ++o) bias[o] += dy[r * ldy + o];
         if (l == 0) break;
         if (in != in_p) {
-          load_padded(x, rows, in, x_tile);
+          load_padded<float, kPadWords>(x, rows, in, x_tile);
           x = x_tile;
         }
         pairs_along_rows(dy, ldy, rows, out, dy_words);

@@ -5,7 +5,7 @@
 // two files: plain C++, never seen by nvcc.
 #include <omp.h>
 
-#if defined(__AVX512F__)
+#if defined(__AVX__)
 #include <immintrin.h>
 #endif
 
@@ -23,22 +23,31 @@
 
 namespace surge::rl::fused {
 
+// The widest vector register the build compiles for: the fp32/fp64 path's vectors, and the unit its rows
+// are padded to. A 64-byte vector on a machine without AVX-512 would be lowered through the stack.
+#if defined(__AVX512F__)
+constexpr int kVectorBytes = 64;
+#elif defined(__AVX__)
+constexpr int kVectorBytes = 32;
+#else
+constexpr int kVectorBytes = 16;
+#endif
+
 template <class Scalar>
-constexpr int kLanes = static_cast<int>(64 / sizeof(Scalar));
+constexpr int kLanes = static_cast<int>(kVectorBytes / sizeof(Scalar));
 
 constexpr int kTileRows = 32;
-constexpr int kBlockRows = 4;
-constexpr int kBlockVecs = 4;
 
-template <class Scalar>
+// n rounded up to whole vectors of `lanes` scalars (this build's vectors unless a caller names its own).
+template <class Scalar, int lanes = kLanes<Scalar>>
 std::int64_t padded(std::int64_t n) {
-  return (n + kLanes<Scalar> - 1) / kLanes<Scalar> * kLanes<Scalar>;
+  return (n + lanes - 1) / lanes * lanes;
 }
 
 // A growable buffer whose data starts on a 64-byte boundary, reused from call to call.
 template <class Scalar>
 Scalar* aligned(std::vector<Scalar>& storage, std::int64_t count) {
-  const std::size_t need = static_cast<std::size_t>(count + kLanes<Scalar>);
+  const std::size_t need = static_cast<std::size_t>(count + static_cast<int>(64 / sizeof(Scalar)));
   if (storage.size() < need) storage.resize(need);
   const auto address = reinterpret_cast<std::uintptr_t>(storage.data());
   return storage.data() + (64 - address % 64) % 64 / sizeof(Scalar);
@@ -47,42 +56,94 @@ Scalar* aligned(std::vector<Scalar>& storage, std::int64_t count) {
 inline float tanh_of(float x) { return fast_tanh(x); }
 inline double tanh_of(double x) { return scalar_tanh(x); }
 
-// fast_tanh on 16 lanes in fewer instructions than the compiler makes of its loop, and the same bits for
-// every float (tests/test_fused_mlp_tanh.cpp). Each rounding operation is the one GCC makes of fast_tanh
-// (-ffp-contract=fast fuses its multiply-adds, across statements too), so this is GCC's only; what it
-// saves is bookkeeping: 2^k from the rounded exponent's low bits instead of a conversion, and the
-// selects folded into masked operations (the division only where |x| < 9, where fast_tanh's clamp to 9
-// yields 1; the series' last multiply only where |x| < 0.5; the sign flipped only where x < 0).
+// The operations of fast_tanh_lanes that the instruction sets spell differently, on one register of float
+// lanes: loads, stores, fused multiply-adds and selects (masked operations under AVX-512, blends under AVX2:
+// a / b or a * b where `where`, else `otherwise`; -x where `where`). Plain arithmetic is written with the
+// vector extensions' operators, as GCC's intrinsics themselves are.
 #if defined(__AVX512F__) && defined(__GNUC__) && !defined(__clang__)
 #define SURGE_FAST_TANH_LANES 1
-inline __m512 fast_tanh_lanes(__m512 x) {
-  const __m512 one = _mm512_set1_ps(1.0f);
-  const __m512 a = _mm512_abs_ps(x), s = _mm512_mul_ps(x, x);
-  __m512 series = _mm512_fmadd_ps(s, _mm512_set1_ps(21844.0f / 6081075.0f), _mm512_set1_ps(-1382.0f / 155925));
-  series = _mm512_fmadd_ps(series, s, _mm512_set1_ps(62.0f / 2835));
-  series = _mm512_fmadd_ps(series, s, _mm512_set1_ps(-17.0f / 315));
-  series = _mm512_fmadd_ps(series, s, _mm512_set1_ps(2.0f / 15));
-  series = _mm512_fmadd_ps(series, s, _mm512_set1_ps(-1.0f / 3));
-  series = _mm512_fmadd_ps(series, s, one);
-  const __m512 to_base2 = _mm512_set1_ps(-2.0f * 1.44269504088896341f), rounder = _mm512_set1_ps(12582912.0f);
-  const __m512 rounded = _mm512_fmadd_ps(a, to_base2, rounder);  // the rounder plus k, an integer in [-26, 0]
-  const __m512 k = _mm512_sub_ps(rounded, rounder);
-  const __m512 g = _mm512_mul_ps(_mm512_fmsub_ps(a, to_base2, k), _mm512_set1_ps(0.693147180559945309f));
-  __m512 two_f = _mm512_fmadd_ps(g, _mm512_set1_ps(1.0f / 5040), _mm512_set1_ps(1.0f / 720));
+struct TanhOps {
+  using Lanes = __m512;
+  using Mask = __mmask16;
+  static Lanes load(const float* p) { return _mm512_loadu_ps(p); }
+  static void store(float* p, Lanes x) { _mm512_storeu_ps(p, x); }
+  static Lanes set1(float value) { return _mm512_set1_ps(value); }
+  static Lanes abs(Lanes x) { return _mm512_abs_ps(x); }
+  static Lanes fmadd(Lanes a, Lanes b, Lanes c) { return _mm512_fmadd_ps(a, b, c); }
+  static Lanes fmsub(Lanes a, Lanes b, Lanes c) { return _mm512_fmsub_ps(a, b, c); }
+  static Lanes fnmadd(Lanes a, Lanes b, Lanes c) { return _mm512_fnmadd_ps(a, b, c); }
+  static Mask less(Lanes a, Lanes b) { return _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ); }
+  static Lanes div_where(Lanes otherwise, Mask where, Lanes a, Lanes b) {
+    return _mm512_mask_div_ps(otherwise, where, a, b);
+  }
+  static Lanes mul_where(Lanes otherwise, Mask where, Lanes a, Lanes b) {
+    return _mm512_mask_mul_ps(otherwise, where, a, b);
+  }
+  static Lanes negate_where(Lanes x, Mask where) {
+    const __m512i bits = _mm512_castps_si512(x);
+    return _mm512_castsi512_ps(_mm512_mask_xor_epi32(bits, where, bits, _mm512_set1_epi32(INT32_MIN)));
+  }
+};
+#elif defined(__AVX2__) && defined(__FMA__) && defined(__GNUC__) && !defined(__clang__)
+#define SURGE_FAST_TANH_LANES 1
+struct TanhOps {
+  using Lanes = __m256;
+  using Mask = __m256;
+  static Lanes set1(float value) { return _mm256_set1_ps(value); }
+  static Lanes abs(Lanes x) { return _mm256_andnot_ps(set1(-0.0f), x); }
+  static Lanes load(const float* p) { return _mm256_loadu_ps(p); }
+  static void store(float* p, Lanes x) { _mm256_storeu_ps(p, x); }
+  static Mask less(Lanes a, Lanes b) { return _mm256_cmp_ps(a, b, _CMP_LT_OQ); }
+  static Lanes fmadd(Lanes a, Lanes b, Lanes c) { return _mm256_fmadd_ps(a, b, c); }
+  static Lanes fmsub(Lanes a, Lanes b, Lanes c) { return _mm256_fmsub_ps(a, b, c); }
+  static Lanes fnmadd(Lanes a, Lanes b, Lanes c) { return _mm256_fnmadd_ps(a, b, c); }
+  static Lanes div_where(Lanes otherwise, Mask where, Lanes a, Lanes b) {
+    return _mm256_blendv_ps(otherwise, a / b, where);
+  }
+  static Lanes mul_where(Lanes otherwise, Mask where, Lanes a, Lanes b) {
+    return _mm256_blendv_ps(otherwise, a * b, where);
+  }
+  static Lanes negate_where(Lanes x, Mask where) { return _mm256_xor_ps(x, _mm256_and_ps(where, set1(-0.0f))); }
+};
+#endif
+
+#if defined(SURGE_FAST_TANH_LANES)
+using TanhLanes = TanhOps::Lanes;
+// fast_tanh on a register's lanes (16 under AVX-512, 8 under AVX2) in fewer instructions than the
+// compiler makes of its loop, and the same bits for every float (tests/test_fused_mlp_tanh.cpp). Each
+// rounding operation is the one GCC makes of fast_tanh (-ffp-contract=fast fuses its multiply-adds, across
+// statements too), so this is GCC's only; what it saves is bookkeeping: 2^k from the rounded exponent's low
+// bits instead of a conversion, and the selects folded into masked operations or blends (the division only
+// where |x| < 9, where fast_tanh's clamp to 9 yields 1; the series' last multiply only where |x| < 0.5; the
+// sign flipped only where x < 0).
+inline TanhLanes fast_tanh_lanes(TanhLanes x) {
+  using Ops = TanhOps;
+  const TanhLanes one = Ops::set1(1.0f);
+  const TanhLanes a = Ops::abs(x), s = x * x;
+  TanhLanes series = Ops::fmadd(s, Ops::set1(21844.0f / 6081075.0f), Ops::set1(-1382.0f / 155925));
+  series = Ops::fmadd(series, s, Ops::set1(62.0f / 2835));
+  series = Ops::fmadd(series, s, Ops::set1(-17.0f / 315));
+  series = Ops::fmadd(series, s, Ops::set1(2.0f / 15));
+  series = Ops::fmadd(series, s, Ops::set1(-1.0f / 3));
+  series = Ops::fmadd(series, s, one);
+  const TanhLanes to_base2 = Ops::set1(-2.0f * 1.44269504088896341f), rounder = Ops::set1(12582912.0f);
+  const TanhLanes rounded = Ops::fmadd(a, to_base2, rounder);  // the rounder plus k, an integer in [-26, 0]
+  const TanhLanes k = rounded - rounder;
+  const TanhLanes g = Ops::fmsub(a, to_base2, k) * Ops::set1(0.693147180559945309f);
+  TanhLanes two_f = Ops::fmadd(g, Ops::set1(1.0f / 5040), Ops::set1(1.0f / 720));
   for (const float c : {1.0f / 120, 1.0f / 24, 1.0f / 6, 1.0f / 2, 1.0f, 1.0f})
-    two_f = _mm512_fmadd_ps(two_f, g, _mm512_set1_ps(c));
-  typedef std::int32_t Int32Lanes __attribute__((vector_size(64)));
-  const Int32Lanes biased = (Int32Lanes)_mm512_castps_si512(rounded) + (127 - (Int32Lanes)_mm512_castps_si512(rounder));
-  const __m512 scale = (__m512)(biased << 23);
-  const __m512 numerator = _mm512_fnmadd_ps(two_f, scale, one), denominator = _mm512_fmadd_ps(two_f, scale, one);
-  const __mmask16 below_9 = _mm512_cmp_ps_mask(a, _mm512_set1_ps(9.0f), _CMP_LT_OQ);
-  const __mmask16 below_half = _mm512_cmp_ps_mask(a, _mm512_set1_ps(0.5f), _CMP_LT_OQ);
-  const __mmask16 negative = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ);
-  const __m512 magnitude =
-      _mm512_mask_mul_ps(_mm512_mask_div_ps(one, below_9, numerator, denominator), below_half, a, series);
-  const __m512i bits = _mm512_castps_si512(magnitude);
-  return _mm512_castsi512_ps(_mm512_mask_xor_epi32(bits, negative, bits, _mm512_set1_epi32(INT32_MIN)));
+    two_f = Ops::fmadd(two_f, g, Ops::set1(c));
+  typedef std::int32_t Int32Lanes __attribute__((vector_size(sizeof(TanhLanes))));
+  const Int32Lanes biased = (Int32Lanes)rounded + (127 - (Int32Lanes)rounder);
+  const TanhLanes scale = (TanhLanes)(biased << 23);
+  const TanhLanes numerator = Ops::fnmadd(two_f, scale, one), denominator = Ops::fmadd(two_f, scale, one);
+  const TanhOps::Mask below_9 = Ops::less(a, Ops::set1(9.0f)), below_half = Ops::less(a, Ops::set1(0.5f));
+  const TanhOps::Mask negative = Ops::less(x, Ops::set1(0.0f));
+  const TanhLanes magnitude =
+      Ops::mul_where(Ops::div_where(one, below_9, numerator, denominator), below_half, a, series);
+  return Ops::negate_where(magnitude, negative);
 }
+inline void fast_tanh_lanes_at(float* values) { TanhOps::store(values, fast_tanh_lanes(TanhOps::load(values))); }
 #endif
 
 template <class Scalar>
@@ -90,8 +151,9 @@ void activate(Activation activation, Scalar* values, std::int64_t count) {
   if (activation == Activation::Tanh) {
     std::int64_t i = 0;
 #if defined(SURGE_FAST_TANH_LANES)
+    constexpr int lanes = sizeof(TanhLanes) / sizeof(float);
     if constexpr (std::is_same_v<Scalar, float>)
-      for (; i + 16 <= count; i += 16) _mm512_storeu_ps(values + i, fast_tanh_lanes(_mm512_loadu_ps(values + i)));
+      for (; i + lanes <= count; i += lanes) fast_tanh_lanes_at(values + i);
 #endif
     for (; i < count; ++i) values[i] = tanh_of(values[i]);
   } else
@@ -108,9 +170,9 @@ void activation_backward(Activation activation, Scalar* gradient, const Scalar* 
 }
 
 // rows x width values from src (leading dimension width) into dst [rows][padded(width)], zeros in the padding.
-template <class Scalar>
+template <class Scalar, int lanes = kLanes<Scalar>>
 void load_padded(const Scalar* src, int rows, int width, Scalar* dst) {
-  const std::int64_t stride = padded<Scalar>(width);
+  const std::int64_t stride = padded<Scalar, lanes>(width);
   // One loop per row, not a copy and a fill: the compiler makes those two library calls for a few floats.
   for (int r = 0; r < rows; ++r)
     for (std::int64_t i = 0; i < stride; ++i) dst[r * stride + i] = i < width ? src[r * width + i] : Scalar(0);
@@ -119,19 +181,19 @@ void load_padded(const Scalar* src, int rows, int width, Scalar* dst) {
 // rows x width values from src [rows][padded(width)] into dst (leading dimension width). Each row's
 // copy is a masked store over its padded width: a copy of a head's few columns would be a library call
 // per row.
-template <class Scalar>
+template <class Scalar, int lanes = kLanes<Scalar>>
 void store_unpadded(const Scalar* src, int rows, int width, Scalar* dst) {
-  const std::int64_t stride = padded<Scalar>(width);
+  const std::int64_t stride = padded<Scalar, lanes>(width);
   for (int r = 0; r < rows; ++r)
     for (std::int64_t i = 0; i < stride; ++i)
       if (i < width) dst[r * width + i] = src[r * stride + i];
 }
 
-template <class Scalar>
+template <class Scalar, int lanes = kLanes<Scalar>>
 int widest_padded(const Mlp& mlp) {
   std::int64_t widest = 0;
   for (int l = 0; l <= mlp.num_layers(); ++l)
-    widest = std::max(widest, padded<Scalar>(l == 0 ? mlp.input_dim() : mlp.layer_out(l - 1)));
+    widest = std::max(widest, padded<Scalar, lanes>(l == 0 ? mlp.input_dim() : mlp.layer_out(l - 1)));
   return static_cast<int>(widest);
 }
 
@@ -237,7 +299,7 @@ const Packed& packed_cache(const Mlp& mlp, const Scalar* params, std::uint64_t p
 // `first_tile_writes`, the caller's first tile of each chunk writes its weight sums instead of adding to
 // them (its products start from zero either way), so only the bias sums are zeroed here. A pass keeps one
 // per thread and plans it again on every call: its vectors keep their storage, so nothing is allocated.
-template <class Scalar>
+template <class Scalar, int lanes = kLanes<Scalar>>
 struct GradientSums {
   std::vector<std::int64_t> weight, bias;
   std::vector<char> transposed;  // per layer: weight sums [in][padded out]
@@ -252,11 +314,12 @@ struct GradientSums {
     per_chunk = 0;
     for (int l = 0; l < mlp.num_layers(); ++l) {
       const std::int64_t in = mlp.layer_in(l), out = mlp.layer_out(l);
-      transposed[l] = transposable && l + 1 < mlp.num_layers() && in * padded<Scalar>(out) < out * padded<Scalar>(in);
+      transposed[l] =
+          transposable && l + 1 < mlp.num_layers() && in * padded<Scalar, lanes>(out) < out * padded<Scalar, lanes>(in);
       weight[l] = per_chunk;
-      per_chunk += transposed[l] ? in * padded<Scalar>(out) : out * padded<Scalar>(in);
+      per_chunk += transposed[l] ? in * padded<Scalar, lanes>(out) : out * padded<Scalar, lanes>(in);
       bias[l] = per_chunk;
-      per_chunk += padded<Scalar>(out);
+      per_chunk += padded<Scalar, lanes>(out);
     }
     chunks = std::max<std::int64_t>(1, (batch + kFusedMlpChunkRows - 1) / kFusedMlpChunkRows);
     base = aligned(storage, chunks * per_chunk);
@@ -266,7 +329,7 @@ struct GradientSums {
     }
     for (std::int64_t c = 0; c < chunks; ++c)
       for (int l = 0; l < mlp.num_layers(); ++l)
-        std::fill(chunk(c) + bias[l], chunk(c) + bias[l] + padded<Scalar>(mlp.layer_out(l)), Scalar(0));
+        std::fill(chunk(c) + bias[l], chunk(c) + bias[l] + padded<Scalar, lanes>(mlp.layer_out(l)), Scalar(0));
   }
   Scalar* chunk(std::int64_t c) const { return base + c * per_chunk; }
 
@@ -277,13 +340,13 @@ struct GradientSums {
       const int in = mlp.layer_in(l), out = mlp.layer_out(l);
       Scalar* w = grads + mlp.weight_offset(l);
       if (transposed[l]) {
-        const std::int64_t out_p = padded<Scalar>(out);
+        const std::int64_t out_p = padded<Scalar, lanes>(out);
         for (int i = 0; i < in; ++i)
           for (int o = 0; o < out; ++o) w[o * in + i] = total(weight[l] + i * out_p + o);
-      } else if (in == padded<Scalar>(in)) {  // rows without padding: one run, not a copy per row
+      } else if (in == padded<Scalar, lanes>(in)) {  // rows without padding: one run, not a copy per row
         add_chunks(weight[l], out * in, w);
       } else {
-        const std::int64_t in_p = padded<Scalar>(in);
+        const std::int64_t in_p = padded<Scalar, lanes>(in);
         for (int o = 0; o < out; ++o) add_chunks(weight[l] + o * in_p, in, w + o * in);
       }
       add_chunks(bias[l], out, grads + mlp.bias_offset(l));

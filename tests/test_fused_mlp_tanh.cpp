@@ -1,5 +1,5 @@
-// The fused MLP's tanh (rl/fused_mlp_common.hpp: fast_tanh on 16 lanes under AVX-512 with GCC) against
-// fast_tanh itself, bit for bit: every 251st float bit pattern (all exponents and signs, mantissas
+// The fused MLP's tanh (rl/fused_mlp_common.hpp: fast_tanh on 16 lanes under AVX-512, 8 under AVX2, with
+// GCC) against fast_tanh itself, bit for bit: every 251st float bit pattern (all exponents and signs, mantissas
 // scattered), and the edges where fast_tanh changes formula (0.5), saturates (9), and the specials (zeros,
 // subnormals, infinities, NaNs). "[.exhaustive]" checks all 2^32 patterns (seconds; not run by ctest).
 // Where the lanes are not compiled in, activate() is fast_tanh and the comparison holds trivially.

@@ -13,6 +13,7 @@
 // the GEMM path (cpu_fused_mlp = false): the same bits on the CPU (tests/test_batched_trainer.cpp). What it
 // covers today: discrete and continuous actions, vector observations, observation and reward normalisation,
 // one process (no ranks), fp32; supported() says why a config is left to one Trainer per agent.
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -58,6 +59,12 @@ class BatchedTrainer {
 
   // Enqueues one iteration of every agent; does not wait for the device.
   void iterate();
+  // On the CPU, the threads the agents are spread over (by default one per core up to K, as one learner per
+  // agent takes, whatever the config's cpu_threads); 1 runs every phase as one call for all agents, the
+  // sequence CUDA captures (the tests run both). No effect on CUDA.
+  void set_cpu_agent_threads(int threads) {
+    if (device_.is_cpu()) cpu_agent_threads_ = std::max(1, std::min(threads, agents_));
+  }
   // Metrics of finished iterations not returned before, [agent][oldest first] (on CUDA one iteration late).
   std::vector<std::vector<IterationMetrics>> ready_metrics();
   std::vector<std::vector<IterationMetrics>> drain();

@@ -28,7 +28,12 @@ void BatchedTrainer::for_agents(const std::function<void(Agents)>& f) {
     f({static_cast<int>(agent), 1});
   };
   // Each agent's loops run on its thread (nested regions off), its GEMMs in OpenBLAS on that thread alone.
-  omp_set_max_active_levels(1);
+  struct OneLevel {  // the process's setting (OMP_MAX_ACTIVE_LEVELS) back after the region
+    const int before = omp_get_max_active_levels();
+    OneLevel() { omp_set_max_active_levels(1); }
+    ~OneLevel() { omp_set_max_active_levels(before); }
+  };
+  [[maybe_unused]] const OneLevel one_level;
   [[maybe_unused]] const SingleThreadedBlas single;
   std::exception_ptr failure;  // an exception cannot leave an OpenMP region: the first is thrown after it
 #pragma omp parallel for schedule(dynamic, 1) num_threads(cpu_agent_threads_)

@@ -295,10 +295,10 @@ const Packed& packed_cache(const Mlp& mlp, const Scalar* params, std::uint64_t p
 // chunks' sums are added in chunk order, so the result does not depend on the number of threads. With
 // `transposable`, a hidden layer much narrower in than out (the first, on 4 observations) keeps its weight
 // sums as [in][padded out] instead: dW^T += x^T dy takes a quarter of the products that dW += dy^T x takes
-// with 4 inputs padded to 16 lanes, each element the same products added in the same order. With
-// `first_tile_writes`, the caller's first tile of each chunk writes its weight sums instead of adding to
-// them (its products start from zero either way), so only the bias sums are zeroed here. A pass keeps one
-// per thread and plans it again on every call: its vectors keep their storage, so nothing is allocated.
+// with 4 inputs padded to a vector's lanes (16 floats under AVX-512, 8 under AVX2), each element the same products
+// added in the same order. With `first_tile_writes`, the caller's first tile of each chunk writes its weight sums
+// instead of adding to them (its products start from zero either way), so only the bias sums are zeroed here. A pass
+// keeps one per thread and plans it again on every call: its vectors keep their storage, so nothing is allocated.
 template <class Scalar, int lanes = kLanes<Scalar>>
 struct GradientSums {
   std::vector<std::int64_t> weight, bias;

@@ -20,25 +20,31 @@ void check_each_agent_alone(const std::string& scenario, std::int64_t num_envs, 
     config.normalize_obs = normalize_obs;
     config.normalize_reward = normalize_reward;
   }
-  const std::vector<AgentOutcome> together = run_batched(scenario, Device::cpu(), configs, iterations);
-  REQUIRE(together.size() == configs.size());
-  for (std::size_t k = 0; k < configs.size(); ++k) {
-    INFO(scenario << ", agent " << k);
-    const AgentOutcome alone = run_alone(scenario, Device::cpu(), configs[k], iterations);
+  // The agents over the cores (one agent per call), and every phase one call for all of them (CUDA's sequence).
+  const std::vector<AgentOutcome> spread = run_batched(scenario, Device::cpu(), configs, iterations);
+  const std::vector<AgentOutcome> whole = run_batched(scenario, Device::cpu(), configs, iterations, nullptr, 1);
+  REQUIRE(spread.size() == configs.size());
+  REQUIRE(whole.size() == configs.size());
+  std::vector<AgentOutcome> alone_runs;
+  for (const auto& config : configs) alone_runs.push_back(run_alone(scenario, Device::cpu(), config, iterations));
+  for (std::size_t run = 0; run < 2 * configs.size(); ++run) {
+    const std::size_t k = run % configs.size();
+    const AgentOutcome& mine = (run < configs.size() ? spread : whole)[k];
+    INFO(scenario << ", agent " << k << (run < configs.size() ? ", one agent per call" : ", one call for all"));
+    const AgentOutcome& alone = alone_runs[k];
     REQUIRE(alone.metrics.size() == static_cast<std::size_t>(iterations));
-    CHECK(same_bytes(together[k].params, alone.params));
-    CHECK(same_bytes(together[k].adam_m, alone.adam_m));
-    CHECK(same_bytes(together[k].adam_v, alone.adam_v));
-    CHECK(same_bytes(together[k].optimizer, alone.optimizer));
-    CHECK(same_bytes(together[k].state, alone.state));
+    CHECK(same_bytes(mine.params, alone.params));
+    CHECK(same_bytes(mine.adam_m, alone.adam_m));
+    CHECK(same_bytes(mine.adam_v, alone.adam_v));
+    CHECK(same_bytes(mine.optimizer, alone.optimizer));
+    CHECK(same_bytes(mine.state, alone.state));
     for (std::size_t i = 0; i < alone.metrics.size(); ++i) {
-      INFO("iteration " << i + 1 << ": episodes " << together[k].metrics[i].episodes << " and "
-                        << alone.metrics[i].episodes << ", explained variance "
-                        << together[k].metrics[i].explained_variance << " and " << alone.metrics[i].explained_variance
-                        << ", policy loss " << together[k].metrics[i].policy_loss << " and "
-                        << alone.metrics[i].policy_loss);
+      INFO("iteration " << i + 1 << ": episodes " << mine.metrics[i].episodes << " and " << alone.metrics[i].episodes
+                        << ", explained variance " << mine.metrics[i].explained_variance << " and "
+                        << alone.metrics[i].explained_variance << ", policy loss " << mine.metrics[i].policy_loss
+                        << " and " << alone.metrics[i].policy_loss);
       int field = -1;  // the first of IterationMetrics' fields that differs
-      const auto* a = reinterpret_cast<const double*>(&together[k].metrics[i]);
+      const auto* a = reinterpret_cast<const double*>(&mine.metrics[i]);
       const auto* b = reinterpret_cast<const double*>(&alone.metrics[i]);
       for (std::size_t f = 0; f < sizeof(IterationMetrics) / sizeof(double) && field < 0; ++f)
         if (std::memcmp(a + f, b + f, sizeof(double)) != 0) field = static_cast<int>(f);
@@ -47,8 +53,7 @@ void check_each_agent_alone(const std::string& scenario, std::int64_t num_envs, 
       CHECK(field == -1);
     }
     // The comparison can fail: agent k against the next agent's run alone.
-    const AgentOutcome other = run_alone(scenario, Device::cpu(), configs[(k + 1) % configs.size()], iterations);
-    CHECK_FALSE(same_outcome(together[k], other));
+    CHECK_FALSE(same_outcome(mine, alone_runs[(k + 1) % configs.size()]));
   }
 }
 

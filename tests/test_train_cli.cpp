@@ -87,6 +87,12 @@ TEST_CASE("surge train, eval and bench train run a Gaussian policy on pendulum",
     INFO(by_folder.output());
     CHECK(by_folder.exit_code == 0);
     CHECK(by_folder.output().find(", resumed after iteration 4") != std::string::npos);
+    const std::filesystem::path empty = dir / "empty";
+    std::filesystem::create_directories(empty);
+    const Result none = run_surge("train --resume " + empty.string() + " --device cpu");
+    CHECK(none.exit_code == 2);
+    CHECK(line_count(none.output()) == 1);
+    CHECK(none.output().find("is a folder without checkpoint.h5") != std::string::npos);
   } else {
     const Result e = run_surge("eval --checkpoint " + checkpoint + " --device cpu");
     CHECK(e.exit_code == 2);

@@ -55,12 +55,13 @@ inline std::vector<rl::TrainConfig> batched_agent_configs(std::int64_t num_envs,
 
 inline std::vector<AgentOutcome> run_batched(const std::string& scenario, Device device,
                                              const std::vector<rl::TrainConfig>& configs, int iterations,
-                                             bool* graph_captured = nullptr) {
+                                             bool* graph_captured = nullptr, int cpu_agent_threads = 0) {
   std::vector<EngineAgent> agents;
   for (const rl::TrainConfig& config : configs)
     agents.push_back({config.seed, resolve_physics(scenario_spec(scenario), config.physics)});
   auto engine = make_engine(scenario, device, configs.front().num_envs, agents);
   rl::BatchedTrainer trainer(*engine, configs);
+  if (cpu_agent_threads > 0) trainer.set_cpu_agent_threads(cpu_agent_threads);
   std::vector<AgentOutcome> outcomes(configs.size());
   const auto keep = [&](std::vector<std::vector<rl::IterationMetrics>> rows) {
     for (std::size_t k = 0; k < rows.size(); ++k)

@@ -127,8 +127,12 @@ void read_resume(const Command& cmd, RunPlan& plan, int ranks) {
   // A run's folder stands for the checkpoint the run keeps there.
   std::error_code error;
   const std::filesystem::path in_folder = std::filesystem::path(plan.resume_path) / "checkpoint.h5";
-  if (std::filesystem::is_directory(plan.resume_path, error) && std::filesystem::is_regular_file(in_folder, error))
+  if (std::filesystem::is_directory(plan.resume_path, error)) {
+    if (!std::filesystem::is_regular_file(in_folder, error))
+      throw InputError(cmd.complaint("--resume '" + plan.resume_path +
+                                     "' is a folder without checkpoint.h5; give a run's folder or its checkpoint"));
     plan.resume_path = in_folder.string();
+  }
   for (const char* fixed :
        {"scenario", "config", "preset", "set", "physics", "num-envs", "num-steps", "seed", "seeds", "overwrite"})
     if (!cmd.get_all(fixed).empty() || (std::string(fixed) == "overwrite" && cmd.flag_set("overwrite")))

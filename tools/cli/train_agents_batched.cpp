@@ -74,7 +74,6 @@ int train_agents_batched(const AgentsPlan& plan, const std::string& out_dir) {
   std::vector<std::optional<ResumedAgent>> resumed(count);
   std::vector<rl::TrainConfig> configs;
   std::vector<EngineAgent> engine_agents;
-  std::filesystem::create_directories(folder.dir() + "/tb");
   for (std::size_t k = 0; k < count; ++k) {
     prepare_agent(agents[k], plan, folder.dir(), k);
     if (resume) resumed[k] = read_resumed_agent(folder.dir(), k);
@@ -100,8 +99,10 @@ int train_agents_batched(const AgentsPlan& plan, const std::string& out_dir) {
     } catch (const InputError& error) {
       throw InputError("checkpoint '" + checkpoint.path + "': " + error.what());
     }
+    resumed[k]->drop_restored();
   }
   // Every checkpoint read and restored: only now is any agent's file rewritten.
+  std::filesystem::create_directories(folder.dir() + "/tb");
   for (std::size_t k = 0; k < count; ++k)
     open_agent_outputs(agents[k], plan, folder.dir(), k, resumed[k] ? &*resumed[k] : nullptr);
   write_agents_manifest(folder.dir(), records);

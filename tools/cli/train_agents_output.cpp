@@ -156,6 +156,13 @@ ResumedAgent read_resumed_agent(const std::string& run_dir, std::size_t k) {
   return resumed;
 }
 
+void ResumedAgent::drop_restored() {
+  checkpoint = rl::Checkpoint{};
+  state.engine.clear();
+  state.other_ranks.clear();
+  std::erase_if(state.trainer, [](const SavedBuffer& saved) { return saved.name != "train_state"; });
+}
+
 void prepare_agent(AgentRecord& agent, const AgentsPlan& plan, const std::string& run_dir, std::size_t k) {
   agent.spec = plan.agents[k];
   agent.dir = run_dir + "/agents/" + std::to_string(k);

@@ -43,6 +43,9 @@ struct AgentRecord {
 struct ResumedAgent {
   rl::Checkpoint checkpoint;
   rl::ResumeState state;
+  // Once restored: drops the parameters and saved states, keeping what open_agent_outputs reads (the rows and
+  // the train state), so that K resumed agents do not hold K whole checkpoints at once.
+  void drop_restored();
 };
 ResumedAgent read_resumed_agent(const std::string& run_dir, std::size_t k);
 

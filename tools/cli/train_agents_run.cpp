@@ -47,7 +47,6 @@ int train_agents_separate(const AgentsPlan& plan, const std::string& out_dir) {
   const bool resume = plan.reuse == RunFolder::Reuse::Resume;
   std::vector<Agent> agents(plan.agents.size());
   std::vector<const AgentRecord*> records;
-  std::filesystem::create_directories(folder.dir() + "/tb");
   std::vector<std::optional<ResumedAgent>> resumed(agents.size());
   for (std::size_t k = 0; k < agents.size(); ++k) {
     Agent& agent = agents[k];
@@ -59,9 +58,13 @@ int train_agents_separate(const AgentsPlan& plan, const std::string& out_dir) {
     agent.frames = make_frame_store(*agent.engine, config.pixel_observations(), config.num_steps, config.frame_size,
                                     config.grayscale, config.frame_stack);
     agent.trainer = std::make_unique<rl::Trainer>(*agent.engine, config, ranks, agent.frames.get());
-    if (resumed[k]) resumed[k]->state.restore(resumed[k]->checkpoint, *agent.trainer, *agent.engine);
+    if (resumed[k]) {
+      resumed[k]->state.restore(resumed[k]->checkpoint, *agent.trainer, *agent.engine);
+      resumed[k]->drop_restored();
+    }
   }
   // Every checkpoint read and restored: only now is any agent's file rewritten.
+  std::filesystem::create_directories(folder.dir() + "/tb");
   for (std::size_t k = 0; k < agents.size(); ++k)
     open_agent_outputs(agents[k], plan, folder.dir(), k, resumed[k] ? &*resumed[k] : nullptr);
   resumed.clear();

@@ -351,6 +351,11 @@ def hdf5_cases(fx, scratch):
             target = os.path.join(scratch, f"{os.path.basename(source)}.{index}.h5")
             files.apply_edit(source, target, edit)
             make_case(label, target, index)
+    # --resume DIR: a run's folder stands for its checkpoint.h5; a folder without one is refused.
+    cases.append(Case("hdf5/train-resume/run-folder", TRAIN[:-2] + ["--resume", "stopped"], {"stopped": stopped},
+                      ("stopped",)))
+    cases.append(Case("hdf5/train-resume/folder-without-checkpoint", TRAIN[:-2] + ["--resume", "emptydir"],
+                      {"emptydir": ("dir",)}, ()))
     return cases
 
 

@@ -7,6 +7,10 @@
 #include <mutex>
 #include <string>
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
 #include "sim/cuda_probe.hpp"
 #include "sim/device.hpp"
 #include "sim/device_guard.hpp"
@@ -170,14 +174,27 @@ void Stream::synchronize_noexcept() const noexcept {
 
 namespace {
 constexpr std::size_t kAlignment = 256;
-}
+// Buffers of at least kHugeBuffer bytes start on a 2 MiB boundary and ask Linux for transparent huge
+// pages (where the system leaves them to madvise, its default): a rollout's outputs are written a tile
+// of environments at a time, each step's rows megabytes apart, so with 4 KiB pages nearly every row a
+// tile writes is a TLB miss. Only the start moves: the size is rounded to 256 bytes as for any buffer,
+// so that the memory plan stays what is used (the kernel backs whole 2 MiB extents with huge pages and
+// the rest with small ones).
+constexpr std::size_t kHugePage = std::size_t{2} << 20;
+constexpr std::size_t kHugeBuffer = 2 * kHugePage;
+}  // namespace
 
 void* device_alloc(Device device, std::size_t bytes) {
   if (bytes == 0) return nullptr;
   if (device.is_cpu()) {
     const std::size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
-    void* pointer = std::aligned_alloc(kAlignment, rounded);
-    if (!pointer) throw Error("out of host memory allocating " + std::to_string(bytes) + " bytes");
+    const bool huge = rounded >= kHugeBuffer;
+    void* pointer = nullptr;
+    if (posix_memalign(&pointer, huge ? kHugePage : kAlignment, rounded) != 0 || !pointer)
+      throw Error("out of host memory allocating " + std::to_string(bytes) + " bytes");
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (huge) (void)madvise(pointer, rounded, MADV_HUGEPAGE);  // a hint: refused is fine
+#endif
     return pointer;
   }
 #if defined(__CUDACC__)

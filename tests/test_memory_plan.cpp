@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -13,6 +14,7 @@
 
 #include "scenarios/registry.hpp"
 #include "sim/error.hpp"
+#include "sim/memory.hpp"
 #include "sim/memory_plan.hpp"
 #include "tests/support/run_surge.hpp"
 #include "tools/bench/bench_buffers.hpp"
@@ -55,6 +57,19 @@ TEST_CASE("allocations round up to 256 bytes, as device_alloc takes them", "[mem
   CHECK(plan.allocated_bytes() == 256 + 512 + 256);
   CHECK(find(plan, "b")->bytes() == 260);
   CHECK(find(plan, "b")->allocated_bytes() == 512);
+}
+
+TEST_CASE("CPU buffers of 4 MiB and more start on a huge page's boundary, the size as planned", "[memory_plan]") {
+  constexpr std::size_t kMiB = std::size_t{1} << 20;
+  for (const std::size_t bytes : {std::size_t{1}, 3 * kMiB, 4 * kMiB, 9 * kMiB + 1}) {
+    INFO(bytes << " bytes");
+    void* pointer = surge::device_alloc(Device::cpu(), bytes);
+    REQUIRE(pointer != nullptr);
+    const auto address = reinterpret_cast<std::uintptr_t>(pointer);
+    CHECK(address % (bytes >= 4 * kMiB ? 2 * kMiB : 256) == 0);
+    std::memset(pointer, 0x5a, allocation_bytes(bytes));  // every byte the plan counts is there to write
+    surge::device_free(Device::cpu(), pointer);
+  }
 }
 
 TEST_CASE("an engine's plan is what the engine allocates", "[memory_plan]") {

@@ -4,7 +4,6 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <thread>
 #include <vector>
 
 #include "rl/cpu_task_pair.hpp"
@@ -160,7 +159,9 @@ bool fused_ppo_update_applies(const ActorCritic& net, Device device) {
 }
 
 int fused_ppo_update_threads(std::int64_t cpu_threads) {
-  static const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  // The processors this process may run on (its affinity, as `taskset` or a launcher's binding sets it),
+  // not the machine's: a helper that shares its caller's one core only waits for it.
+  static const int cores = std::max(1, omp_get_num_procs());
   if (omp_get_level() > 0) return 1;
   return static_cast<int>(std::min<std::int64_t>(2, cpu_threads > 0 ? cpu_threads : cores));
 }

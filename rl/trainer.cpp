@@ -1,8 +1,9 @@
 #include "rl/trainer.hpp"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cstring>
-#include <thread>
 
 #include "rl/categorical.hpp"
 #include "rl/device_util.hpp"
@@ -44,10 +45,10 @@ const ScenarioSpec& checked_spec(const Engine& engine, const TrainConfig& config
 // OpenMP fork per small kernel costs more than it saves and a second thread that waits spins, which on a
 // busy machine is ruinous (CleanRL's 4 x 128 on MountainCar: 333 s with two threads on a loaded 2-core
 // machine, 6.6 s with one); every core from there on.
-int cpu_threads_for(const TrainConfig& config) {
+int cpu_threads_for(const TrainConfig& config, int ranks) {
   if (config.cpu_threads > 0) return static_cast<int>(config.cpu_threads);
   if (config.num_envs < 4096) return 1;
-  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  return std::max(1, omp_get_num_procs() / std::max(1, ranks));
 }
 
 void add_episode_buffers(BufferTable& table, std::int64_t num_steps, std::int64_t num_envs, int ranks,
@@ -137,7 +138,7 @@ Trainer::Trainer(Engine& engine, const TrainConfig& config, const Collective& ra
   check_precision(network_, device_);
   prepare_gemm(device_);  // the iteration graph captures GEMMs: cuBLASLt must exist before
   if (device_.is_cuda()) set_cuda_gemm_tf32(config.precision == "tf32");
-  if (device_.is_cpu()) set_cpu_threads(cpu_threads_for(config));
+  if (device_.is_cpu()) set_cpu_threads(cpu_threads_for(config, ranks.size()));
 
   const std::int64_t b = minibatch_size_;
   const int d = rollout_.obs_dim(), action_dim = network_.action_dim();

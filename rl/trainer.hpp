@@ -36,8 +36,9 @@ enum class TrainPhase : int { PolicyForward, Sampling, EnvStep, Gae, UpdateForwa
 inline constexpr int kTrainPhaseCount = 8;
 
 // The CPU threads a run of `config` alone takes (OpenMP and OpenBLAS): config.cpu_threads where given,
-// else one below 4096 environments, every core from there on.
-int cpu_threads_for(const TrainConfig& config);
+// else one below 4096 environments, from there on every core this process may run on (its affinity)
+// shared among the `ranks` processes of a data-parallel run, which are taken to share the machine.
+int cpu_threads_for(const TrainConfig& config, int ranks = 1);
 
 class Trainer {
  public:

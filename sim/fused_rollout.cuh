@@ -255,6 +255,7 @@ inline void rollout_lanes(const RolloutTile<S>& tile, std::int64_t first) {
   // thirds of them in a CartPole rollout of random actions) is left as it is, which is what the pass
   // would have done to it.
   const auto reset_pass = [&] {
+    if constexpr (!HasBlockReset<S>) return;
     constexpr int kGroup = 8;
     for (int group = 0; group < lanes; group += kGroup) {
       if (group + kGroup <= lanes) {

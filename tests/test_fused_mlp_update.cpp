@@ -2,10 +2,10 @@
 // it (PpoGradient::compute, then adam_step) and against itself on one thread and on two: parameters,
 // gradients, Adam's moments, the optimiser's scalars and the loss terms, bit for bit, after several
 // updates, with the clips and the gradient-norm clip in play.
-#include <catch2/catch.hpp>
-
 #include <omp.h>
 
+#include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -14,6 +14,7 @@
 #include "rl/adam.hpp"
 #include "rl/fused_mlp.hpp"
 #include "rl/ppo_loss_fused.hpp"
+#include "rl/trainer.hpp"
 #include "sim/philox.hpp"
 #include "tests/support/ppo_gradient_batch.hpp"
 
@@ -171,6 +172,23 @@ TEST_CASE("Fused update: threads from cpu_threads, one inside a parallel region"
     inside = fused_ppo_update_threads(8);
   }
   CHECK(inside == 1);
+}
+
+TEST_CASE("Threads for a run alone: one below 4096 environments, the process's cores shared among ranks",
+          "[fused][update]") {
+  surge::rl::TrainConfig config;
+  config.cpu_threads = 0;
+  config.num_envs = 4095;
+  CHECK(surge::rl::cpu_threads_for(config) == 1);
+  config.num_envs = 4096;
+  const int cores = omp_get_num_procs();
+  CHECK(surge::rl::cpu_threads_for(config) == cores);
+  CHECK(surge::rl::cpu_threads_for(config, 2) == std::max(1, cores / 2));
+  CHECK(surge::rl::cpu_threads_for(config, 4 * cores) == 1);
+  config.cpu_threads = 3;  // given: taken as it is
+  CHECK(surge::rl::cpu_threads_for(config, 2) == 3);
+  // The fused update's helper: a second thread where this process may run on two processors.
+  CHECK(fused_ppo_update_threads(0) == std::min(2, cores));
 }
 
 TEST_CASE("Fused update declines what it does not take", "[fused][update]") {

@@ -93,8 +93,9 @@ TEST_CASE("uniform floats follow curand_uniform's mapping into (0, 1]", "[philox
 }
 
 TEST_CASE("philox_block_lanes gives philox_block's words lane by lane", "[philox]") {
-  // Built with the hot loops' flags: on an AVX-512 or AVX2 machine this is a vectorised form. Counters with
-  // both 32-bit halves in use, and lanes whose subsequences cross a 2^32 boundary.
+  // Built with the hot loops' flags (on an AVX-512 or AVX2 machine a vectorised form), and again for AVX2 as
+  // test_philox_avx2. Counters with both 32-bit halves in use, and lanes whose subsequences cross a 2^32
+  // boundary.
   constexpr int kLanes = 24;
   const std::uint64_t seeds[] = {0, 1, 0xfedcba9876543210ull};
   const std::uint64_t first_subsequences[] = {0, 0xfffffff0ull, (1ull << 48) | 12345};

@@ -417,10 +417,10 @@ TEST_CASE("rollout_random() steps a pole set beyond the small-angle range as ste
 TEST_CASE("rollout_random() resets a tile's lanes side by side as step() resets each env", "[vec_env][rollout]") {
   // Default physics: CartPole's resets go through the tile-wide pass, but for the tiles a guard sends to the
   // one-lane path: env 3's masspole is not the table's (a reset must restore it) and env 70's reset stream is
-  // two words into a Philox block (its resets straddle two). Envs 128 to 199 have neither; there, a lane that
-  // ends a third episode within one chunk of 32 steps finds its reset block not drawn ahead and takes the
-  // one-lane path. Two calls of 300 and 210 steps, the second starting mid-episode.
-  const std::int64_t n = 200, first_steps = 300, second_steps = 210, steps = first_steps + second_steps;
+  // two words into a Philox block. Envs 128 to 202 have neither (the last tile's 11 lanes: a group of eight
+  // and a tail); there, a lane that ends a third episode within one chunk of 32 steps finds its reset block
+  // not drawn ahead and takes the one-lane path. Two calls of 300 and 210 steps, the second mid-episode.
+  const std::int64_t n = 203, first_steps = 300, second_steps = 210, steps = first_steps + second_steps;
   const std::int64_t odd_params = 3, odd_stream = 70, plain_tiles = 128;
   const Device cpu = Device::cpu();
   Stream stream(cpu);

@@ -175,11 +175,11 @@ void Stream::synchronize_noexcept() const noexcept {
 namespace {
 constexpr std::size_t kAlignment = 256;
 // Buffers of at least kHugeBuffer bytes start on a 2 MiB boundary and ask Linux for transparent huge
-// pages (where the system leaves them to madvise, as Debian's kernels do): a rollout's outputs are written a tile
-// of environments at a time, each step's rows megabytes apart, so with 4 KiB pages nearly every row a
-// tile writes is a TLB miss. Only the start moves: the size is rounded to 256 bytes as for any buffer,
-// so that the memory plan stays what is used (the kernel backs whole 2 MiB extents with huge pages and
-// the rest with small ones).
+// pages (where the system leaves them to madvise, as Debian's kernels do): a rollout's outputs are
+// written a tile of environments at a time, each step's rows megabytes apart, so with 4 KiB pages nearly
+// every row a tile writes is a TLB miss. Only the start moves: the size is rounded to 256 bytes as for
+// any buffer, so that the memory plan stays what is used (the kernel backs whole 2 MiB extents with huge
+// pages and the rest with small ones).
 constexpr std::size_t kHugePage = std::size_t{2} << 20;
 constexpr std::size_t kHugeBuffer = 2 * kHugePage;
 }  // namespace

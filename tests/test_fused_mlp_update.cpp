@@ -2,10 +2,11 @@
 // it (PpoGradient::compute, then adam_step) and against itself on one thread and on two: parameters,
 // gradients, Adam's moments, the optimiser's scalars and the loss terms, bit for bit, after several
 // updates, with the clips and the gradient-norm clip in play.
+#include <catch2/catch.hpp>
+
 #include <omp.h>
 
 #include <algorithm>
-#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
 #include <vector>

@@ -87,6 +87,16 @@ SURGE_HD_INLINE void rollout_tile(const RolloutTile<S>& tile, std::int64_t first
   }
 }
 
+// take ? when_taken : otherwise, by bits: the compiler cannot turn it into a masked store, as it does the
+// ternary where `otherwise` is the stored value itself (AVX2's masked stores are slow on AMD's cores).
+template <class T>
+inline T select_bits(bool take, T when_taken, T otherwise) {
+  using Bits = std::conditional_t<sizeof(T) == 8, std::uint64_t, std::uint32_t>;
+  static_assert(sizeof(T) == sizeof(Bits));
+  const Bits mask = Bits{0} - static_cast<Bits>(take);
+  return std::bit_cast<T>((std::bit_cast<Bits>(when_taken) & mask) | (std::bit_cast<Bits>(otherwise) & ~mask));
+}
+
 // The CPU's fused random-action rollout over a tile of up to kLanes consecutive environments, held
 // structure-of-arrays (one lane array per state field and per parameter, the latter in the scenario's
 // parameter type) so that the compiler vectorises across lanes. Each step runs step_env's parts in passes:
@@ -237,17 +247,17 @@ inline void rollout_lanes(const RolloutTile<S>& tile, std::int64_t first) {
       const std::uint64_t block = (reset_offset[l] >> 2) - reset_first_block[l];
       const bool take = ended_now && block < kResetBlocks;
       BlockWords words;
-      for (int m = 0; m < 4; ++m) words.word[m] = block == 0 ? reset_words[m][l] : reset_words[4 + m][l];
+      for (int m = 0; m < 4; ++m) words.word[m] = select_bits(block == 0, reset_words[m][l], reset_words[4 + m][l]);
       State fresh;
       S::reset(fresh, table_params, words);
       const auto fresh_fields = std::bit_cast<std::array<float, kStateDim>>(fresh);
-      for (int j = 0; j < kStateDim; ++j) state[j][l] = take ? fresh_fields[j] : state[j][l];
-      tally_episodes[l] = take ? tally_episodes[l] + 1.0 : tally_episodes[l];
-      tally_return[l] = take ? tally_return[l] + static_cast<double>(episode_return[l]) : tally_return[l];
-      tally_length[l] = take ? tally_length[l] + static_cast<double>(episode_step[l]) : tally_length[l];
-      episode_step[l] = take ? 0 : episode_step[l];
-      episode_return[l] = take ? 0.0f : episode_return[l];
-      reset_offset[l] += take ? 4u : 0u;
+      for (int j = 0; j < kStateDim; ++j) state[j][l] = select_bits(take, fresh_fields[j], state[j][l]);
+      tally_episodes[l] = select_bits(take, tally_episodes[l] + 1.0, tally_episodes[l]);
+      tally_return[l] = select_bits(take, tally_return[l] + static_cast<double>(episode_return[l]), tally_return[l]);
+      tally_length[l] = select_bits(take, tally_length[l] + static_cast<double>(episode_step[l]), tally_length[l]);
+      episode_step[l] = select_bits(take, 0, episode_step[l]);
+      episode_return[l] = select_bits(take, 0.0f, episode_return[l]);
+      reset_offset[l] += select_bits(take, std::uint64_t{4}, std::uint64_t{0});
       pending_word[l] = ended_now && !take ? 1 : 0;
     }
   };

@@ -6,6 +6,7 @@
 // lanes a register (without AVX-512's 64 x 64 bit multiply, GCC leaves the portable loop scalar);
 // elsewhere, and in nvcc's device pass, the portable loop. Host only.
 #include <cstdint>
+#include <type_traits>
 
 #include "sim/philox.hpp"
 
@@ -92,26 +93,40 @@ inline void philox_block_lanes(std::uint64_t seed, std::uint64_t first_subsequen
       _mm_storeu_si128(reinterpret_cast<__m128i*>(to),
                        _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(slots, low_halves)));
     };
-    for (int l = 0; l < kLanes; l += 4) {
-      // As above: a word of a lane's counter in each slot's low half, junk in the high halves.
-      const __m256i index = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(&block_index[l]));
-      const __m256i subsequence =
-          _mm256_add_epi64(_mm256_set1_epi64x(static_cast<long long>(first_subsequence + l)), lane_numbers);
-      __m256i c0 = index, c1 = _mm256_srli_epi64(index, 32);
-      __m256i c2 = subsequence, c3 = _mm256_srli_epi64(subsequence, 32);
-      for (int round = 0; round < 10; ++round) {
-        const __m256i product0 = _mm256_mul_epu32(c0, mul0);  // hi0:lo0
-        const __m256i product1 = _mm256_mul_epu32(c2, mul1);  // hi1:lo1
-        c0 = _mm256_xor_si256(_mm256_xor_si256(_mm256_srli_epi64(product1, 32), c1), round_key0[round]);
-        c2 = _mm256_xor_si256(_mm256_xor_si256(_mm256_srli_epi64(product0, 32), c3), round_key1[round]);
-        c1 = product1;
-        c3 = product0;
+    // Two groups of four lanes at a time, their rounds interleaved: a round's multiply, shift and XORs form a
+    // chain, and a second chain beside it keeps the multiplier busy while the first waits.
+    const auto rounds = [&]<int kGroups>(int l, std::integral_constant<int, kGroups>) {
+      __m256i c0[kGroups], c1[kGroups], c2[kGroups], c3[kGroups];
+      for (int g = 0; g < kGroups; ++g) {
+        // As above: a word of a lane's counter in each slot's low half, junk in the high halves.
+        const __m256i index = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(&block_index[l + 4 * g]));
+        const __m256i subsequence =
+            _mm256_add_epi64(_mm256_set1_epi64x(static_cast<long long>(first_subsequence + l + 4 * g)), lane_numbers);
+        c0[g] = index;
+        c1[g] = _mm256_srli_epi64(index, 32);
+        c2[g] = subsequence;
+        c3[g] = _mm256_srli_epi64(subsequence, 32);
       }
-      store_low_halves(&words[0][l], c0);
-      store_low_halves(&words[1][l], c1);
-      store_low_halves(&words[2][l], c2);
-      store_low_halves(&words[3][l], c3);
-    }
+      for (int round = 0; round < 10; ++round) {
+        for (int g = 0; g < kGroups; ++g) {
+          const __m256i product0 = _mm256_mul_epu32(c0[g], mul0);  // hi0:lo0
+          const __m256i product1 = _mm256_mul_epu32(c2[g], mul1);  // hi1:lo1
+          c0[g] = _mm256_xor_si256(_mm256_xor_si256(_mm256_srli_epi64(product1, 32), c1[g]), round_key0[round]);
+          c2[g] = _mm256_xor_si256(_mm256_xor_si256(_mm256_srli_epi64(product0, 32), c3[g]), round_key1[round]);
+          c1[g] = product1;
+          c3[g] = product0;
+        }
+      }
+      for (int g = 0; g < kGroups; ++g) {
+        store_low_halves(&words[0][l + 4 * g], c0[g]);
+        store_low_halves(&words[1][l + 4 * g], c1[g]);
+        store_low_halves(&words[2][l + 4 * g], c2[g]);
+        store_low_halves(&words[3][l + 4 * g], c3[g]);
+      }
+    };
+    int l = 0;
+    for (; l + 8 <= kLanes; l += 8) rounds(l, std::integral_constant<int, 2>{});
+    if (l < kLanes) rounds(l, std::integral_constant<int, 1>{});
     return;
   }
 #endif

@@ -40,20 +40,21 @@ struct CartPole {
     s.theta_dot = rng.uniform(-0.05f, 0.05f);
   }
 
-  // True when every angle this state's step takes the sine and cosine of allows SmallAngleTrig. Always,
-  // but for a state set from outside: |theta| is at most 12 degrees plus one step after any step that
-  // does not end the episode, and 0.05 after a reset.
+  // The one angle whose sine and cosine a step takes, and whether it allows SmallAngleTrig. Always, but
+  // for a state set from outside: |theta| is at most 12 degrees plus one step after any step that does
+  // not end the episode, and 0.05 after a reset.
+  SURGE_HD_INLINE static float step_angle(const State& s) { return s.theta; }
   SURGE_HD_INLINE static bool small_angles(const State& s) {
     return s.theta >= -SmallAngleTrig::kSmallAngle && s.theta <= SmallAngleTrig::kSmallAngle;
   }
 
   template <class Trig = LaneTrig>
-  SURGE_HD_INLINE static StepResult step(State& s, const Params& p, Action action) {
+  SURGE_HD_INLINE static StepResult step(State& s, const Params& p, Action action, Trig trig = {}) {
     const float total_mass = p.masspole + p.masscart;
     const float polemass_length = p.masspole * p.length;
     const float force = action == 1 ? p.force_mag : -p.force_mag;
     float sintheta, costheta;
-    Trig::sincos(s.theta, sintheta, costheta);
+    trig.sincos(s.theta, sintheta, costheta);
     const float temp = (force + polemass_length * s.theta_dot * s.theta_dot * sintheta) / total_mass;
     const float thetaacc = (p.gravity * sintheta - costheta * temp) /
                            (p.length * (4.0f / 3.0f - p.masspole * costheta * costheta / total_mass));

@@ -93,6 +93,7 @@ constexpr int action_words() {
 template <class S>
 concept HasSmallAngleStep = requires(const typename S::State& state) {
   { S::small_angles(state) } -> std::same_as<bool>;
+  { S::step_angle(state) } -> std::same_as<float>;
 };
 
 // A scenario whose reset draws exactly one Philox block (kResetWords = 4) from any source of words with
@@ -182,22 +183,24 @@ struct EnvLogic {
 
   // The scenario's step with the sine and cosine that Trig takes (LaneTrig: the step every scenario has).
   template <class Trig>
-  SURGE_HD_INLINE static StepResult scenario_step(State& state, const Params& params, const Action& action) {
+  SURGE_HD_INLINE static StepResult scenario_step(State& state, const Params& params, const Action& action,
+                                                  Trig trig = {}) {
     if constexpr (std::is_same_v<Trig, LaneTrig>)
       return S::step(state, params, action);
     else
-      return S::template step<Trig>(state, params, action);
+      return S::template step<Trig>(state, params, action, trig);
   }
 
   // Steps 1 and 2 of step_env: the scenario's step and the step counter. Returns the reward. (Flags as
   // out-parameters rather than a returned struct: nvcc's host pass keeps such a struct in memory, which
   // stops GCC vectorising the CPU rollout.) SmallAngleTrig as Trig only for a HasSmallAngleStep scenario,
-  // where small_angles(state) holds.
+  // where small_angles(state) holds; GivenSinCos only there too, holding SmallAngleTrig's sine and cosine of
+  // step_angle(state).
   template <class Trig = LaneTrig>
   SURGE_HD_INLINE static float advance(State& state, const Params& params, std::int32_t& episode_step,
                                        float& episode_return, const Action& action, std::uint8_t& terminated,
-                                       std::uint8_t& truncated) {
-    const StepResult result = scenario_step<Trig>(state, params, action);
+                                       std::uint8_t& truncated, Trig trig = {}) {
+    const StepResult result = scenario_step<Trig>(state, params, action, trig);
     episode_step += 1;
     episode_return += result.reward;
     terminated = result.terminated ? 1 : 0;

@@ -111,6 +111,16 @@ struct LaneTrig {
   SURGE_HD_INLINE static void sincos(float x, float& sin_x, float& cos_x) { lane_sincosf(x, sin_x, cos_x); }
 };
 
+// The sine and cosine of the step's one angle, taken beforehand (a loop over many environments may take
+// them in a pass of its own): what a step given this returns is what the policy that took them gives.
+struct GivenSinCos {
+  float sin_x, cos_x;
+  SURGE_HD_INLINE void sincos(float, float& sin_out, float& cos_out) const {
+    sin_out = sin_x;
+    cos_out = cos_x;
+  }
+};
+
 struct SmallAngleTrig {
   static constexpr float kSmallAngle = lane_math_detail::kSmallAngle;
   SURGE_HD_INLINE static void sincos(float x, float& sin_x, float& cos_x) {

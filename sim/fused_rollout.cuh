@@ -107,8 +107,8 @@ inline T select_bits(bool take, T when_taken, T otherwise) {
 // the first blocks of the lanes' reset streams, each lane's Philox blocks side by side (philox_block_lanes); a
 // reset finds its block there, or computes it, one lane at a time, when its lane has ended more episodes in the
 // chunk than those blocks cover. Bit for bit what step_env with random_action(Rng&) gives. A step's outputs gather
-// in a staging tile and leave it together, in streaming stores when tile.streaming asks (and the rows are
-// aligned), else copied.
+// in a staging tile and leave it during the next step, in streaming stores when tile.streaming asks (and the rows
+// are aligned), else copied.
 template <int kLanes, class S>
 inline void rollout_lanes(const RolloutTile<S>& tile, std::int64_t first) {
   using Logic = EnvLogic<S>;
@@ -154,10 +154,18 @@ inline void rollout_lanes(const RolloutTile<S>& tile, std::int64_t first) {
   alignas(64) std::uint32_t block_words[kChunkBlocks * 4][kLanes];  // [block word][lane] from each lane's first block
   alignas(64) std::uint32_t action_word[kChunkWords][kLanes];       // [word of the chunk][lane]
   alignas(64) std::uint8_t ended[kLanes + 8] = {};  // 1 where the episode ended; + 8: whole groups of eight
-  alignas(64) float step_obs[kLanes * S::kObsDim];  // this step's rows of the outputs, staged
-  alignas(64) float step_reward[kLanes];
-  alignas(64) std::uint8_t step_terminated[kLanes];
-  alignas(64) std::uint8_t step_truncated[kLanes];
+  // A step's rows of the outputs, staged. Two stagings: while one step is computed, the previous step's rows
+  // leave from the other, a group of lanes at a time between the groups of a pass of arithmetic, so that the
+  // stores (streaming ones drain slowly) overlap it rather than stall in one burst.
+  struct Staging {
+    alignas(64) float obs[kLanes * S::kObsDim];
+    alignas(64) float reward[kLanes];
+    alignas(64) std::uint8_t terminated[kLanes];
+    alignas(64) std::uint8_t truncated[kLanes];
+  };
+  alignas(64) Staging staging[2];
+  int current = 0;               // the staging this step fills
+  std::int64_t staged_row = -1;  // the output row the other one holds; -1 once it has left
   // The flags as the step pass writes them, one 32-bit word per lane: with byte-sized stores in it, GCC
   // would vectorise that pass 64 lanes at a time, more than the registers hold (mask spills).
   alignas(64) std::int32_t terminated_word[kLanes];
@@ -175,6 +183,24 @@ inline void rollout_lanes(const RolloutTile<S>& tile, std::int64_t first) {
       copy_streaming(dst, src, bytes);
     else
       std::memcpy(dst, src, bytes);
+  };
+  // Lanes [from, to) of the staged rows leave (the flag rows, a line or less each, with lane 0's group). Groups
+  // of 16 lanes: whole vectors of every output, and aligned ones for full tiles.
+  constexpr int kGroupLanes = 16;
+  const auto copy_staged = [&](int from, int to) {
+    if (staged_row < 0) return;
+    const Staging& staged = staging[current ^ 1];
+    copy_out(obs + (staged_row + from) * S::kObsDim, staged.obs + from * S::kObsDim,
+             sizeof(float) * S::kObsDim * static_cast<std::size_t>(to - from));
+    copy_out(reward + staged_row + from, staged.reward + from, sizeof(float) * static_cast<std::size_t>(to - from));
+    if (from == 0) {
+      copy_out(terminated + staged_row, staged.terminated, static_cast<std::size_t>(lanes));
+      copy_out(truncated + staged_row, staged.truncated, static_cast<std::size_t>(lanes));
+    }
+  };
+  const auto copy_all_staged = [&] {
+    copy_staged(0, lanes);
+    staged_row = -1;
   };
   for (int l = 0; l < lanes; ++l) {
     const float* state_fields = reinterpret_cast<const float*>(&states[first + l]);
@@ -232,8 +258,8 @@ inline void rollout_lanes(const RolloutTile<S>& tile, std::int64_t first) {
       const Params p = std::bit_cast<Params>(param_fields);
       const auto action = Logic::random_action_from(&chunk_words[c * kWords][l], kLanes);
       std::uint8_t terminated_flag, truncated_flag;
-      step_reward[l] = Logic::template advance<Trig>(s, p, episode_step[l], episode_return[l], action, terminated_flag,
-                                                     truncated_flag, lane_trig(l));
+      staging[current].reward[l] = Logic::template advance<Trig>(s, p, episode_step[l], episode_return[l], action,
+                                                                 terminated_flag, truncated_flag, lane_trig(l));
       const auto state_fields = std::bit_cast<std::array<float, kStateDim>>(s);
       for (int j = 0; j < kStateDim; ++j) state[j][l] = state_fields[j];
       terminated_word[l] = terminated_flag;
@@ -317,22 +343,30 @@ inline void rollout_lanes(const RolloutTile<S>& tile, std::int64_t first) {
       if constexpr (HasSmallAngleStep<S>) {
         // SmallAngleTrig when every lane allows it: the same bits as LaneTrig, less work. Its sines and
         // cosines in a pass of their own, handed to the steps: two shorter chains of dependent instructions a
-        // lane instead of one long one, so that the core overlaps more lanes (1.08x on an AVX2 machine).
+        // lane instead of one long one, so that the core overlaps more lanes; the previous step's rows leave
+        // between its groups of lanes.
         int small_angles = 1;
         for (int l = 0; l < lanes; ++l) small_angles &= S::small_angles(lane_state(l)) ? 1 : 0;
         if (small_angles != 0) {
-          for (int l = 0; l < lanes; ++l)
-            SmallAngleTrig::sincos(S::step_angle(lane_state(l)), sin_lane[l], cos_lane[l]);
+          for (int group = 0; group < lanes; group += kGroupLanes) {
+            const int end = group + kGroupLanes < lanes ? group + kGroupLanes : lanes;
+            for (int l = group; l < end; ++l)
+              SmallAngleTrig::sincos(S::step_angle(lane_state(l)), sin_lane[l], cos_lane[l]);
+            copy_staged(group, end);
+          }
+          staged_row = -1;
           step_pass(chunk_words, c, [&](int l) { return GivenSinCos{sin_lane[l], cos_lane[l]}; });
         } else {
+          copy_all_staged();
           step_pass(chunk_words, c, [](int) { return LaneTrig{}; });
         }
       } else {
+        copy_all_staged();
         step_pass(chunk_words, c, [](int) { return LaneTrig{}; });
       }
       for (int l = 0; l < lanes; ++l) {
-        step_terminated[l] = static_cast<std::uint8_t>(terminated_word[l]);
-        step_truncated[l] = static_cast<std::uint8_t>(truncated_word[l]);
+        staging[current].terminated[l] = static_cast<std::uint8_t>(terminated_word[l]);
+        staging[current].truncated[l] = static_cast<std::uint8_t>(truncated_word[l]);
       }
       if (block_resets)
         reset_pass();
@@ -371,13 +405,12 @@ inline void rollout_lanes(const RolloutTile<S>& tile, std::int64_t first) {
         }
       }
       // The observation the policy acts on next: this step's, or the new episode's first.
-      for (int l = 0; l < lanes; ++l) S::observe(lane_state(l), step_obs + l * S::kObsDim);
-      copy_out(obs + row * S::kObsDim, step_obs, sizeof(float) * S::kObsDim * lanes);
-      copy_out(reward + row, step_reward, sizeof(float) * lanes);
-      copy_out(terminated + row, step_terminated, lanes);
-      copy_out(truncated + row, step_truncated, lanes);
+      for (int l = 0; l < lanes; ++l) S::observe(lane_state(l), staging[current].obs + l * S::kObsDim);
+      staged_row = row;  // leaves during the next step
+      current ^= 1;
     }
   }
+  copy_all_staged();
   if (streaming) streaming_fence();
 
   for (int l = 0; l < lanes; ++l) {

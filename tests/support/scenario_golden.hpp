@@ -19,6 +19,7 @@
 #include "sim/stream.hpp"
 #include "tests/support/golden.hpp"
 #include "tests/support/run_surge.hpp"
+#include "tests/support/scratch_folder.hpp"
 #include "tools/cli/io.hpp"
 
 namespace surge::testing {
@@ -135,14 +136,15 @@ inline Transitions step_golden_engine(const std::string& name, const GoldenSet& 
 inline Transitions step_golden_cli(const ScenarioSpec& spec, const GoldenSet& golden,
                                    const std::string& device = "cpu") {
   const std::string input = golden_path(spec.name);
-  const std::string output =
-      "surge_step_" + spec.name + "_" + device + "_output.csv";  // in the test's working directory
-  const Result run =
-      run_surge("step --scenario " + spec.name + " --input '" + input + "' --output " + output + " --device " + device);
+  // A folder of this process's own: ctest runs the same test program at once under several names (the
+  // order_* variants), which a shared file name in the working directory let race.
+  const ScratchFolder folder("step_" + spec.name + "_" + device);
+  const std::string output = folder / "output.csv";
+  const Result run = run_surge("step --scenario " + spec.name + " --input '" + input + "' --output '" + output +
+                               "' --device " + device);
   INFO(run.err);
   REQUIRE(run.exit_code == 0);
   const cli::CsvTable table = cli::CsvTable::read(output);
-  std::remove(output.c_str());
   REQUIRE(static_cast<std::int64_t>(table.rows.size()) == golden.rows);
   auto column = [&](const std::string& name) {
     const int c = table.column(name);

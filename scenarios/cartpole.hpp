@@ -45,7 +45,8 @@ struct CartPole {
   // not end the episode, and 0.05 after a reset.
   SURGE_HD_INLINE static float step_angle(const State& s) { return s.theta; }
   SURGE_HD_INLINE static bool small_angles(const State& s) {
-    return s.theta >= -SmallAngleTrig::kSmallAngle && s.theta <= SmallAngleTrig::kSmallAngle;
+    const float angle = step_angle(s);
+    return angle >= -SmallAngleTrig::kSmallAngle && angle <= SmallAngleTrig::kSmallAngle;
   }
 
   template <class Trig = LaneTrig>

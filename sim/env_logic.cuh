@@ -88,8 +88,11 @@ constexpr int action_words() {
     return S::kActionDim;
 }
 
-// A scenario whose step takes sines and cosines only of angles that stay small says when its step may use
-// SmallAngleTrig (sim/lane_math.hpp), and takes the policy as its step's template argument.
+// A scenario whose step takes the sine and cosine of exactly one angle, step_angle(state), which stays small,
+// says when its step may use SmallAngleTrig (sim/lane_math.hpp), and its step<Trig>(state, params, action,
+// trig) takes them from `trig`: SmallAngleTrig, or GivenSinCos holding SmallAngleTrig's values for that angle,
+// taken beforehand (the CPU rollout takes them in a pass of their own). A step that took a second angle would
+// be given the first one's: such a scenario must not meet this concept.
 template <class S>
 concept HasSmallAngleStep = requires(const typename S::State& state) {
   { S::small_angles(state) } -> std::same_as<bool>;

@@ -10,6 +10,7 @@
 #include "sim/env_logic.cuh"
 #include "sim/hd.hpp"
 #include "sim/philox_lanes.hpp"
+#include "sim/select_bits.hpp"
 #include "sim/streaming_store.hpp"
 
 namespace surge {
@@ -87,16 +88,6 @@ SURGE_HD_INLINE void rollout_tile(const RolloutTile<S>& tile, std::int64_t first
   }
 }
 
-// take ? when_taken : otherwise, by bits: the compiler cannot turn it into a masked store, as it does the
-// ternary where `otherwise` is the stored value itself (AVX2's masked stores are slow on AMD's cores).
-template <class T>
-inline T select_bits(bool take, T when_taken, T otherwise) {
-  using Bits = std::conditional_t<sizeof(T) == 8, std::uint64_t, std::uint32_t>;
-  static_assert(sizeof(T) == sizeof(Bits));
-  const Bits mask = Bits{0} - static_cast<Bits>(take);
-  return std::bit_cast<T>((std::bit_cast<Bits>(when_taken) & mask) | (std::bit_cast<Bits>(otherwise) & ~mask));
-}
-
 // The CPU's fused random-action rollout over a tile of up to kLanes consecutive environments, held
 // structure-of-arrays (one lane array per state field and per parameter, the latter in the scenario's
 // parameter type) so that the compiler vectorises across lanes. Each step runs step_env's parts in passes:
@@ -170,9 +161,10 @@ inline void rollout_lanes(const RolloutTile<S>& tile, std::int64_t first) {
   // would vectorise that pass 64 lanes at a time, more than the registers hold (mask spills).
   alignas(64) std::int32_t terminated_word[kLanes];
   alignas(64) std::int32_t truncated_word[kLanes];
-  alignas(64) std::int32_t pending_word[kLanes];
-  alignas(64) float sin_lane[kLanes];  // SmallAngleTrig's sine and cosine of each lane's step angle
-  alignas(64) float cos_lane[kLanes];  // 1 where an ended episode still needs the one-lane reset
+  alignas(64) std::int32_t pending_word[kLanes];  // 1 where an ended episode still needs the one-lane reset
+  // SmallAngleTrig's sine and cosine of each lane's step angle.
+  alignas(64) float sin_lane[kLanes];
+  alignas(64) float cos_lane[kLanes];
   // The lanes' episode tallies, kept here until the rollout ends.
   alignas(64) double tally_episodes[kLanes];
   alignas(64) double tally_return[kLanes];
@@ -355,7 +347,9 @@ inline void rollout_lanes(const RolloutTile<S>& tile, std::int64_t first) {
             copy_staged(group, end);
           }
           staged_row = -1;
-          step_pass(chunk_words, c, [&](int l) { return GivenSinCos{sin_lane[l], cos_lane[l]}; });
+          step_pass(chunk_words, c, [&](int l) {
+            return GivenSinCos{S::step_angle(lane_state(l)), sin_lane[l], cos_lane[l]};
+          });
         } else {
           copy_all_staged();
           step_pass(chunk_words, c, [](int) { return LaneTrig{}; });

@@ -12,6 +12,7 @@
 // |x| < 2^26 pi/2 (about 1e8, where a float's spacing is already 8); beyond that it loses accuracy,
 // gradually and then entirely (the result stays within [-1, 1]). NaN and infinities give NaN, as
 // sinf does.
+#include <cassert>
 #include <cmath>
 #include <cstdint>
 
@@ -111,11 +112,13 @@ struct LaneTrig {
   SURGE_HD_INLINE static void sincos(float x, float& sin_x, float& cos_x) { lane_sincosf(x, sin_x, cos_x); }
 };
 
-// The sine and cosine of the step's one angle, taken beforehand (a loop over many environments may take
-// them in a pass of its own): what a step given this returns is what the policy that took them gives.
+// The sine and cosine of a step's one angle, taken beforehand (a loop over many environments may take them
+// in a pass of its own): a step given this gets the bits of the policy that took them. Debug builds check
+// that the step asks for the angle they were taken of.
 struct GivenSinCos {
-  float sin_x, cos_x;
-  SURGE_HD_INLINE void sincos(float, float& sin_out, float& cos_out) const {
+  float angle, sin_x, cos_x;
+  SURGE_HD_INLINE void sincos([[maybe_unused]] float x, float& sin_out, float& cos_out) const {
+    assert(x == angle || (x != x && angle != angle));
     sin_out = sin_x;
     cos_out = cos_x;
   }

@@ -3,14 +3,17 @@
 // equal to each other, odd and even as sine and cosine are, and right at zeros, NaN and infinities.
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <random>
 
 #include "scenarios/cartpole.hpp"
 #include "sim/lane_math.hpp"
+#include "sim/select_bits.hpp"
 
 namespace {
 
@@ -115,4 +118,58 @@ TEST_CASE("SmallAngleTrig gives LaneTrig's bits wherever |x| <= kSmallAngle", "[
   CHECK(!surge::CartPole::small_angles(surge::CartPole::State{0.0f, 0.0f, std::nextafter(bound, 1.0f), 0.0f}));
   CHECK(!surge::CartPole::small_angles(
       surge::CartPole::State{0.0f, 0.0f, std::numeric_limits<float>::quiet_NaN(), 0.0f}));
+}
+
+TEST_CASE("CartPole's step given SmallAngleTrig's sine and cosine gives LaneTrig's step, bit for bit", "[lane_math]") {
+  // GivenSinCos, as the CPU rollout hands the values of its pass of sines and cosines to the step.
+  std::mt19937 draw(17);
+  std::uniform_real_distribution<float> position(-2.4f, 2.4f), speed(-3.0f, 3.0f), angle(-0.25f, 0.25f);
+  const surge::CartPole::Params p{9.8f, 1.0f, 0.1f, 0.5f, 10.0f, 0.02f};  // the defaults, in kParams' order
+  for (int k = 0; k < 20000; ++k) {
+    const surge::CartPole::State start{position(draw), speed(draw), angle(draw), speed(draw)};
+    const std::int32_t action = k & 1;
+    surge::CartPole::State lane = start, given = start;
+    const surge::StepResult lane_result = surge::CartPole::step(lane, p, action);
+    float sin_x = 0.0f, cos_x = 0.0f;
+    surge::SmallAngleTrig::sincos(surge::CartPole::step_angle(start), sin_x, cos_x);
+    const surge::StepResult given_result =
+        surge::CartPole::step(given, p, action, surge::GivenSinCos{surge::CartPole::step_angle(start), sin_x, cos_x});
+    REQUIRE(std::bit_cast<std::array<std::uint32_t, 4>>(given) == std::bit_cast<std::array<std::uint32_t, 4>>(lane));
+    REQUIRE(given_result.reward == lane_result.reward);
+    REQUIRE(given_result.terminated == lane_result.terminated);
+  }
+}
+
+namespace {
+
+template <class T>
+bool same_select(bool take, T a, T b) {
+  const T expected = take ? a : b, got = surge::select_bits(take, a, b);
+  return std::memcmp(&expected, &got, sizeof(T)) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("select_bits is the ternary, bit for bit", "[lane_math]") {
+  const float floats[] = {0.0f,
+                          -0.0f,
+                          1.5f,
+                          std::numeric_limits<float>::infinity(),
+                          std::numeric_limits<float>::denorm_min(),
+                          std::bit_cast<float>(0x7fc01234u),   // a quiet NaN with a payload
+                          std::bit_cast<float>(0xff801234u)};  // a signalling one, negative
+  const double doubles[] = {0.0, -0.0, -2.25, std::bit_cast<double>(0x7ff8000000abcdefull),
+                            std::numeric_limits<double>::denorm_min()};
+  const std::int32_t ints[] = {0, -1, 7, std::numeric_limits<std::int32_t>::min()};
+  const std::uint64_t words[] = {0, 4, ~0ull, 1ull << 63};
+  for (bool take : {false, true}) {
+    for (float a : floats)
+      for (float b : floats) CHECK(same_select(take, a, b));
+    for (double a : doubles)
+      for (double b : doubles) CHECK(same_select(take, a, b));
+    for (std::int32_t a : ints)
+      for (std::int32_t b : ints) CHECK(same_select(take, a, b));
+    for (std::uint64_t a : words)
+      for (std::uint64_t b : words) CHECK(same_select(take, a, b));
+  }
 }

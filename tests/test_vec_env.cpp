@@ -388,6 +388,33 @@ TEST_CASE("rollout_random() equals random_actions() + step() bit for bit", "[vec
   }
 }
 
+TEST_CASE("rollout_random() in calls of one step and of none, over a partial tile of 36 lanes", "[vec_env][rollout]") {
+  // 100 envs: a whole tile and one of 36 lanes (two groups of 16 and four left over). The outputs are filled
+  // with 0xff bytes first, so that a row left unwritten cannot pass; every call's last rows must have left
+  // before it returns, the calls of one step and of none included.
+  const std::int64_t n = 100, calls[] = {1, 0, 33, 1, 31, 0, 2};
+  std::int64_t steps = 0;
+  for (std::int64_t c : calls) steps += c;
+  const Device cpu = Device::cpu();
+  Stream stream(cpu);
+  for (const surge::PhysicsConfig& physics : {randomized_physics(), frozen_physics()}) {
+    auto fused = surge::make_engine("cartpole", cpu, n, 13, physics);
+    auto stepped = surge::make_engine("cartpole", cpu, n, 13, physics);
+    RolloutBuffers rollout(steps, n, kObsDim);
+    std::memset(rollout.obs.data(), 0xff, sizeof(float) * static_cast<std::size_t>(steps * n * kObsDim));
+    std::memset(rollout.reward.data(), 0xff, sizeof(float) * static_cast<std::size_t>(steps * n));
+    std::memset(rollout.terminated.data(), 0xff, static_cast<std::size_t>(steps * n));
+    std::memset(rollout.truncated.data(), 0xff, static_cast<std::size_t>(steps * n));
+    std::int64_t t0 = 0;
+    for (std::int64_t c : calls) {
+      fused->rollout_random(c, rollout.slice(t0, c), stream);
+      t0 += c;
+    }
+    step_randomly(*stepped, n, steps, stream).check_same_bits_as(rollout, stream);
+    check_same_engine_state(*fused, *stepped, stream);
+  }
+}
+
 TEST_CASE("rollout_random() steps a pole set beyond the small-angle range as step() does", "[vec_env][rollout]") {
   // The fused rollout takes SmallAngleTrig's sine and cosine only in tiles whose every |theta| allows it.
   // Env 70 starts at theta = 3 (its polynomial there is off by about 3e-4), spinning back at -145 rad/s:

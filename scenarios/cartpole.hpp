@@ -40,14 +40,10 @@ struct CartPole {
     s.theta_dot = rng.uniform(-0.05f, 0.05f);
   }
 
-  // The one angle whose sine and cosine a step takes, and whether it allows SmallAngleTrig. Always, but
-  // for a state set from outside: |theta| is at most 12 degrees plus one step after any step that does
-  // not end the episode, and 0.05 after a reset.
+  // The one angle whose sine and cosine a step takes. SmallAngleTrig covers it always, but for a state set
+  // from outside: |theta| is at most 12 degrees plus one step after any step that does not end the
+  // episode, and 0.05 after a reset.
   SURGE_HD_INLINE static float step_angle(const State& s) { return s.theta; }
-  SURGE_HD_INLINE static bool small_angles(const State& s) {
-    const float angle = step_angle(s);
-    return angle >= -SmallAngleTrig::kSmallAngle && angle <= SmallAngleTrig::kSmallAngle;
-  }
 
   template <class Trig = LaneTrig>
   SURGE_HD_INLINE static StepResult step(State& s, const Params& p, Action action, Trig trig = {}) {

@@ -89,13 +89,13 @@ constexpr int action_words() {
 }
 
 // A scenario whose step takes the sine and cosine of exactly one angle, step_angle(state), which stays small,
-// says when its step may use SmallAngleTrig (sim/lane_math.hpp), and its step<Trig>(state, params, action,
-// trig) takes them from `trig`: SmallAngleTrig, or GivenSinCos holding SmallAngleTrig's values for that angle,
-// taken beforehand (the CPU rollout takes them in a pass of their own). A step that took a second angle would
-// be given the first one's: such a scenario must not meet this concept.
+// so that its step may use SmallAngleTrig (sim/lane_math.hpp) wherever SmallAngleTrig::covers that angle; its
+// step<Trig>(state, params, action, trig) takes them from `trig`: SmallAngleTrig, or GivenSinCos holding
+// SmallAngleTrig's values for that angle, taken beforehand (the CPU rollout takes them in a pass of their
+// own). A step that took a second angle would be given the first one's: such a scenario must not meet this
+// concept.
 template <class S>
 concept HasSmallAngleStep = requires(const typename S::State& state) {
-  { S::small_angles(state) } -> std::same_as<bool>;
   { S::step_angle(state) } -> std::same_as<float>;
 };
 
@@ -197,8 +197,8 @@ struct EnvLogic {
   // Steps 1 and 2 of step_env: the scenario's step and the step counter. Returns the reward. (Flags as
   // out-parameters rather than a returned struct: nvcc's host pass keeps such a struct in memory, which
   // stops GCC vectorising the CPU rollout.) SmallAngleTrig as Trig only for a HasSmallAngleStep scenario,
-  // where small_angles(state) holds; GivenSinCos only there too, holding SmallAngleTrig's sine and cosine of
-  // step_angle(state).
+  // where SmallAngleTrig::covers(step_angle(state)); GivenSinCos only there too, holding SmallAngleTrig's sine and
+  // cosine of step_angle(state).
   template <class Trig = LaneTrig>
   SURGE_HD_INLINE static float advance(State& state, const Params& params, std::int32_t& episode_step,
                                        float& episode_return, const Action& action, std::uint8_t& terminated,

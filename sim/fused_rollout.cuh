@@ -338,7 +338,7 @@ inline void rollout_lanes(const RolloutTile<S>& tile, std::int64_t first) {
         // lane instead of one long one, so that the core overlaps more lanes; the previous step's rows leave
         // between its groups of lanes.
         int small_angles = 1;
-        for (int l = 0; l < lanes; ++l) small_angles &= S::small_angles(lane_state(l)) ? 1 : 0;
+        for (int l = 0; l < lanes; ++l) small_angles &= SmallAngleTrig::covers(S::step_angle(lane_state(l))) ? 1 : 0;
         if (small_angles != 0) {
           for (int group = 0; group < lanes; group += kGroupLanes) {
             const int end = group + kGroupLanes < lanes ? group + kGroupLanes : lanes;

@@ -126,6 +126,8 @@ struct GivenSinCos {
 
 struct SmallAngleTrig {
   static constexpr float kSmallAngle = lane_math_detail::kSmallAngle;
+  // Whether x is an argument this policy takes (NaN is not).
+  SURGE_HD_INLINE static bool covers(float x) { return x >= -kSmallAngle && x <= kSmallAngle; }
   SURGE_HD_INLINE static void sincos(float x, float& sin_x, float& cos_x) {
 #if defined(__CUDA_ARCH__)
     lane_sincosf(x, sin_x, cos_x);

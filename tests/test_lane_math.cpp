@@ -111,13 +111,14 @@ TEST_CASE("SmallAngleTrig gives LaneTrig's bits wherever |x| <= kSmallAngle", "[
   }
   INFO(checked << " arguments checked");
   CHECK(differing == 0);
-  // Beyond the range the shortcut is wrong (this is why CartPole::small_angles is checked first).
+  // Beyond the range the shortcut is wrong (this is why SmallAngleTrig::covers is checked first).
   CHECK(!check(3.0f));
-  CHECK(surge::CartPole::small_angles(surge::CartPole::State{0.0f, 0.0f, bound, 0.0f}));
-  CHECK(surge::CartPole::small_angles(surge::CartPole::State{0.0f, 0.0f, -bound, 0.0f}));
-  CHECK(!surge::CartPole::small_angles(surge::CartPole::State{0.0f, 0.0f, std::nextafter(bound, 1.0f), 0.0f}));
-  CHECK(!surge::CartPole::small_angles(
-      surge::CartPole::State{0.0f, 0.0f, std::numeric_limits<float>::quiet_NaN(), 0.0f}));
+  CHECK(surge::SmallAngleTrig::covers(bound));
+  CHECK(surge::SmallAngleTrig::covers(-bound));
+  CHECK(!surge::SmallAngleTrig::covers(std::nextafter(bound, 1.0f)));
+  CHECK(!surge::SmallAngleTrig::covers(std::nextafter(-bound, -1.0f)));
+  CHECK(!surge::SmallAngleTrig::covers(std::numeric_limits<float>::quiet_NaN()));
+  CHECK(surge::CartPole::step_angle(surge::CartPole::State{1.0f, 2.0f, 0.125f, 4.0f}) == 0.125f);
 }
 
 TEST_CASE("CartPole's step given SmallAngleTrig's sine and cosine gives LaneTrig's step, bit for bit", "[lane_math]") {

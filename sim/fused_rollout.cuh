@@ -95,11 +95,11 @@ SURGE_HD_INLINE void rollout_tile(const RolloutTile<S>& tile, std::int64_t first
 // allow it); then begin_next_episode() for the lanes whose episode ended, over all lanes branch-free where the
 // scenario's reset is one Philox block and the tile's physics is the table's (reset_pass), else one lane at a
 // time; then the observation of every lane. Before every chunk of steps a pass draws the chunk's action words and
-// the first blocks of the lanes' reset streams, each lane's Philox blocks side by side (philox_block_lanes); a
-// reset finds its block there, or computes it, one lane at a time, when its lane has ended more episodes in the
-// chunk than those blocks cover. Bit for bit what step_env with random_action(Rng&) gives. A step's outputs gather
-// in a staging tile and leave it during the next step, in streaming stores when tile.streaming asks (and the rows
-// are aligned), else copied.
+// the first blocks of the lanes' reset streams, each lane's Philox blocks side by side (philox_block_lanes), and
+// with block resets the states those blocks reset to; a reset finds its block there, or computes it, one lane at
+// a time, when its lane has ended more episodes in the chunk than those blocks cover. Bit for bit what step_env with
+// random_action(Rng&) gives. A step's outputs gather in a staging tile and leave it during the next step, in streaming
+// stores when tile.streaming asks (and the rows are aligned), else copied.
 template <int kLanes, class S>
 inline void rollout_lanes(const RolloutTile<S>& tile, std::int64_t first) {
   using Logic = EnvLogic<S>;
@@ -142,6 +142,11 @@ inline void rollout_lanes(const RolloutTile<S>& tile, std::int64_t first) {
   alignas(64) std::uint64_t action_first_block[kLanes];
   alignas(64) std::uint64_t reset_first_block[kLanes];              // the block reset_words starts at
   alignas(64) std::uint32_t reset_words[kResetBlocks * 4][kLanes];  // [block word][lane]
+  // With block resets: the state each of those blocks resets its lane to ([block][field][lane]; a block-reset
+  // scenario's new state depends on its block's words and the table's parameters alone), and the resets each
+  // lane has taken from them in this chunk (which of them the next one takes).
+  alignas(64) float fresh_state[kResetBlocks][kStateDim][kLanes];
+  alignas(64) std::int32_t resets_taken[kLanes];
   alignas(64) std::uint32_t block_words[kChunkBlocks * 4][kLanes];  // [block word][lane] from each lane's first block
   alignas(64) std::uint32_t action_word[kChunkWords][kLanes];       // [word of the chunk][lane]
   alignas(64) std::uint8_t ended[kLanes + 8] = {};  // 1 where the episode ended; + 8: whole groups of eight
@@ -263,22 +268,22 @@ inline void rollout_lanes(const RolloutTile<S>& tile, std::int64_t first) {
   // ended more episodes in the chunk than those blocks cover) are left pending for the one-lane path.
   const auto reset_lane = [&](int l) {
     if constexpr (HasBlockReset<S>) {
-      static_assert(kResetBlocks == 2, "the words below are those of block 0 or of block 1");
+      static_assert(kResetBlocks == 2, "the new state below is block 0's or block 1's");
       const bool ended_now = (terminated_word[l] | truncated_word[l]) != 0;
-      const std::uint64_t block = (reset_offset[l] >> 2) - reset_first_block[l];
+      // The block the lane's reset stream is at: resets_taken[l] blocks past the chunk's first (a lane that went
+      // on to the one-lane path, at block kResetBlocks, stays there).
+      const std::int32_t block = resets_taken[l];
       const bool take = ended_now && block < kResetBlocks;
-      BlockWords words;
-      for (int m = 0; m < 4; ++m) words.word[m] = select_bits(block == 0, reset_words[m][l], reset_words[4 + m][l]);
-      State fresh;
-      S::reset(fresh, table_params, words);
-      const auto fresh_fields = std::bit_cast<std::array<float, kStateDim>>(fresh);
-      for (int j = 0; j < kStateDim; ++j) state[j][l] = select_bits(take, fresh_fields[j], state[j][l]);
+      for (int j = 0; j < kStateDim; ++j)
+        state[j][l] =
+            select_bits(take, select_bits(block == 0, fresh_state[0][j][l], fresh_state[1][j][l]), state[j][l]);
       tally_episodes[l] = select_bits(take, tally_episodes[l] + 1.0, tally_episodes[l]);
       tally_return[l] = select_bits(take, tally_return[l] + static_cast<double>(episode_return[l]), tally_return[l]);
       tally_length[l] = select_bits(take, tally_length[l] + static_cast<double>(episode_step[l]), tally_length[l]);
       episode_step[l] = select_bits(take, 0, episode_step[l]);
       episode_return[l] = select_bits(take, 0.0f, episode_return[l]);
       reset_offset[l] += select_bits(take, std::uint64_t{4}, std::uint64_t{0});
+      resets_taken[l] += take ? 1 : 0;
       pending_word[l] = ended_now && !take ? 1 : 0;
     }
   };
@@ -316,6 +321,21 @@ inline void rollout_lanes(const RolloutTile<S>& tile, std::int64_t first) {
     // kResetBlocks covers draw the rest one at a time.
     for (int l = 0; l < kLanes; ++l) reset_first_block[l] = reset_offset[l] >> 2;
     draw_blocks(first_reset_stream, reset_first_block, kResetBlocks, reset_words);
+    if constexpr (HasBlockReset<S>) {
+      if (block_resets) {
+        // Each block's new state, once for the chunk: the reset pass selects among them.
+        for (int b = 0; b < kResetBlocks; ++b)
+          for (int l = 0; l < kLanes; ++l) {
+            BlockWords words;
+            for (int m = 0; m < 4; ++m) words.word[m] = reset_words[4 * b + m][l];
+            State fresh;
+            S::reset(fresh, table_params, words);
+            const auto fresh_fields = std::bit_cast<std::array<float, kStateDim>>(fresh);
+            for (int j = 0; j < kStateDim; ++j) fresh_state[b][j][l] = fresh_fields[j];
+          }
+        for (int l = 0; l < kLanes; ++l) resets_taken[l] = 0;
+      }
+    }
     // Else each lane's words are shifted so that word 0 is the one at its offset.
     const std::uint32_t(*chunk_words)[kLanes] = block_words;
     if (aligned == 0) {

@@ -40,9 +40,9 @@ struct CartPole {
     s.theta_dot = rng.uniform(-0.05f, 0.05f);
   }
 
-  // The one angle whose sine and cosine a step takes. SmallAngleTrig covers it always, but for a state set
-  // from outside: |theta| is at most 12 degrees plus one step after any step that does not end the
-  // episode, and 0.05 after a reset.
+  // The one angle whose sine and cosine a step takes. SmallAngleTrig (|theta| <= 0.25) covers it always, but
+  // for a state set from outside: |theta| is at most 12 degrees (0.2094) after any step that does not end the
+  // episode (a step that ends it resets), and 0.05 after a reset.
   SURGE_HD_INLINE static float step_angle(const State& s) { return s.theta; }
 
   template <class Trig = LaneTrig>

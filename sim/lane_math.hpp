@@ -64,14 +64,29 @@ SURGE_HD_INLINE SinCos sincos_branch_free(float x) {
   return {x == 0.0f ? x : sin_x, cos_x};  // sin(-0) is -0
 }
 
-// sincos_branch_free where |x| <= kSmallAngle (below pi/4): there k = nearbyint(x 2/pi) is 0, so the
-// reduction gives r = x exactly, the clamp and the quadrant selects are the identity, and what is left
-// is this, operation for operation: the same bits, without the work every lane pays for the general case.
-inline constexpr float kSmallAngle = 0.78f;
+// sincos_branch_free where |x| <= kSmallAngle: there k = nearbyint(x 2/pi) is 0, so the reduction gives r = x
+// exactly, and the clamp and the quadrant selects are the identity; what is left is the two polynomials of x
+// and the sign of a zero. Within kSmallAngle the polynomials also drop their last term (sin r to r^9, cos r to
+// r^10): rounded to float, they give the full ones' results for every float there, as tests/test_lane_math.cpp
+// checks one by one (the first float that differs lies beyond 0.255, in the sine). So: the same bits, without
+// the work every lane pays for the general case.
+inline constexpr float kSmallAngle = 0.25f;
+
+SURGE_HD_INLINE double sin_poly_small(double r) {
+  const double r2 = r * r;
+  constexpr double c3 = -1.0 / 6.0, c5 = 1.0 / 120.0, c7 = -1.0 / 5040.0, c9 = 1.0 / 362880.0;
+  return r + r * r2 * (c3 + r2 * (c5 + r2 * (c7 + r2 * c9)));
+}
+
+SURGE_HD_INLINE double cos_poly_small(double r) {
+  const double r2 = r * r;
+  constexpr double c2 = -1.0 / 2.0, c4 = 1.0 / 24.0, c6 = -1.0 / 720.0, c8 = 1.0 / 40320.0, c10 = -1.0 / 3628800.0;
+  return 1.0 + r2 * (c2 + r2 * (c4 + r2 * (c6 + r2 * (c8 + r2 * c10))));
+}
 
 SURGE_HD_INLINE SinCos sincos_small(float x) {
   const double r = static_cast<double>(x);
-  const float sin_x = static_cast<float>(sin_poly(r)), cos_x = static_cast<float>(cos_poly(r));
+  const float sin_x = static_cast<float>(sin_poly_small(r)), cos_x = static_cast<float>(cos_poly_small(r));
   return {x == 0.0f ? x : sin_x, cos_x};
 }
 

@@ -80,9 +80,10 @@ TEST_CASE("lane_sinf and lane_cosf at zeros, tiny, huge and non-finite arguments
 // SmallAngleTrig claims LaneTrig's very bits for |x| <= kSmallAngle, and its polynomials are shorter than
 // LaneTrig's, which no argument shows: so every float from 0 to the bound (about 1.05e9, a few seconds) is
 // checked against LaneTrig's polynomials for k = 0 (where sincos_branch_free's reduction gives r = x, exactly).
-// The negative ones follow: both forms are odd (sine) and even (cosine) to the bit, as negation commutes with
-// IEEE products and sums. Then every 61st float of the range, both signs, and the ends and their neighbours,
-// against LaneTrig itself.
+// The negative ones follow: for x != 0 both forms are odd (sine) and even (cosine) to the bit, as negation
+// commutes with IEEE products and with sums that are not exactly zero (none is, here); zero's sign comes from
+// the `x == 0` select, and -0 is among the ends checked below. Then every 61st float of the range, both signs,
+// and the ends and their neighbours, against LaneTrig itself.
 TEST_CASE("SmallAngleTrig gives LaneTrig's bits wherever |x| <= kSmallAngle", "[lane_math]") {
   const auto same = [](float a, float b) { return std::bit_cast<std::uint32_t>(a) == std::bit_cast<std::uint32_t>(b); };
   const auto check = [&](float x) {

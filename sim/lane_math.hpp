@@ -26,17 +26,21 @@ struct SinCos {
   float sin, cos;
 };
 
+// The Taylor coefficients of sin r (kSin3: r^3's, ...) and cos r, for the full polynomials and the small-angle
+// ones, which stop a term sooner. (Scalars: device code may use a constexpr scalar, not a host array.)
+inline constexpr double kSin3 = -1.0 / 6.0, kSin5 = 1.0 / 120.0, kSin7 = -1.0 / 5040.0, kSin9 = 1.0 / 362880.0,
+                        kSin11 = -1.0 / 39916800.0;
+inline constexpr double kCos2 = -1.0 / 2.0, kCos4 = 1.0 / 24.0, kCos6 = -1.0 / 720.0, kCos8 = 1.0 / 40320.0,
+                        kCos10 = -1.0 / 3628800.0, kCos12 = 1.0 / 479001600.0;
+
 SURGE_HD_INLINE double sin_poly(double r) {
   const double r2 = r * r;
-  constexpr double c3 = -1.0 / 6.0, c5 = 1.0 / 120.0, c7 = -1.0 / 5040.0, c9 = 1.0 / 362880.0, c11 = -1.0 / 39916800.0;
-  return r + r * r2 * (c3 + r2 * (c5 + r2 * (c7 + r2 * (c9 + r2 * c11))));
+  return r + r * r2 * (kSin3 + r2 * (kSin5 + r2 * (kSin7 + r2 * (kSin9 + r2 * kSin11))));
 }
 
 SURGE_HD_INLINE double cos_poly(double r) {
   const double r2 = r * r;
-  constexpr double c2 = -1.0 / 2.0, c4 = 1.0 / 24.0, c6 = -1.0 / 720.0, c8 = 1.0 / 40320.0, c10 = -1.0 / 3628800.0,
-                   c12 = 1.0 / 479001600.0;
-  return 1.0 + r2 * (c2 + r2 * (c4 + r2 * (c6 + r2 * (c8 + r2 * (c10 + r2 * c12)))));
+  return 1.0 + r2 * (kCos2 + r2 * (kCos4 + r2 * (kCos6 + r2 * (kCos8 + r2 * (kCos10 + r2 * kCos12)))));
 }
 
 // Both at once, sharing the reduction and the polynomials (a compiler would not merge two calls).
@@ -74,14 +78,12 @@ inline constexpr float kSmallAngle = 0.25f;
 
 SURGE_HD_INLINE double sin_poly_small(double r) {
   const double r2 = r * r;
-  constexpr double c3 = -1.0 / 6.0, c5 = 1.0 / 120.0, c7 = -1.0 / 5040.0, c9 = 1.0 / 362880.0;
-  return r + r * r2 * (c3 + r2 * (c5 + r2 * (c7 + r2 * c9)));
+  return r + r * r2 * (kSin3 + r2 * (kSin5 + r2 * (kSin7 + r2 * kSin9)));
 }
 
 SURGE_HD_INLINE double cos_poly_small(double r) {
   const double r2 = r * r;
-  constexpr double c2 = -1.0 / 2.0, c4 = 1.0 / 24.0, c6 = -1.0 / 720.0, c8 = 1.0 / 40320.0, c10 = -1.0 / 3628800.0;
-  return 1.0 + r2 * (c2 + r2 * (c4 + r2 * (c6 + r2 * (c8 + r2 * c10))));
+  return 1.0 + r2 * (kCos2 + r2 * (kCos4 + r2 * (kCos6 + r2 * (kCos8 + r2 * kCos10))));
 }
 
 SURGE_HD_INLINE SinCos sincos_small(float x) {
